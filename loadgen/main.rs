@@ -1,0 +1,296 @@
+//! The loadgen command line: flags -> Plan -> library -> print -> exit code.
+//! Exit codes: 0 success, 1 the run finished but saw errors (or stopped early), 2 bad input or
+//! setup failure (one line on stderr, never a panic or a stack trace).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use loadgen::app::{self, Format, RunOptions};
+use loadgen::keys::Dist;
+use loadgen::pacer::Arrival;
+use loadgen::plan::{parse_count, parse_duration, parse_key_range, Mode, Plan, Stop};
+
+#[derive(Parser)]
+#[command(
+    name = "loadgen",
+    version,
+    about = "Point-lookup load tester: maximum QPS and latency of SELECT ... WHERE id = $1 \
+against PostgreSQL, MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Drive lookups at one or more targets and report QPS and latency.
+    Run(RunArgs),
+    /// Create the usr table (from schemas/) and load the rows that --verify expects.
+    Prepare(PrepareArgs),
+    /// Run the embedded HTTP key-value server on its own (GET /usr/<id>, GET /stats).
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Target URLs, run one after another with the same settings and key stream:
+    /// postgres://user@host:port/db, mysql://user@host:port/db, hs://host:port/db/table,
+    /// memcache://host:port, http://host:port/path/{key}. None: the embedded server.
+    targets: Vec<String>,
+    /// Connections, spread over the threads.
+    #[arg(short = 'c', long, default_value_t = 16)]
+    connections: usize,
+    /// Requests in flight per connection (PostgreSQL, HandlerSocket, memcached pipeline them).
+    #[arg(short = 'p', long, default_value_t = 1)]
+    pipeline: usize,
+    /// Worker threads, each with its own runtime and connections [default: number of cores].
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// Measure for this long after the warm-up (30s, 500ms, 2m) [default: 10s].
+    #[arg(short = 'd', long, value_parser = parse_duration, conflicts_with = "requests")]
+    duration: Option<Duration>,
+    /// Stop after exactly this many counted requests (20000, 20k, 1M).
+    #[arg(short = 'n', long, value_parser = parse_count)]
+    requests: Option<u64>,
+    /// Run this long before counting [default: 1s with -d, 0 with -n].
+    #[arg(long, value_parser = parse_duration)]
+    warmup: Option<Duration>,
+    /// Key range FIRST-LAST, inclusive.
+    #[arg(long, default_value = "1-1000000", value_parser = parse_key_range)]
+    keys: (u64, u64),
+    /// Key distribution: uniform, seq, zipf[:S] (S default 0.99), hot:F:P (fraction F of keys gets fraction P of lookups).
+    #[arg(long, default_value = "uniform", value_parser = Dist::parse)]
+    dist: Dist,
+    /// SQL for SQL targets, with $1 (PostgreSQL) or ? (MySQL) for the key
+    /// [default: SELECT user_name, user_email, created FROM usr WHERE user_id = $1].
+    #[arg(long)]
+    query: Option<String>,
+    /// prepared: statement prepared once per connection; simple: key inlined, parsed each time (as pgbench -M).
+    #[arg(long, value_enum, default_value_t = ModeArg::Prepared)]
+    mode: ModeArg,
+    /// Check every returned row against the row derived from its key; a wrong row is a verify error.
+    #[arg(long)]
+    verify: bool,
+    /// A request with no reply after this long is a timeout error and its connection is replaced.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Progress line, timeline row and metrics update interval.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    interval: Duration,
+    /// Seed of the key streams (same seed, same keys per connection).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Fixed total rate in requests/s (open loop; latency measured from each request's due time).
+    #[arg(short = 'R', long)]
+    rate: Option<f64>,
+    /// Arrival process with --rate: uniform (evenly spaced) or poisson.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
+    arrival: ArrivalArg,
+    /// First and longest wait between reconnect attempts, MIN,MAX (capped exponential backoff).
+    #[arg(long, default_value = "10ms,1s")]
+    reconnect_backoff: String,
+    /// End the run early (exit 1) once this many errors were counted.
+    #[arg(long)]
+    max_errors: Option<u64>,
+    /// Result JSON file [default: results/<time>-<kind>.json]; "-" writes no file.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
+    /// No progress lines on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct PrepareArgs {
+    /// Target URL: postgres://...
+    target: String,
+    /// Rows to load (ids 1..=N).
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    rows: u64,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on (127.0.0.1 unless you mean otherwise).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: String,
+    /// Rows to hold (ids 1..=N).
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    rows: u64,
+    /// Server threads [default: number of cores].
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Prepared,
+    Simple,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ArrivalArg {
+    Uniform,
+    Poisson,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Text,
+    Json,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Prepare(a) => cmd_prepare(a),
+        Cmd::Serve(a) => cmd_serve(a),
+    };
+    std::process::exit(match code {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("loadgen: {msg}");
+            2
+        }
+    });
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+fn plan_of(a: &RunArgs) -> Result<Plan, String> {
+    let stop = match (a.duration, a.requests) {
+        (_, Some(n)) => Stop::Requests(n),
+        (Some(d), None) => Stop::Duration(d),
+        (None, None) => Stop::Duration(Duration::from_secs(10)),
+    };
+    let warmup = a.warmup.unwrap_or(match stop {
+        Stop::Duration(_) => Duration::from_secs(1),
+        Stop::Requests(_) => Duration::ZERO,
+    });
+    let (lo, hi) = a.reconnect_backoff.split_once(',').ok_or_else(|| {
+        format!(
+            "bad --reconnect-backoff '{}': use MIN,MAX like 10ms,1s",
+            a.reconnect_backoff
+        )
+    })?;
+    let backoff = (parse_duration(lo)?, parse_duration(hi)?);
+    if backoff.0 > backoff.1 || backoff.0.is_zero() {
+        return Err(format!(
+            "bad --reconnect-backoff '{}': MIN must be above 0 and at most MAX",
+            a.reconnect_backoff
+        ));
+    }
+    let plan = Plan {
+        connections: a.connections,
+        pipeline: a.pipeline,
+        threads: a.threads.unwrap_or_else(loadgen::plan::default_threads),
+        stop,
+        warmup,
+        keys: a.keys,
+        dist: a.dist.clone(),
+        query: a.query.clone(),
+        mode: match a.mode {
+            ModeArg::Prepared => Mode::Prepared,
+            ModeArg::Simple => Mode::Simple,
+        },
+        verify: a.verify,
+        timeout: a.timeout,
+        interval: a.interval,
+        seed: a.seed,
+        rate: a.rate,
+        arrival: match a.arrival {
+            ArrivalArg::Uniform => Arrival::Uniform,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        },
+        reconnect_backoff: backoff,
+        max_errors: a.max_errors,
+    };
+    plan.validate()?;
+    Ok(plan)
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32, String> {
+    let plan = plan_of(&a)?;
+    let format = match a.format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+    };
+    let opts = RunOptions {
+        targets: a.targets.clone(),
+        output: a.output.clone(),
+        format,
+        progress: !a.quiet,
+        embedded_rows: a.keys,
+        on_interval: None,
+    };
+    let rt = runtime()?;
+    let out = rt.block_on(async {
+        let stop = app::stop_on_signals();
+        app::execute(&plan, opts, stop).await
+    });
+    let out = out.map_err(|e| e.0)?;
+    match format {
+        Format::Text => print!("{}", loadgen::report::text::render(&out.file)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&out.file).expect("result serializes")
+        ),
+    }
+    if let Some(p) = &out.path {
+        eprintln!("loadgen: result written to {}", p.display());
+    }
+    // Leave without waiting for the embedded server's threads.
+    Ok(out.exit_code)
+}
+
+fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
+    if a.rows == 0 {
+        return Err("--rows must be at least 1".into());
+    }
+    let rt = runtime()?;
+    let p = rt
+        .block_on(loadgen::prepare::prepare(&a.target, (1, a.rows)))
+        .map_err(|e| e.0)?;
+    println!(
+        "loaded {} rows in {:.1}s ({} rows/s)",
+        loadgen::report::text::thousands(p.rows),
+        p.seconds,
+        loadgen::report::text::thousands((p.rows as f64 / p.seconds.max(1e-9)) as u64)
+    );
+    Ok(0)
+}
+
+fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
+    let addr: std::net::SocketAddr = a
+        .addr
+        .parse()
+        .map_err(|_| format!("bad --addr '{}': use IP:PORT like 127.0.0.1:8080", a.addr))?;
+    if a.rows == 0 {
+        return Err("--rows must be at least 1".into());
+    }
+    let threads = a.threads.unwrap_or_else(loadgen::plan::default_threads);
+    let server = loadgen::serve::start(addr, (1, a.rows), threads)
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    eprintln!(
+        "loadgen: serving {} rows on {} (Ctrl-C stops)",
+        loadgen::report::text::thousands(server.rows),
+        server.url()
+    );
+    let rt = runtime()?;
+    rt.block_on(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    Ok(0)
+}

@@ -1,0 +1,191 @@
+//! `loadgen run` as a library call: start the embedded server if needed, run each target in
+//! turn with the same plan (same seed, so the same key streams), write the result file after
+//! every target, stop cleanly on Ctrl-C or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::dispatch::{run_target, Embedded};
+use crate::plan::{Plan, Stop};
+use crate::report::result::{Machine, ResultFile, Settings};
+use crate::run::Control;
+use crate::target::SetupError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+pub struct RunOptions {
+    /// Target URLs; empty means the embedded server.
+    pub targets: Vec<String>,
+    /// Where the result JSON goes; None: `results/<time>-<kind>.json`; Some("-"): nowhere.
+    pub output: Option<PathBuf>,
+    pub format: Format,
+    pub progress: bool,
+    /// Rows of the embedded server.
+    pub embedded_rows: (u64, u64),
+    pub on_interval: Option<Arc<dyn Fn(&crate::run::IntervalView) + Send + Sync>>,
+}
+
+pub struct Outcome {
+    pub file: ResultFile,
+    pub path: Option<PathBuf>,
+    /// 0 clean, 1 errors seen or stopped early.
+    pub exit_code: i32,
+}
+
+pub fn settings_of(plan: &Plan) -> Settings {
+    Settings {
+        connections: plan.connections,
+        pipeline: plan.pipeline,
+        threads: plan.threads.min(plan.connections),
+        duration_s: match plan.stop {
+            Stop::Duration(d) => Some(d.as_secs_f64()),
+            Stop::Requests(_) => None,
+        },
+        requests: match plan.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        },
+        warmup_s: plan.warmup.as_secs_f64(),
+        keys: format!("{}-{}", plan.keys.0, plan.keys.1),
+        dist: plan.dist.name(),
+        mode: match plan.mode {
+            crate::plan::Mode::Prepared => "prepared".into(),
+            crate::plan::Mode::Simple => "simple".into(),
+        },
+        verify: plan.verify,
+        timeout_ms: plan.timeout.as_millis() as u64,
+        interval_ms: plan.interval.as_millis() as u64,
+        seed: plan.seed,
+        rate: plan.rate,
+        arrival: format!("{:?}", plan.arrival).to_lowercase(),
+        query: plan.query.clone(),
+    }
+}
+
+/// Installs Ctrl-C / SIGTERM handling: the first signal stops the run (results kept).
+pub fn stop_on_signals() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let term_fut = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term_fut => {}
+        }
+        eprintln!("loadgen: stopping, keeping the results measured so far");
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+pub async fn execute(
+    plan: &Plan,
+    opts: RunOptions,
+    stop: watch::Receiver<bool>,
+) -> Result<Outcome, SetupError> {
+    plan.validate()?;
+    let mut targets = opts.targets.clone();
+    let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
+        if targets.is_empty() {
+            targets.push("embedded".into());
+        }
+        let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let (lo, hi) = opts.embedded_rows;
+        let server = crate::serve::start(addr, (lo, hi), plan.threads)
+            .map_err(|e| SetupError(format!("cannot start the embedded server: {e}")))?;
+        if opts.progress {
+            eprintln!(
+                "loadgen: embedded server with {} rows on {}",
+                crate::report::text::thousands(server.rows),
+                server.url()
+            );
+        }
+        Some(Embedded {
+            url: server.url(),
+            stats: server.stats.clone(),
+        })
+    } else {
+        None
+    };
+    let control = Control {
+        stop: stop.clone(),
+        progress: opts.progress,
+        on_interval: opts.on_interval.clone(),
+    };
+    let mut file = ResultFile {
+        loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: crate::report::now_rfc3339(),
+        interrupted: false,
+        settings: settings_of(plan),
+        machine: Machine::here(),
+        runs: Vec::new(),
+    };
+    let mut path: Option<PathBuf> = None;
+    let mut exit_code = 0;
+    for t in &targets {
+        if *stop.borrow() {
+            break;
+        }
+        if opts.progress && targets.len() > 1 {
+            eprintln!("loadgen: running {}", crate::target::url::redact_str(t));
+        }
+        let r = run_target(t, plan, &control, embedded.as_ref()).await;
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                // Keep what earlier targets measured, then report the setup error.
+                if !file.runs.is_empty() {
+                    write_result(&file, &opts, &mut path);
+                }
+                return Err(e);
+            }
+        };
+        if r.error_total > 0 || r.stopped_early.is_some() {
+            exit_code = 1;
+        }
+        file.interrupted |= r.interrupted;
+        file.runs.push(r);
+        write_result(&file, &opts, &mut path);
+    }
+    Ok(Outcome {
+        file,
+        path,
+        exit_code,
+    })
+}
+
+fn write_result(file: &ResultFile, opts: &RunOptions, path: &mut Option<PathBuf>) {
+    if opts.output.as_deref() == Some(std::path::Path::new("-")) {
+        return;
+    }
+    let p = path.get_or_insert_with(|| match &opts.output {
+        Some(p) => p.clone(),
+        None => {
+            let kind = if file.runs.len() > 1 {
+                "compare"
+            } else {
+                file.runs.first().map(|r| r.kind.as_str()).unwrap_or("run")
+            };
+            crate::report::default_path(std::path::Path::new("results"), kind)
+        }
+    });
+    let json = serde_json::to_vec_pretty(file).expect("result serializes");
+    if let Err(e) = crate::report::write_atomic(p, &json) {
+        eprintln!("loadgen: cannot write {}: {e}", p.display());
+    }
+}

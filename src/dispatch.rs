@@ -1,0 +1,51 @@
+//! The one `match` on the URL scheme: it builds the concrete target and calls the generic run,
+//! so every target gets its own monomorphized request loop.
+
+use std::sync::Arc;
+
+use crate::plan::Plan;
+use crate::report::result::RunResult;
+use crate::run::{run, Control};
+use crate::serve::ServerStats;
+use crate::target::http::HttpTarget;
+use crate::target::postgres::PgTarget;
+use crate::target::{SetupError, TargetUrl, SCHEMES};
+
+/// The embedded server, when the run uses it: its URL and its own counters.
+pub struct Embedded {
+    pub url: String,
+    pub stats: Arc<ServerStats>,
+}
+
+pub async fn run_target(
+    target: &str,
+    plan: &Plan,
+    control: &Control,
+    embedded: Option<&Embedded>,
+) -> Result<RunResult, SetupError> {
+    if target == "embedded" {
+        let e = embedded.ok_or_else(|| SetupError("the embedded server is not running".into()))?;
+        let url = TargetUrl::parse(&e.url)?;
+        let t =
+            HttpTarget::new(&url, plan.verify, Some(e.stats.clone()))?.allow_pipeline(usize::MAX);
+        return run(t, plan, &url.redacted(), control).await;
+    }
+    let url = TargetUrl::parse(target)?;
+    let label = url.redacted();
+    match url.scheme.as_str() {
+        "postgres" | "postgresql" => run(PgTarget::new(&url, plan)?, plan, &label, control).await,
+        "http" | "https" => {
+            let pipeline = url
+                .param("pipeline")
+                .is_some_and(|v| v == "1" || v == "true");
+            let mut t = HttpTarget::new(&url, plan.verify, None)?;
+            if pipeline {
+                t = t.allow_pipeline(usize::MAX);
+            }
+            run(t, plan, &label, control).await
+        }
+        other => Err(SetupError(format!(
+            "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"
+        ))),
+    }
+}

@@ -1,0 +1,28 @@
+//! loadgen: a load tester for point lookups (`SELECT ... WHERE id = $1`) against PostgreSQL,
+//! MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints.
+//!
+//! Data flow: the binary turns flags into a [`plan::Plan`]; [`app::execute`] runs each target
+//! through [`dispatch::run_target`], the one match on the URL scheme, into the generic
+//! [`run::run`]. That starts one [`worker`] thread per core; each owns a current_thread runtime,
+//! its connections ([`target::Conn`]) and a [`recorder::Recorder`]. The only request loop is
+//! `worker::drive`: keys from [`keys`], due times from [`pacer`]. Every interval each worker hands
+//! a [`recorder::Snapshot`] to the collector in `run`, which merges them into
+//! [`totals::Totals`], prints progress and feeds [`metrics`]. The result is a
+//! [`report::result::RunResult`], written as JSON (schema in `schemas/`) and printed as text.
+
+pub mod app;
+pub mod dispatch;
+pub mod keys;
+pub mod outcome;
+pub mod pacer;
+pub mod plan;
+pub mod prepare;
+pub mod recorder;
+pub mod report;
+pub mod row;
+pub mod run;
+pub mod serve;
+pub mod target;
+pub mod totals;
+pub mod wire;
+pub mod worker;

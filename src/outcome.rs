@@ -1,0 +1,96 @@
+//! What one lookup came to: a hit, a miss, or an error of a counted kind.
+
+use std::fmt;
+
+/// A lookup that got an answer. A key with no row is a `Miss`, never an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Hit,
+    Miss,
+}
+
+/// Per-request errors are counted by kind, not by message, so the hot path never formats strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// Could not open (or re-open) a connection.
+    Connect,
+    /// The connection broke while a request was in flight.
+    Io,
+    /// No answer within `--timeout`.
+    Timeout,
+    /// The server answered with an error (SQL error, HandlerSocket error code, HTTP 5xx).
+    Server,
+    /// The server answered with bytes that do not parse.
+    Protocol,
+    /// `--verify`: the row returned is not the row derived from the key.
+    Verify,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Connect,
+        ErrorKind::Io,
+        ErrorKind::Timeout,
+        ErrorKind::Server,
+        ErrorKind::Protocol,
+        ErrorKind::Verify,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Io => "io",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Server => "server",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Verify => "verify",
+        }
+    }
+}
+
+/// A failed lookup. `fatal` means the connection is unusable and must be replaced.
+#[derive(Clone, Debug)]
+pub struct LookupError {
+    pub kind: ErrorKind,
+    pub fatal: bool,
+    /// Kept for the report (first few per kind); built only on the error path.
+    pub message: String,
+}
+
+impl LookupError {
+    pub fn new(kind: ErrorKind, fatal: bool, message: impl Into<String>) -> Self {
+        LookupError {
+            kind,
+            fatal,
+            message: message.into(),
+        }
+    }
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Io, true, message)
+    }
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Protocol, true, message)
+    }
+    pub fn server(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Server, false, message)
+    }
+    pub fn verify(key: u64) -> Self {
+        Self::new(
+            ErrorKind::Verify,
+            false,
+            format!("row for key {key} differs from the row derived from the key"),
+        )
+    }
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.name(), self.message)
+    }
+}
+
+impl std::error::Error for LookupError {}

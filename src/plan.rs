@@ -1,0 +1,353 @@
+//! Plan: the typed, validated settings of a run. No clap and no I/O here, so every rule is
+//! unit-tested; the binary turns flags into a Plan and the engine trusts it.
+
+use std::time::Duration;
+
+use crate::keys::Dist;
+use crate::pacer::Arrival;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Statement prepared once per connection, executed with the key bound (pgbench -M prepared).
+    Prepared,
+    /// Query text with the key inlined, parsed by the server every time (pgbench -M simple).
+    Simple,
+}
+
+/// When a run stops by itself (Ctrl-C stops any run).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// Measure for this long after the warm-up.
+    Duration(Duration),
+    /// Exactly this many counted requests, split over the connections.
+    Requests(u64),
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub connections: usize,
+    pub pipeline: usize,
+    pub threads: usize,
+    pub stop: Stop,
+    pub warmup: Duration,
+    pub keys: (u64, u64),
+    pub dist: Dist,
+    pub query: Option<String>,
+    pub mode: Mode,
+    pub verify: bool,
+    pub timeout: Duration,
+    pub interval: Duration,
+    pub seed: u64,
+    pub rate: Option<f64>,
+    pub arrival: Arrival,
+    /// First and longest wait between reconnect attempts (capped exponential backoff).
+    pub reconnect_backoff: (Duration, Duration),
+    /// End the run early (exit 1) after this many errors.
+    pub max_errors: Option<u64>,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            connections: 16,
+            pipeline: 1,
+            threads: default_threads(),
+            stop: Stop::Duration(Duration::from_secs(10)),
+            warmup: Duration::from_secs(1),
+            keys: (1, 1_000_000),
+            dist: Dist::Uniform,
+            query: None,
+            mode: Mode::Prepared,
+            verify: false,
+            timeout: Duration::from_secs(5),
+            interval: Duration::from_secs(1),
+            seed: 1,
+            rate: None,
+            arrival: Arrival::Uniform,
+            reconnect_backoff: (Duration::from_millis(10), Duration::from_secs(1)),
+            max_errors: None,
+        }
+    }
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// One thread's share of a run: connections `first_conn..first_conn + conns`, and under
+/// `Stop::Requests` each of them gets a quota so that the quotas sum to exactly n.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share {
+    pub thread: usize,
+    pub first_conn: usize,
+    pub conns: usize,
+}
+
+impl Plan {
+    /// Checks the rules that no single flag parser can see. Err is the one-line message.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.connections == 0 {
+            return Err("-c/--connections must be at least 1".into());
+        }
+        if self.connections > 100_000 {
+            return Err("-c/--connections above 100000 is not supported".into());
+        }
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return Err("-p/--pipeline must be between 1 and 1024".into());
+        }
+        if self.threads == 0 || self.threads > 1024 {
+            return Err("-t/--threads must be between 1 and 1024".into());
+        }
+        if self.keys.0 > self.keys.1 {
+            return Err(format!(
+                "--keys {}-{}: the first key is above the last",
+                self.keys.0, self.keys.1
+            ));
+        }
+        match self.stop {
+            Stop::Duration(d) if d.is_zero() => return Err("-d/--duration must be above 0".into()),
+            Stop::Requests(0) => return Err("-n/--requests must be at least 1".into()),
+            _ => {}
+        }
+        if self.interval < Duration::from_millis(10) {
+            return Err("--interval must be at least 10ms".into());
+        }
+        if self.timeout < Duration::from_millis(1) {
+            return Err("--timeout must be at least 1ms".into());
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err("-R/--rate must be a positive number of requests per second".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Connections per thread: never more threads than connections, and spread evenly.
+    pub fn split(&self) -> Vec<Share> {
+        let threads = self.threads.min(self.connections);
+        let (base, extra) = (self.connections / threads, self.connections % threads);
+        let mut first = 0;
+        (0..threads)
+            .map(|t| {
+                let conns = base + usize::from(t < extra);
+                let s = Share {
+                    thread: t,
+                    first_conn: first,
+                    conns,
+                };
+                first += conns;
+                s
+            })
+            .collect()
+    }
+
+    /// Counted requests for connection `conn` under `Stop::Requests(n)`; the quotas sum to n.
+    pub fn quota(&self, conn: usize) -> Option<u64> {
+        match self.stop {
+            Stop::Requests(n) => {
+                let c = self.connections as u64;
+                Some(n / c + u64::from((conn as u64) < n % c))
+            }
+            Stop::Duration(_) => None,
+        }
+    }
+
+    pub fn key_span(&self) -> u64 {
+        self.keys.1 - self.keys.0 + 1
+    }
+}
+
+/// `30s`, `500ms`, `2m`, `1h`, `250us`, or a bare number of seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("bad duration '{s}': use a number with a unit, like 30s, 500ms, 2m, 250us");
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        "ns" => v / 1e9,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `A-B` (inclusive), both non-negative integers with A <= B; `N` alone means 1-N.
+pub fn parse_key_range(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("bad key range '{s}': use FIRST-LAST with FIRST <= LAST, like 1-1000000");
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (
+            a.trim().parse::<u64>().map_err(|_| bad())?,
+            b.trim().parse::<u64>().map_err(|_| bad())?,
+        ),
+        None => (1, s.trim().parse::<u64>().map_err(|_| bad())?),
+    };
+    if a > b || b > i64::MAX as u64 {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// A count with an optional k/M suffix: `20000`, `20k`, `1M`.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("bad count '{s}': use a whole number, optionally with k or M, like 20000 or 20k")
+    };
+    let t = s.trim().replace('_', "");
+    let (num, mul) = match t.chars().last() {
+        Some('k') | Some('K') => (&t[..t.len() - 1], 1_000),
+        Some('M') | Some('m') => (&t[..t.len() - 1], 1_000_000),
+        _ => (&t[..], 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(mul))
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        for bad in ["", "s", "10x", "-1s", "1e9999", "ten"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_ranges() {
+        assert_eq!(parse_key_range("1-1000000").unwrap(), (1, 1_000_000));
+        assert_eq!(parse_key_range("500").unwrap(), (1, 500));
+        for bad in ["5-1", "a-b", "1-", "-", "1-2-3", "-5"] {
+            assert!(parse_key_range(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("20k").unwrap(), 20_000);
+        assert_eq!(parse_count("1M").unwrap(), 1_000_000);
+        assert_eq!(parse_count("1_000").unwrap(), 1_000);
+        assert!(parse_count("1.5k").is_err());
+        assert!(parse_count("x").is_err());
+    }
+
+    #[test]
+    fn split_spreads_connections_and_caps_threads() {
+        let p = Plan {
+            connections: 5,
+            threads: 2,
+            ..Plan::default()
+        };
+        let s = p.split();
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].first_conn, s[0].conns), (0, 3));
+        assert_eq!((s[1].first_conn, s[1].conns), (3, 2));
+        let p = Plan {
+            connections: 1,
+            threads: 8,
+            ..Plan::default()
+        };
+        assert_eq!(p.split().len(), 1);
+    }
+
+    #[test]
+    fn quotas_sum_to_exactly_n() {
+        for (n, c) in [(20_000u64, 16usize), (7, 3), (2, 5), (1_000_001, 64)] {
+            let p = Plan {
+                connections: c,
+                stop: Stop::Requests(n),
+                ..Plan::default()
+            };
+            let total: u64 = (0..c).map(|i| p.quota(i).unwrap()).sum();
+            assert_eq!(total, n);
+        }
+    }
+
+    #[test]
+    fn validation_names_the_flag() {
+        let bad = [
+            (
+                Plan {
+                    connections: 0,
+                    ..Plan::default()
+                },
+                "--connections",
+            ),
+            (
+                Plan {
+                    pipeline: 0,
+                    ..Plan::default()
+                },
+                "--pipeline",
+            ),
+            (
+                Plan {
+                    threads: 0,
+                    ..Plan::default()
+                },
+                "--threads",
+            ),
+            (
+                Plan {
+                    keys: (5, 1),
+                    ..Plan::default()
+                },
+                "--keys",
+            ),
+            (
+                Plan {
+                    stop: Stop::Requests(0),
+                    ..Plan::default()
+                },
+                "--requests",
+            ),
+            (
+                Plan {
+                    stop: Stop::Duration(Duration::ZERO),
+                    ..Plan::default()
+                },
+                "--duration",
+            ),
+            (
+                Plan {
+                    rate: Some(-1.0),
+                    ..Plan::default()
+                },
+                "--rate",
+            ),
+            (
+                Plan {
+                    interval: Duration::from_millis(1),
+                    ..Plan::default()
+                },
+                "--interval",
+            ),
+        ];
+        for (p, flag) in bad {
+            let e = p.validate().unwrap_err();
+            assert!(e.contains(flag), "{e}");
+        }
+        assert!(Plan::default().validate().is_ok());
+    }
+}

@@ -1,0 +1,184 @@
+//! Per-thread recording: counters and HdrHistograms for the current interval. The request loop
+//! writes here (no locks, no atomics: one thread owns it); every interval the thread hands the
+//! snapshot to the collector and starts a fresh one.
+
+use hdrhistogram::Histogram;
+
+use crate::outcome::{ErrorKind, Outcome};
+
+/// Latencies are recorded in nanoseconds, 3 significant digits, up to 100 s.
+pub const HIST_MAX_NS: u64 = 100_000_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// Counters of one interval (or of a whole run, once summed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Counts {
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: [u64; 6],
+    pub reconnects: u64,
+}
+
+impl Counts {
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+    /// Requests that got an outcome: hits + misses + errors.
+    pub fn requests(&self) -> u64 {
+        self.hits + self.misses + self.error_total()
+    }
+    pub fn add(&mut self, o: &Counts) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        for (a, b) in self.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+        self.reconnects += o.reconnects;
+    }
+}
+
+/// What one thread measured in one interval.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub thread: usize,
+    /// 1-based interval number; the collector merges all threads' snapshots of one index.
+    pub index: u64,
+    /// The thread's final snapshot: it has stopped.
+    pub last: bool,
+    /// Counted requests (after the warm-up).
+    pub counts: Counts,
+    /// Requests completed during the warm-up: not counted, kept for the server-side cross-check.
+    pub warm: Counts,
+    /// Done minus due (due = sent in closed loop): corrected for coordinated omission.
+    pub latency: Histogram<u64>,
+    /// Done minus sent: what the server and network took.
+    pub service: Histogram<u64>,
+    /// Sent minus due: how late the generator was (paced runs only).
+    pub lag: Histogram<u64>,
+    /// Latest completion, nanoseconds since the run's start.
+    pub last_done_ns: u64,
+    pub in_flight: u64,
+    pub connections: u64,
+    /// This thread's CPU time so far (cumulative), nanoseconds.
+    pub cpu_ns: u64,
+    /// A few error messages, for the report.
+    pub error_samples: Vec<String>,
+}
+
+impl Snapshot {
+    pub fn new(thread: usize, index: u64) -> Snapshot {
+        Snapshot {
+            thread,
+            index,
+            last: false,
+            counts: Counts::default(),
+            warm: Counts::default(),
+            latency: new_histogram(),
+            service: new_histogram(),
+            lag: new_histogram(),
+            last_done_ns: 0,
+            in_flight: 0,
+            connections: 0,
+            cpu_ns: 0,
+            error_samples: Vec::new(),
+        }
+    }
+}
+
+const MAX_SAMPLES: usize = 8;
+
+/// The thread-local recorder shared (via Rc<RefCell>) by the thread's connection tasks.
+pub struct Recorder {
+    pub cur: Snapshot,
+    pub in_flight: u64,
+    pub connections: u64,
+    samples_taken: usize,
+}
+
+impl Recorder {
+    pub fn new(thread: usize) -> Recorder {
+        Recorder {
+            cur: Snapshot::new(thread, 1),
+            in_flight: 0,
+            connections: 0,
+            samples_taken: 0,
+        }
+    }
+
+    /// One request finished. Times are nanoseconds since the run's start.
+    #[inline]
+    pub fn record(
+        &mut self,
+        warm: bool,
+        due: u64,
+        sent: u64,
+        done: u64,
+        result: Result<Outcome, ErrorKind>,
+    ) {
+        let counts = if warm {
+            &mut self.cur.warm
+        } else {
+            &mut self.cur.counts
+        };
+        match result {
+            Ok(Outcome::Hit) => counts.hits += 1,
+            Ok(Outcome::Miss) => counts.misses += 1,
+            Err(kind) => counts.errors[kind.index()] += 1,
+        }
+        if warm {
+            return;
+        }
+        // Errors count toward latency too: a timeout took that long from the user's view.
+        let _ = self
+            .cur
+            .latency
+            .saturating_record(done.saturating_sub(due).max(1));
+        let _ = self
+            .cur
+            .service
+            .saturating_record(done.saturating_sub(sent).max(1));
+        if sent > due {
+            let _ = self.cur.lag.saturating_record(sent - due);
+        }
+        self.cur.last_done_ns = self.cur.last_done_ns.max(done);
+    }
+
+    /// A whole connection's worth of in-flight requests failed without a latency to speak of
+    /// (connect failures count here too): counted, not timed.
+    pub fn record_error(&mut self, warm: bool, kind: ErrorKind, message: &str) {
+        let counts = if warm {
+            &mut self.cur.warm
+        } else {
+            &mut self.cur.counts
+        };
+        counts.errors[kind.index()] += 1;
+        self.sample(kind, message);
+    }
+
+    pub fn sample(&mut self, kind: ErrorKind, message: &str) {
+        if self.samples_taken < MAX_SAMPLES {
+            self.samples_taken += 1;
+            self.cur
+                .error_samples
+                .push(format!("{}: {}", kind.name(), message));
+        }
+    }
+
+    pub fn reconnected(&mut self) {
+        self.cur.counts.reconnects += 1;
+    }
+
+    /// Hands over the interval's snapshot and starts the next one.
+    pub fn take(&mut self, cpu_ns: u64, last: bool) -> Snapshot {
+        let next = Snapshot::new(self.cur.thread, self.cur.index + 1);
+        let mut s = std::mem::replace(&mut self.cur, next);
+        s.last = last;
+        s.in_flight = self.in_flight;
+        s.connections = self.connections;
+        s.cpu_ns = cpu_ns;
+        s
+    }
+}

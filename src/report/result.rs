@@ -1,0 +1,366 @@
+//! The result document: what `--format json` prints and what `results/*.json` holds.
+//! Its JSON schema is `schemas/result.schema.json`; a test checks real output against it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::target::ServerCount;
+use crate::totals::{Percentiles, Totals};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub loadgen_version: String,
+    pub started_at: String,
+    pub interrupted: bool,
+    pub settings: Settings,
+    pub machine: Machine,
+    pub runs: Vec<RunResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    pub connections: usize,
+    pub pipeline: usize,
+    pub threads: usize,
+    pub duration_s: Option<f64>,
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub keys: String,
+    pub dist: String,
+    pub mode: String,
+    pub verify: bool,
+    pub timeout_ms: u64,
+    pub interval_ms: u64,
+    pub seed: u64,
+    pub rate: Option<f64>,
+    pub arrival: String,
+    pub query: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub os: String,
+    pub hostname: String,
+}
+
+impl Machine {
+    pub fn here() -> Machine {
+        Machine {
+            cores: crate::plan::default_threads(),
+            os: std::env::consts::OS.to_string(),
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The target URL with any password replaced by ***.
+    pub target: String,
+    pub kind: String,
+    pub started_at: String,
+    pub interrupted: bool,
+    pub stopped_early: Option<String>,
+    /// Measured window (after the warm-up), seconds.
+    pub duration_s: f64,
+    /// Answered lookups (hits + misses) per second over the measured window.
+    pub qps: f64,
+    /// hits + misses + errors.
+    pub requests: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_total: u64,
+    pub error_samples: Vec<String>,
+    pub reconnects: u64,
+    pub warmup_requests: u64,
+    /// Done minus due: with `-R`, corrected for coordinated omission; else equal to service.
+    pub latency_us: Percentiles,
+    /// Done minus sent.
+    pub service_us: Percentiles,
+    /// Sent minus due (paced runs).
+    pub lag_us: Option<Percentiles>,
+    pub rate: Option<RateResult>,
+    pub client_cpu: ClientCpu,
+    pub server_observed: Option<ServerObserved>,
+    pub timeline: Vec<TimelineRow>,
+    /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
+    pub histogram: String,
+    #[serde(skip)]
+    pub totals: Option<Totals>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RateResult {
+    pub asked: f64,
+    pub achieved: f64,
+    /// Requests sent more than 1 ms after their due time.
+    pub late: u64,
+    pub kept: bool,
+}
+
+impl RateResult {
+    pub fn of(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateResult {
+        let achieved = if window_s > 0.0 {
+            sent as f64 / window_s
+        } else {
+            0.0
+        };
+        let late = totals.lag.count_between(1_000_000, u64::MAX);
+        RateResult {
+            asked,
+            achieved: (achieved * 10.0).round() / 10.0,
+            late,
+            kept: (achieved - asked).abs() <= asked * 0.01,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientCpu {
+    /// CPU time of the worker threads (the generator itself), seconds.
+    pub worker_s: f64,
+    /// CPU time of the whole process (includes an embedded server), seconds.
+    pub process_s: f64,
+    /// Worker CPU per request, microseconds.
+    pub per_request_us: f64,
+    /// Worker CPU / (wall time x worker threads): near 1 means the generator is saturated.
+    pub utilization: f64,
+    pub saturated: bool,
+}
+
+impl ClientCpu {
+    pub fn new(
+        worker_ns: u64,
+        process_ns: u64,
+        wall_ns: u64,
+        threads: usize,
+        requests: u64,
+    ) -> ClientCpu {
+        let util = if wall_ns > 0 {
+            worker_ns as f64 / (wall_ns as f64 * threads as f64)
+        } else {
+            0.0
+        };
+        ClientCpu {
+            worker_s: (worker_ns as f64 / 1e6).round() / 1e3,
+            process_s: (process_ns as f64 / 1e6).round() / 1e3,
+            per_request_us: if requests > 0 {
+                (worker_ns as f64 / requests as f64).round() / 1e3
+            } else {
+                0.0
+            },
+            utilization: (util * 1000.0).round() / 1000.0,
+            saturated: util > 0.9,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerObserved {
+    /// What was read: e.g. `pg_stat_statements.calls`, `memcached get_hits+get_misses`.
+    pub source: String,
+    /// The counter's change over the run (None when it could not be read).
+    pub delta: Option<u64>,
+    /// What loadgen sent that the server should have counted: requests + warm-up requests.
+    pub expected: u64,
+    pub matches: bool,
+    pub note: Option<String>,
+}
+
+impl ServerObserved {
+    pub fn of(
+        before: Result<Option<ServerCount>, String>,
+        after: Result<Option<ServerCount>, String>,
+        totals: &Totals,
+    ) -> Option<ServerObserved> {
+        // Connect failures never reached the server; every other request did, or may have.
+        let connect = totals.counts.errors[crate::outcome::ErrorKind::Connect.index()]
+            + totals.warm.errors[crate::outcome::ErrorKind::Connect.index()];
+        let expected = totals.counts.requests() + totals.warm.requests() - connect;
+        let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
+        match (before, after) {
+            (Ok(Some(b)), Ok(Some(a))) => {
+                let delta = a.value.saturating_sub(b.value);
+                let ok = delta <= expected && delta + unsure >= expected;
+                Some(ServerObserved {
+                    source: a.source.to_string(),
+                    delta: Some(delta),
+                    expected,
+                    matches: ok,
+                    note: (!ok).then(|| {
+                        format!("the server counted {delta} lookups but loadgen sent {expected} (warm-up included)")
+                    }),
+                })
+            }
+            (Ok(None), _) | (_, Ok(None)) => None,
+            (Err(e), _) | (_, Err(e)) => Some(ServerObserved {
+                source: "unavailable".into(),
+                delta: None,
+                expected,
+                matches: false,
+                note: Some(e),
+            }),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TimelineRow {
+    /// Seconds since the end of the warm-up, at the end of this interval.
+    pub t_s: f64,
+    pub qps: f64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub in_flight: u64,
+    pub connections: u64,
+    pub reconnects: u64,
+}
+
+impl TimelineRow {
+    #[allow(clippy::too_many_arguments)]
+    pub fn of(
+        iv: &Totals,
+        _k: u64,
+        t_end_ns: u64,
+        warm_ns: u64,
+        len_s: f64,
+        warm: bool,
+        in_flight: u64,
+        conns: u64,
+    ) -> TimelineRow {
+        let c = if warm { &iv.warm } else { &iv.counts };
+        let p = Percentiles::of(&iv.latency);
+        // A warm-up interval shows everything that completed in it, counted or not.
+        let answered = iv.counts.hits
+            + iv.counts.misses
+            + if warm {
+                iv.warm.hits + iv.warm.misses
+            } else {
+                0
+            };
+        TimelineRow {
+            t_s: ((t_end_ns as f64 - warm_ns as f64) / 1e6).round() / 1e3,
+            qps: if len_s > 0.0 {
+                (answered as f64 / len_s).round()
+            } else {
+                0.0
+            },
+            hits: c.hits,
+            misses: c.misses,
+            errors: c.error_total(),
+            p50_us: p.p50,
+            p99_us: p.p99,
+            in_flight,
+            connections: conns,
+            reconnects: c.reconnects,
+        }
+    }
+
+    pub fn progress_line(&self, iv: &Totals, len_s: f64) -> String {
+        let errs = iv.counts.error_total() + iv.warm.error_total();
+        let label = if self.t_s <= 0.0 {
+            "warm-up".to_string()
+        } else {
+            format!("{:>6.1}s", self.t_s)
+        };
+        format!(
+            "[{label}] {:>10} qps  p50 {:>9}  p99 {:>9}  err/s {:>6}  reconn/s {:>4}  conns {:>4}  in-flight {:>4}",
+            crate::report::text::thousands(self.qps as u64),
+            crate::report::text::micros(self.p50_us),
+            crate::report::text::micros(self.p99_us),
+            (errs as f64 / len_s.max(1e-9)).round() as u64,
+            ((iv.counts.reconnects + iv.warm.reconnects) as f64 / len_s.max(1e-9)).round() as u64,
+            self.connections,
+            self.in_flight
+        )
+    }
+}
+
+/// V2 deflate encoding, base64: the format HistogramLogProcessor and `hdrhistogram` read.
+pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut buf = Vec::new();
+    if V2DeflateSerializer::new().serialize(h, &mut buf).is_err() {
+        return String::new();
+    }
+    base64_encode(&buf)
+}
+
+pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    use hdrhistogram::serialization::Deserializer;
+    let bytes = base64_decode(s).ok_or("histogram is not valid base64")?;
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+pub fn base64_encode(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
+    for chunk in b.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in s.bytes() {
+        if c == b'=' {
+            break;
+        }
+        let v = B64.iter().position(|&x| x == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trip() {
+        for len in 0..20 {
+            let v: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            assert_eq!(base64_decode(&base64_encode(&v)).unwrap(), v);
+        }
+        assert_eq!(base64_encode(b"foob"), "Zm9vYg==");
+    }
+
+    #[test]
+    fn histogram_round_trip() {
+        let mut h = crate::recorder::new_histogram();
+        for v in [1_000u64, 2_000, 50_000, 1_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h)).unwrap();
+        assert_eq!(back.len(), 4);
+        assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
+    }
+}

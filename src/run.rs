@@ -1,0 +1,271 @@
+//! One run against one target: preflight, server counter, workers, the collector that merges
+//! snapshots once per interval (off the hot path), and the RunResult.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+
+use crate::keys::KeySpace;
+use crate::outcome::ErrorKind;
+use crate::plan::{Plan, Stop};
+use crate::recorder::Snapshot;
+use crate::report::result::{ClientCpu, RunResult, ServerObserved, TimelineRow};
+use crate::target::{SetupError, Target};
+use crate::totals::{Percentiles, Totals};
+use crate::worker::{self, Ctx};
+
+/// How a run is stopped from outside and what it says while running.
+#[derive(Clone)]
+pub struct Control {
+    /// `true` stops the run now (Ctrl-C, SIGTERM); results so far are kept.
+    pub stop: watch::Receiver<bool>,
+    /// Print a progress line to stderr every interval.
+    pub progress: bool,
+    /// Called with the merged totals after every interval (the Prometheus collector).
+    pub on_interval: Option<Arc<dyn Fn(&IntervalView) + Send + Sync>>,
+}
+
+/// What the metrics exporter sees after each interval.
+pub struct IntervalView<'a> {
+    pub target: &'a str,
+    pub totals: &'a Totals,
+    pub interval: &'a Totals,
+    pub interval_s: f64,
+    pub in_flight: u64,
+    pub connections: u64,
+    pub rate: Option<f64>,
+}
+
+/// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
+pub async fn run<T: Target>(
+    target: T,
+    plan: &Plan,
+    label: &str,
+    control: &Control,
+) -> Result<RunResult, SetupError> {
+    let target = Arc::new(target);
+    if plan.pipeline > target.max_pipeline() {
+        return Err(SetupError(format!(
+            "{label}: {} cannot pipeline; use -p 1 and more connections (-c) instead",
+            target.kind()
+        )));
+    }
+    // Preflight: one connection, so a wrong password or a missing table is a clear setup error
+    // (exit 2) rather than a run full of connect errors.
+    let pre =
+        tokio::time::timeout(plan.timeout.max(Duration::from_secs(1)), target.connect()).await;
+    match pre {
+        Err(_) => {
+            return Err(SetupError(format!(
+                "{label}: no answer within {:?} while connecting",
+                plan.timeout
+            )))
+        }
+        Ok(Err(e)) => return Err(SetupError(format!("{label}: {}", e.message))),
+        Ok(Ok(conn)) => drop(conn),
+    }
+    let server_before = target.server_count().await;
+    let cpu_before = process_cpu_ns();
+    let started_at = crate::report::now_rfc3339();
+
+    let start = Instant::now();
+    let warm_ns = plan.warmup.as_nanos() as u64;
+    let end_ns = match plan.stop {
+        Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+        Stop::Requests(_) => None,
+    };
+    let ctx = Arc::new(Ctx {
+        target: target.clone(),
+        plan: plan.clone(),
+        keys: KeySpace::new(plan.keys.0, plan.keys.1, plan.dist.clone()),
+        start,
+        warm_end_ns: warm_ns,
+        end_ns,
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel::<Snapshot>();
+    let (abort_tx, abort_rx) = watch::channel(false);
+    let shares = plan.split();
+    let nthreads = shares.len();
+    let mut handles = Vec::new();
+    for share in shares {
+        let h = worker::spawn(ctx.clone(), share, tx.clone(), abort_rx.clone())
+            .map_err(|e| SetupError(format!("cannot start a worker thread: {e}")))?;
+        handles.push(h);
+    }
+    drop(tx);
+
+    let mut stop = control.stop.clone();
+    let mut totals = Totals::default();
+    let mut pending: BTreeMap<u64, (Totals, u64, u64)> = BTreeMap::new();
+    let mut sent_upto = vec![0u64; nthreads];
+    let mut done = vec![false; nthreads];
+    let mut cpu_ns = vec![0u64; nthreads];
+    let mut timeline = Vec::new();
+    let mut emitted = 0u64;
+    let mut interrupted = false;
+    let mut stopped_at: Option<u64> = None;
+    let mut aborted: Option<String> = None;
+    let interval_ns = plan.interval.as_nanos() as u64;
+
+    loop {
+        let snap = tokio::select! {
+            s = rx.recv() => match s { Some(s) => s, None => break },
+            r = stop.changed(), if !interrupted => {
+                if r.is_ok() && *stop.borrow() {
+                    interrupted = true;
+                    stopped_at = Some(start.elapsed().as_nanos() as u64);
+                    let _ = abort_tx.send(true);
+                }
+                continue;
+            }
+        };
+        let t = snap.thread;
+        totals += &snap;
+        cpu_ns[t] = snap.cpu_ns;
+        sent_upto[t] = snap.index;
+        done[t] |= snap.last;
+        let e = pending
+            .entry(snap.index)
+            .or_insert_with(|| (Totals::default(), 0, 0));
+        e.0 += &snap;
+        e.1 += snap.in_flight;
+        e.2 += snap.connections;
+        // An interval is complete when every thread has sent it or has finished.
+        while let Some((&k, _)) = pending.iter().next() {
+            if !(0..nthreads).all(|i| done[i] || sent_upto[i] >= k) {
+                break;
+            }
+            let (iv, in_flight, conns) = pending.remove(&k).expect("present");
+            emitted = k;
+            let t_end = (k * interval_ns).min(start.elapsed().as_nanos() as u64);
+            let t_start = (k - 1) * interval_ns;
+            let len_s = (t_end.saturating_sub(t_start)) as f64 / 1e9;
+            let warm = t_start < warm_ns;
+            let row = TimelineRow::of(&iv, k, t_end, warm_ns, len_s, warm, in_flight, conns);
+            if control.progress {
+                eprintln!("{}", row.progress_line(&iv, len_s));
+            }
+            if let Some(f) = &control.on_interval {
+                f(&IntervalView {
+                    target: label,
+                    totals: &totals,
+                    interval: &iv,
+                    interval_s: len_s,
+                    in_flight,
+                    connections: conns,
+                    rate: plan.rate,
+                });
+            }
+            if !warm {
+                timeline.push(row);
+            }
+        }
+        if let Some(max) = plan.max_errors {
+            if aborted.is_none() && totals.counts.error_total() >= max {
+                aborted = Some(format!(
+                    "stopped early: {} errors reached --max-errors {max}",
+                    totals.counts.error_total()
+                ));
+                stopped_at = Some(start.elapsed().as_nanos() as u64);
+                let _ = abort_tx.send(true);
+            }
+        }
+    }
+    let _ = emitted;
+    for h in handles {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    let cpu_after = process_cpu_ns();
+    let server_after = if interrupted {
+        Ok(None)
+    } else {
+        target.server_count().await
+    };
+
+    // The measured window: from the end of the warm-up to the last reply, but never shorter
+    // than the time we were asked to run (a stalled server must not inflate QPS).
+    let mut end = totals.last_done_ns;
+    if let Some(e) = end_ns {
+        end = end.max(e.min(stopped_at.unwrap_or(e)));
+    }
+    if let Some(s) = stopped_at {
+        end = end.max(s.min(end_ns.unwrap_or(s)));
+    }
+    let window_s = (end.saturating_sub(warm_ns)) as f64 / 1e9;
+    let answered = totals.counts.hits + totals.counts.misses;
+    let all_requests = totals.counts.requests() + totals.warm.requests();
+    let worker_ns: u64 = cpu_ns.iter().sum();
+
+    let client_cpu = ClientCpu::new(
+        worker_ns,
+        cpu_after.saturating_sub(cpu_before),
+        wall_ns,
+        nthreads,
+        all_requests,
+    );
+    let server_observed = ServerObserved::of(server_before, server_after, &totals);
+    let mut errors = BTreeMap::new();
+    for k in ErrorKind::ALL {
+        errors.insert(k.name().to_string(), totals.counts.errors[k.index()]);
+    }
+    Ok(RunResult {
+        target: label.to_string(),
+        kind: target.kind().to_string(),
+        started_at,
+        interrupted,
+        stopped_early: aborted,
+        duration_s: round3(window_s),
+        qps: if window_s > 0.0 {
+            round1(answered as f64 / window_s)
+        } else {
+            0.0
+        },
+        requests: totals.counts.requests(),
+        hits: totals.counts.hits,
+        misses: totals.counts.misses,
+        errors,
+        error_total: totals.counts.error_total(),
+        error_samples: totals.error_samples.clone(),
+        reconnects: totals.counts.reconnects,
+        warmup_requests: totals.warm.requests(),
+        latency_us: Percentiles::of(&totals.latency),
+        service_us: Percentiles::of(&totals.service),
+        lag_us: if plan.rate.is_some() {
+            Some(Percentiles::of(&totals.lag))
+        } else {
+            None
+        },
+        rate: plan.rate.map(|r| {
+            crate::report::result::RateResult::of(
+                r,
+                answered + totals.counts.error_total(),
+                window_s,
+                &totals,
+            )
+        }),
+        client_cpu,
+        server_observed,
+        timeline,
+        histogram: crate::report::result::encode_histogram(&totals.latency),
+        totals: Some(totals),
+    })
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// CPU time of the whole process (user + system), nanoseconds.
+pub fn process_cpu_ns() -> u64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

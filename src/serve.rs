@@ -1,0 +1,177 @@
+//! The embedded HTTP key-value server: the default target, so `loadgen run` works with nothing
+//! installed. It holds the `usr` rows in one contiguous buffer (about 60 bytes a row) and answers
+//! `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own counters.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+/// Rows `lo..=hi` of the `usr` data set, built once.
+pub struct Store {
+    lo: u64,
+    blob: Bytes,
+    offsets: Vec<u32>,
+}
+
+impl Store {
+    pub fn usr(lo: u64, hi: u64) -> Store {
+        let n = (hi - lo + 1) as usize;
+        let mut blob = Vec::with_capacity(n * 56);
+        let mut offsets = Vec::with_capacity(n + 1);
+        for id in lo..=hi {
+            offsets.push(blob.len() as u32);
+            crate::row::write_tsv(&mut blob, id);
+        }
+        offsets.push(blob.len() as u32);
+        Store {
+            lo,
+            blob: Bytes::from(blob),
+            offsets,
+        }
+    }
+
+    pub fn get(&self, id: u64) -> Option<Bytes> {
+        let i = id.checked_sub(self.lo)? as usize;
+        let (a, b) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
+        Some(self.blob.slice(a as usize..b as usize))
+    }
+
+    pub fn rows(&self) -> u64 {
+        (self.offsets.len() - 1) as u64
+    }
+}
+
+/// The server's own counters: the server-side truth for the embedded target.
+#[derive(Default)]
+pub struct ServerStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+}
+
+impl ServerStats {
+    pub fn lookups(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed) + self.misses.load(Ordering::Relaxed)
+    }
+}
+
+/// A running embedded server; dropping it does not stop it (it lives as long as the process).
+pub struct Server {
+    pub addr: SocketAddr,
+    pub stats: Arc<ServerStats>,
+    pub rows: u64,
+}
+
+impl Server {
+    /// `http://127.0.0.1:PORT/usr/{key}`
+    pub fn url(&self) -> String {
+        format!("http://{}/usr/{{key}}", self.addr)
+    }
+}
+
+/// Binds `addr` (port 0: an ephemeral port), builds the rows, and serves on `threads` threads
+/// in the background.
+pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Result<Server> {
+    let std_listener = std::net::TcpListener::bind(addr)?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let store = Arc::new(Store::usr(rows.0, rows.1));
+    let stats = Arc::new(ServerStats::default());
+    let server = Server {
+        addr,
+        stats: stats.clone(),
+        rows: store.rows(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name("loadgen-serve")
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("loadgen-serve".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                accept_loop(listener, store, stats).await;
+            })
+        })?;
+    Ok(server)
+}
+
+async fn accept_loop(listener: TcpListener, store: Arc<Store>, stats: Arc<ServerStats>) {
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = sock.set_nodelay(true);
+        let (store, stats) = (store.clone(), stats.clone());
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let resp = answer(&store, &stats, req.uri().path());
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            // pipeline_flush: answers to pipelined requests go out in one write.
+            let _ = http1::Builder::new()
+                .pipeline_flush(true)
+                .serve_connection(TokioIo::new(sock), svc)
+                .await;
+        });
+    }
+}
+
+fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes>> {
+    let reply = |code: StatusCode, body: Bytes| {
+        let mut r = Response::new(Full::new(body));
+        *r.status_mut() = code;
+        r
+    };
+    if let Some(id) = path.strip_prefix("/usr/") {
+        return match id.parse::<u64>().ok().and_then(|id| store.get(id)) {
+            Some(v) => {
+                stats.hits.fetch_add(1, Ordering::Relaxed);
+                reply(StatusCode::OK, v)
+            }
+            None => {
+                stats.misses.fetch_add(1, Ordering::Relaxed);
+                reply(StatusCode::NOT_FOUND, Bytes::new())
+            }
+        };
+    }
+    if path == "/stats" {
+        let body = format!(
+            "hits {}\nmisses {}\nrows {}\n",
+            stats.hits.load(Ordering::Relaxed),
+            stats.misses.load(Ordering::Relaxed),
+            store.rows()
+        );
+        return reply(StatusCode::OK, Bytes::from(body));
+    }
+    reply(
+        StatusCode::BAD_REQUEST,
+        Bytes::from_static(b"use GET /usr/<id> or GET /stats\n"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_rows_are_the_derived_rows() {
+        let s = Store::usr(5, 1004);
+        assert_eq!(s.rows(), 1000);
+        assert!(crate::row::tsv_matches(5, &s.get(5).unwrap()));
+        assert!(crate::row::tsv_matches(1004, &s.get(1004).unwrap()));
+        assert!(s.get(4).is_none());
+        assert!(s.get(1005).is_none());
+    }
+}

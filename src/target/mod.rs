@@ -1,0 +1,72 @@
+//! Targets: what loadgen can drive. A `Target` is shared read-only state (address, SQL text,
+//! options) that opens connections; a `Conn` is owned by one task of one worker thread.
+//! `dispatch` is the one `match` on the URL scheme that picks the monomorphized run.
+
+pub mod http;
+pub mod postgres;
+pub mod stream;
+pub mod url;
+
+use std::future::Future;
+
+use crate::outcome::{LookupError, Outcome};
+
+pub use url::TargetUrl;
+
+/// The server's own count of lookups, read before and after a run (server-side truth).
+#[derive(Clone, Debug)]
+pub struct ServerCount {
+    pub value: u64,
+    /// What was read, e.g. `pg_stat_statements.calls`.
+    pub source: &'static str,
+}
+
+pub trait Target: Send + Sync + 'static {
+    type Conn: Conn;
+
+    /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `http`.
+    fn kind(&self) -> &'static str;
+
+    /// Opens one connection and does the per-connection setup (prepare, open index).
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, LookupError>>;
+
+    /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
+    fn max_pipeline(&self) -> usize;
+
+    /// The server's own lookup counter, where the server has one. Err: the counter could not
+    /// be read (said in the report, never fatal).
+    fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, String>> {
+        async { Ok(None) }
+    }
+}
+
+pub trait Conn: 'static {
+    /// Queues the lookup of `key`. It reaches the wire no later than the next `recv`.
+    fn send(&mut self, key: u64);
+
+    /// The reply to the oldest queued lookup, whose key is `key`. Must be cancel-safe: the
+    /// request loop may drop it (timeout, next due time) and call it again.
+    fn recv(&mut self, key: u64) -> impl Future<Output = Result<Outcome, LookupError>>;
+}
+
+/// Setup failures: bad input or an unusable target. The message is the one line the user sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupError(pub String);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+impl From<String> for SetupError {
+    fn from(s: String) -> Self {
+        SetupError(s)
+    }
+}
+
+/// Schemes loadgen knows, for the error message.
+pub const SCHEMES: &str =
+    "postgres://, postgresql://, mysql://, mariadb://, hs://, memcache://, http://";

@@ -1,0 +1,337 @@
+//! PostgreSQL through tokio-postgres, connections from a deadpool-postgres pool. Each connection
+//! prepares the lookup once and is held for the whole run (returning it to the pool after every
+//! lookup would add pool bookkeeping to the hot path and measure deadpool, not PostgreSQL).
+//! Pipelining: tokio-postgres sends concurrent queries on one connection back to back, so
+//! `--pipeline D` keeps D executions in flight per connection.
+
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use deadpool_postgres::{
+    ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
+};
+use futures_util::future::LocalBoxFuture;
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
+use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
+
+use crate::outcome::{ErrorKind, LookupError, Outcome};
+use crate::plan::{Mode, Plan};
+use crate::target::{Conn, ServerCount, SetupError, Target, TargetUrl};
+
+pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
+
+pub struct PgTarget {
+    pool: Pool,
+    config: tokio_postgres::Config,
+    sql: Rc2<str>,
+    simple: Rc2<(String, String)>,
+    mode: Mode,
+    verify: bool,
+    url: String,
+}
+
+// Shared across worker threads, read-only.
+type Rc2<T> = std::sync::Arc<T>;
+
+/// tokio-postgres settings from a `postgres://` URL, with PGUSER/PGPASSWORD/PGDATABASE as the
+/// usual fallbacks. The password never leaves this struct.
+pub fn pg_config(url: &TargetUrl, timeout: Duration) -> tokio_postgres::Config {
+    let mut c = tokio_postgres::Config::new();
+    c.host(&url.host);
+    c.port(url.port.unwrap_or(5432));
+    let user = url
+        .user
+        .clone()
+        .or_else(|| std::env::var("PGUSER").ok())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "postgres".into());
+    c.user(&user);
+    if let Some(p) = url
+        .password
+        .clone()
+        .or_else(|| std::env::var("PGPASSWORD").ok())
+    {
+        c.password(p);
+    }
+    let db = Some(url.path.trim_matches('/').to_string())
+        .filter(|d| !d.is_empty())
+        .or_else(|| std::env::var("PGDATABASE").ok())
+        .unwrap_or(user);
+    c.dbname(&db);
+    c.application_name("loadgen");
+    c.connect_timeout(timeout);
+    c
+}
+
+impl PgTarget {
+    pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
+        let config = pg_config(url, plan.timeout);
+        let mgr = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(plan.connections + 1)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(plan.timeout))
+            .build()
+            .map_err(|e| SetupError(format!("{}: {e}", url.redacted())))?;
+        let sql = plan
+            .query
+            .clone()
+            .unwrap_or_else(|| DEFAULT_QUERY.to_string());
+        if !sql.contains("$1") {
+            return Err(SetupError(
+                "--query must have one parameter $1 for the key, like ... WHERE id = $1".into(),
+            ));
+        }
+        let (a, b) = sql.split_once("$1").expect("checked");
+        Ok(PgTarget {
+            pool,
+            config,
+            simple: Rc2::new((a.to_string(), b.to_string())),
+            sql: Rc2::from(sql.as_str()),
+            mode: plan.mode,
+            verify: plan.verify,
+            url: url.redacted(),
+        })
+    }
+}
+
+/// A one-line, actionable message for a tokio-postgres error. Never contains the password
+/// (tokio-postgres does not put it in errors; we do not add it).
+pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        if *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        {
+            return format!(
+                "{}: check the user and password (in the URL or PGPASSWORD)",
+                db.message()
+            );
+        }
+        if *code == SqlState::UNDEFINED_TABLE {
+            return format!("{} while preparing the {what}: run `loadgen prepare <url>` to create and load the table", db.message());
+        }
+        if *code == SqlState::INVALID_CATALOG_NAME {
+            return format!(
+                "{}: create it or name another database in the URL path",
+                db.message()
+            );
+        }
+        return format!(
+            "{} ({}) while preparing the {what}",
+            db.message(),
+            code.code()
+        );
+    }
+    let s = e.to_string();
+    let mut cause = String::new();
+    let mut src = std::error::Error::source(e);
+    while let Some(x) = src {
+        cause = x.to_string();
+        src = x.source();
+    }
+    if cause.is_empty() || s.contains(&cause) {
+        s
+    } else {
+        format!("{s}: {cause}")
+    }
+}
+
+fn pool_error(e: deadpool_postgres::PoolError) -> LookupError {
+    use deadpool_postgres::PoolError;
+    let msg = match &e {
+        PoolError::Backend(pe) => explain(pe, "lookup"),
+        PoolError::Timeout(_) => {
+            "no connection within --timeout (is the server up and accepting connections?)".into()
+        }
+        other => other.to_string(),
+    };
+    LookupError::new(ErrorKind::Connect, true, msg)
+}
+
+#[derive(Clone, Copy)]
+enum KeyType {
+    I16,
+    I32,
+    I64,
+    Text,
+}
+
+enum Reply {
+    Prepared(Option<Row>),
+    Simple(Option<SimpleQueryRow>),
+}
+
+pub struct PgConn {
+    client: Rc<ClientWrapper>,
+    stmt: Statement,
+    key_type: KeyType,
+    simple: Option<Rc2<(String, String)>>,
+    verify: bool,
+    in_flight: FuturesOrdered<LocalBoxFuture<'static, Result<Reply, tokio_postgres::Error>>>,
+}
+
+impl Target for PgTarget {
+    type Conn = PgConn;
+
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn connect(&self) -> Result<PgConn, LookupError> {
+        let obj = self.pool.get().await.map_err(pool_error)?;
+        // Detached from the pool: this task owns the connection for the run; when it breaks it
+        // is closed and a fresh one is made, never recycled onto another thread.
+        let client = Object::take(obj);
+        let stmt = client
+            .prepare_cached(&self.sql)
+            .await
+            .map_err(|e| LookupError::new(ErrorKind::Connect, true, explain(&e, "lookup")))?;
+        let key_type = match stmt.params().first() {
+            Some(&Type::INT2) => KeyType::I16,
+            Some(&Type::INT4) => KeyType::I32,
+            Some(&Type::INT8) => KeyType::I64,
+            Some(&Type::TEXT) | Some(&Type::VARCHAR) => KeyType::Text,
+            Some(t) => {
+                return Err(LookupError::new(
+                    ErrorKind::Connect,
+                    true,
+                    format!("the key parameter $1 has type {t}; use an integer or text key column"),
+                ))
+            }
+            None => {
+                return Err(LookupError::new(
+                    ErrorKind::Connect,
+                    true,
+                    "--query has no parameter $1",
+                ))
+            }
+        };
+        Ok(PgConn {
+            client: Rc::new(client),
+            stmt,
+            key_type,
+            simple: (self.mode == Mode::Simple).then(|| self.simple.clone()),
+            verify: self.verify,
+            in_flight: FuturesOrdered::new(),
+        })
+    }
+
+    fn max_pipeline(&self) -> usize {
+        usize::MAX
+    }
+
+    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        let (client, conn) = self
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(|e| explain(&e, "counter query"))?;
+        let task = tokio::spawn(conn);
+        let r = client
+            .query_one(
+                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
+                &[&&*self.sql],
+            )
+            .await;
+        drop(client);
+        let _ = task.await;
+        match r {
+            Ok(row) => Ok(Some(ServerCount { value: row.get::<_, i64>(0) as u64, source: "pg_stat_statements.calls" })),
+            Err(e) if e.as_db_error().is_some_and(|d| *d.code() == SqlState::UNDEFINED_TABLE) => Err(format!(
+                "{}: pg_stat_statements is not installed (add it to shared_preload_libraries and CREATE EXTENSION pg_stat_statements)",
+                self.url
+            )),
+            Err(e) => Err(explain(&e, "counter query")),
+        }
+    }
+}
+
+impl Conn for PgConn {
+    fn send(&mut self, key: u64) {
+        let client = self.client.clone();
+        let fut: LocalBoxFuture<'static, Result<Reply, tokio_postgres::Error>> = match &self.simple
+        {
+            Some(parts) => {
+                // Simple protocol: the key inlined into the text, parsed and planned every time.
+                let sql = format!("{}{key}{}", parts.0, parts.1);
+                Box::pin(async move {
+                    let msgs = client.simple_query(&sql).await?;
+                    Ok(Reply::Simple(msgs.into_iter().find_map(|m| match m {
+                        SimpleQueryMessage::Row(r) => Some(r),
+                        _ => None,
+                    })))
+                })
+            }
+            None => {
+                let stmt = self.stmt.clone();
+                let kt = self.key_type;
+                Box::pin(async move {
+                    let r = match kt {
+                        KeyType::I16 => client.query_opt(&stmt, &[&(key as i16)]).await,
+                        KeyType::I32 => client.query_opt(&stmt, &[&(key as i32)]).await,
+                        KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
+                        KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
+                    };
+                    r.map(Reply::Prepared)
+                })
+            }
+        };
+        self.in_flight.push_back(fut);
+    }
+
+    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
+        let Some(r) = self.in_flight.next().await else {
+            return Err(LookupError::protocol("no request in flight"));
+        };
+        match r {
+            Ok(Reply::Prepared(None)) | Ok(Reply::Simple(None)) => Ok(Outcome::Miss),
+            Ok(Reply::Prepared(Some(row))) => {
+                if self.verify && !row_matches(&row, key) {
+                    return Err(LookupError::verify(key));
+                }
+                Ok(Outcome::Hit)
+            }
+            Ok(Reply::Simple(Some(row))) => {
+                if self.verify && !simple_row_matches(&row, key) {
+                    return Err(LookupError::verify(key));
+                }
+                Ok(Outcome::Hit)
+            }
+            Err(e) => {
+                let fatal = self.client.is_closed();
+                let kind = if fatal {
+                    ErrorKind::Io
+                } else {
+                    ErrorKind::Server
+                };
+                Err(LookupError::new(kind, fatal, explain(&e, "lookup")))
+            }
+        }
+    }
+}
+
+fn simple_row_matches(row: &SimpleQueryRow, key: u64) -> bool {
+    let mut created = Vec::new();
+    crate::row::write_created(&mut created, key);
+    row.get(0) == Some(crate::row::user_name(key).as_str())
+        && row.get(1) == Some(crate::row::user_email(key).as_str())
+        && row.get(2).map(str::as_bytes) == Some(&created[..])
+}
+
+fn row_matches(row: &Row, key: u64) -> bool {
+    let name: Option<&str> = row.try_get(0).ok();
+    let email: Option<&str> = row.try_get(1).ok();
+    let created: Option<SystemTime> = row.try_get(2).ok();
+    name == Some(crate::row::user_name(key).as_str())
+        && email == Some(crate::row::user_email(key).as_str())
+        && created == Some(UNIX_EPOCH + Duration::from_secs(crate::row::created_unix(key) as u64))
+}

@@ -1,0 +1,154 @@
+//! One pipelined TCP connection over any `wire::Codec` (HandlerSocket, memcached, HTTP/1.1).
+//! `send` only encodes into the write buffer; `recv` flushes it and parses one reply, so D
+//! requests in flight cost one write and (usually) one read syscall per batch, not per request.
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::outcome::{LookupError, Outcome};
+use crate::target::Conn;
+use crate::wire::{Codec, MAX_FRAME};
+
+pub struct StreamConn<C> {
+    sock: TcpStream,
+    codec: C,
+    verify: bool,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    closing: bool,
+}
+
+impl<C: Codec> StreamConn<C> {
+    pub fn new(sock: TcpStream, codec: C, verify: bool) -> Self {
+        let _ = sock.set_nodelay(true);
+        StreamConn {
+            sock,
+            codec,
+            verify,
+            wbuf: Vec::with_capacity(4096),
+            wpos: 0,
+            rbuf: Vec::with_capacity(16 * 1024),
+            rpos: 0,
+            closing: false,
+        }
+    }
+
+    /// Connects to `addr` (host:port) with a clear error for the report.
+    pub async fn connect(addr: &str, codec: C, verify: bool) -> Result<Self, LookupError> {
+        let sock = TcpStream::connect(addr)
+            .await
+            .map_err(|e| connect_error(addr, &e))?;
+        Ok(Self::new(sock, codec, verify))
+    }
+
+    /// Writes raw bytes and reads one line reply (used for handshakes such as HandlerSocket's
+    /// auth and open_index). Returns the line without its '\n'.
+    pub async fn round_trip_line(&mut self, request: &[u8]) -> Result<Vec<u8>, LookupError> {
+        self.sock
+            .write_all(request)
+            .await
+            .map_err(|e| LookupError::io(e.to_string()))?;
+        loop {
+            if let Some(i) = self.rbuf[self.rpos..].iter().position(|&b| b == b'\n') {
+                let line = self.rbuf[self.rpos..self.rpos + i].to_vec();
+                self.rpos += i + 1;
+                return Ok(line);
+            }
+            if self.rbuf.len() - self.rpos > MAX_FRAME {
+                return Err(LookupError::protocol("reply line longer than 1 MiB"));
+            }
+            self.rbuf.reserve(4096);
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| LookupError::io(e.to_string()))?;
+            if n == 0 {
+                return Err(LookupError::io("the server closed the connection"));
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), LookupError> {
+        // write() (not write_all) with our own offset keeps this cancel-safe.
+        while self.wpos < self.wbuf.len() {
+            let n = self
+                .sock
+                .write(&self.wbuf[self.wpos..])
+                .await
+                .map_err(|e| LookupError::io(e.to_string()))?;
+            if n == 0 {
+                return Err(LookupError::io("the server closed the connection"));
+            }
+            self.wpos += n;
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        Ok(())
+    }
+}
+
+pub fn connect_error(addr: &str, e: &std::io::Error) -> LookupError {
+    let hint = match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => " (is the server running on that port?)",
+        _ => "",
+    };
+    LookupError::new(
+        crate::outcome::ErrorKind::Connect,
+        true,
+        format!("cannot connect to {addr}: {e}{hint}"),
+    )
+}
+
+impl<C: Codec + 'static> Conn for StreamConn<C> {
+    #[inline]
+    fn send(&mut self, key: u64) {
+        self.codec.encode(key, &mut self.wbuf);
+    }
+
+    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
+        if self.closing {
+            return Err(LookupError::io(
+                "the server closed the connection (Connection: close)",
+            ));
+        }
+        self.flush().await?;
+        loop {
+            if self.rpos < self.rbuf.len() {
+                if let Some((n, result)) =
+                    self.codec
+                        .decode(&self.rbuf[self.rpos..], key, self.verify)?
+                {
+                    self.rpos += n;
+                    if self.rpos == self.rbuf.len() {
+                        self.rbuf.clear();
+                        self.rpos = 0;
+                    }
+                    self.closing = self.codec.must_close();
+                    return result;
+                }
+                if self.rbuf.len() - self.rpos > MAX_FRAME {
+                    return Err(LookupError::protocol("reply larger than 1 MiB"));
+                }
+            }
+            if self.rpos > 0 {
+                // keep the partial reply, drop what was parsed
+                self.rbuf.drain(..self.rpos);
+                self.rpos = 0;
+            }
+            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+                self.rbuf.reserve(16 * 1024);
+            }
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| LookupError::io(e.to_string()))?;
+            if n == 0 {
+                return Err(LookupError::io("the server closed the connection"));
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Totals: the merge of every thread's snapshots, per interval (for progress and the timeline)
+//! and for the whole run. Histograms are added bucket by bucket, so merged percentiles are exact.
+
+use std::ops::AddAssign;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::recorder::{new_histogram, Counts, Snapshot};
+
+#[derive(Clone, Debug)]
+pub struct Totals {
+    pub counts: Counts,
+    pub warm: Counts,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    pub lag: Histogram<u64>,
+    pub last_done_ns: u64,
+    pub error_samples: Vec<String>,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals {
+            counts: Counts::default(),
+            warm: Counts::default(),
+            latency: new_histogram(),
+            service: new_histogram(),
+            lag: new_histogram(),
+            last_done_ns: 0,
+            error_samples: Vec::new(),
+        }
+    }
+}
+
+impl AddAssign<&Snapshot> for Totals {
+    fn add_assign(&mut self, s: &Snapshot) {
+        self.counts.add(&s.counts);
+        self.warm.add(&s.warm);
+        // Same bounds everywhere, so add cannot fail.
+        let _ = self.latency.add(&s.latency);
+        let _ = self.service.add(&s.service);
+        let _ = self.lag.add(&s.lag);
+        self.last_done_ns = self.last_done_ns.max(s.last_done_ns);
+        for m in &s.error_samples {
+            if self.error_samples.len() < 8 && !self.error_samples.contains(m) {
+                self.error_samples.push(m.clone());
+            }
+        }
+    }
+}
+
+impl AddAssign<&Totals> for Totals {
+    fn add_assign(&mut self, t: &Totals) {
+        self.counts.add(&t.counts);
+        self.warm.add(&t.warm);
+        let _ = self.latency.add(&t.latency);
+        let _ = self.service.add(&t.service);
+        let _ = self.lag.add(&t.lag);
+        self.last_done_ns = self.last_done_ns.max(t.last_done_ns);
+    }
+}
+
+/// Percentiles in microseconds, as reported.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    pub fn of(h: &Histogram<u64>) -> Percentiles {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let us = |ns: u64| (ns as f64 / 1000.0 * 1000.0).round() / 1000.0;
+        Percentiles {
+            count: h.len(),
+            min: us(h.min()),
+            mean: (h.mean() / 1000.0 * 1000.0).round() / 1000.0,
+            p50: us(h.value_at_quantile(0.50)),
+            p90: us(h.value_at_quantile(0.90)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::recorder::Recorder;
+
+    #[test]
+    fn merged_percentiles_equal_one_histogram_of_all_samples() {
+        let mut a = Recorder::new(0);
+        let mut b = Recorder::new(1);
+        let mut all = new_histogram();
+        for i in 0..10_000u64 {
+            let (rec, lat) = if i % 3 == 0 {
+                (&mut a, 1_000 + i * 7)
+            } else {
+                (&mut b, 50_000 + i)
+            };
+            rec.record(false, 0, 0, lat, Ok(Outcome::Hit));
+            all.record(lat).unwrap();
+        }
+        let mut t = Totals::default();
+        t += &a.take(0, true);
+        t += &b.take(0, true);
+        assert_eq!(t.counts.hits, 10_000);
+        assert_eq!(Percentiles::of(&t.latency), Percentiles::of(&all));
+        assert_eq!(
+            t.latency.value_at_quantile(0.99),
+            all.value_at_quantile(0.99)
+        );
+    }
+
+    #[test]
+    fn counts_add_and_warmup_stays_apart() {
+        let mut r = Recorder::new(0);
+        r.record(true, 0, 0, 10, Ok(Outcome::Hit));
+        r.record(false, 0, 0, 10, Ok(Outcome::Miss));
+        r.record(false, 0, 0, 10, Err(ErrorKind::Timeout));
+        r.record_error(false, ErrorKind::Connect, "refused");
+        let s = r.take(0, false);
+        let mut t = Totals::default();
+        t += &s;
+        t += &s;
+        assert_eq!(t.warm.hits, 2);
+        assert_eq!(t.counts.hits, 0);
+        assert_eq!(t.counts.misses, 2);
+        assert_eq!(t.counts.errors[ErrorKind::Timeout.index()], 2);
+        assert_eq!(t.counts.errors[ErrorKind::Connect.index()], 2);
+        assert_eq!(t.counts.requests(), 6);
+        // only timed requests enter the histogram
+        assert_eq!(t.latency.len(), 4);
+        assert_eq!(r.cur.index, 2);
+    }
+}

@@ -1,0 +1,33 @@
+//! Pure codecs for the text protocols loadgen speaks itself: bytes in, frames out, no sockets.
+//! One generic pipelined connection (`target::stream`) drives any of them.
+
+pub mod handlersocket;
+pub mod http;
+pub mod memcached;
+
+use crate::outcome::{LookupError, Outcome};
+
+/// A complete reply: bytes it took, and what it came to.
+pub type Decoded = Option<(usize, Result<Outcome, LookupError>)>;
+
+/// Replies larger than this are a protocol error: a garbage stream must not grow a buffer forever.
+pub const MAX_FRAME: usize = 1 << 20;
+
+/// One request/response protocol with in-order replies (so requests can be pipelined).
+pub trait Codec {
+    /// Append the request for `key` to `out`. Must not allocate beyond growing `out`.
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>);
+
+    /// Parse the reply at the front of `buf` to the request for `key`.
+    /// `Ok(None)`: the reply is not complete yet, read more. `Ok(Some((n, result)))`: the reply
+    /// took the first `n` bytes and came to `result`: an outcome, or a non-fatal error that
+    /// leaves the stream in step (a server-side error reply is `Server`; with `verify`, a row
+    /// that is not `row::write_tsv(key)` is `Verify`). `Err`: malformed bytes, a fatal
+    /// `Protocol` error; the connection must be replaced.
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError>;
+
+    /// True when the last reply asked to close the connection (HTTP `Connection: close`).
+    fn must_close(&self) -> bool {
+        false
+    }
+}

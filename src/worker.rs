@@ -1,0 +1,277 @@
+//! One worker = one OS thread with its own current_thread runtime, its connections and its
+//! recorder. `drive` is the only request loop: stop condition x pacer x target are composed
+//! here, never copied per combination.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tokio::time::sleep_until;
+
+use crate::keys::KeySpace;
+use crate::outcome::ErrorKind;
+use crate::pacer::Pacer;
+use crate::plan::{Plan, Share};
+use crate::recorder::{Recorder, Snapshot};
+use crate::target::{Conn, Target};
+
+/// What every worker of one run shares, read-only.
+pub struct Ctx<T> {
+    pub target: Arc<T>,
+    pub plan: Plan,
+    pub keys: KeySpace,
+    pub start: Instant,
+    /// Requests sent before this (ns since start) are warm-up: completed but not counted.
+    pub warm_end_ns: u64,
+    /// No request is sent at or after this (duration runs).
+    pub end_ns: Option<u64>,
+}
+
+impl<T> Ctx<T> {
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+    pub fn at(&self, ns: u64) -> tokio::time::Instant {
+        (self.start + Duration::from_nanos(ns)).into()
+    }
+}
+
+/// CPU time of the calling thread, nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Starts the worker thread of `share`. Snapshots go to `tx` every interval and once at the end
+/// (`last = true`). A `true` on `stop` ends the thread at once, abandoning requests in flight.
+pub fn spawn<T: Target>(
+    ctx: Arc<Ctx<T>>,
+    share: Share,
+    tx: mpsc::UnboundedSender<Snapshot>,
+    stop: watch::Receiver<bool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("loadgen-w{}", share.thread))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("worker runtime");
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, thread_main(ctx, share, tx, stop));
+        })
+}
+
+async fn thread_main<T: Target>(
+    ctx: Arc<Ctx<T>>,
+    share: Share,
+    tx: mpsc::UnboundedSender<Snapshot>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let rec = Rc::new(RefCell::new(Recorder::new(share.thread)));
+    let mut set = JoinSet::new();
+    for conn in share.first_conn..share.first_conn + share.conns {
+        set.spawn_local(drive(ctx.clone(), conn, rec.clone()));
+    }
+    let interval = ctx.plan.interval.as_nanos() as u64;
+    let mut tick = 1u64;
+    // Requests still in flight at the end get up to one timeout to finish, then are abandoned.
+    let hard_end = ctx
+        .end_ns
+        .map(|e| e + ctx.plan.timeout.as_nanos() as u64 + 100_000_000);
+    let far = ctx.now_ns() + 10 * 365 * 86_400 * 1_000_000_000;
+    loop {
+        tokio::select! {
+            _ = sleep_until(ctx.at(tick * interval)) => {
+                let s = rec.borrow_mut().take(thread_cpu_ns(), false);
+                let _ = tx.send(s);
+                tick += 1;
+            }
+            r = set.join_next() => if r.is_none() { break },
+            _ = stop.changed() => break,
+            _ = sleep_until(ctx.at(hard_end.unwrap_or(far))) => break,
+        }
+    }
+    set.abort_all();
+    let s = rec.borrow_mut().take(thread_cpu_ns(), true);
+    let _ = tx.send(s);
+}
+
+/// One request in flight.
+#[derive(Clone, Copy)]
+struct Slot {
+    key: u64,
+    due: u64,
+    sent: u64,
+    warm: bool,
+}
+
+/// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
+/// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
+async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>) {
+    let plan = &ctx.plan;
+    let conns = plan.connections as u64;
+    let mut keys = ctx.keys.stream(plan.seed, index as u64, conns);
+    let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
+    let quota = plan.quota(index);
+    let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
+    let timeout = plan.timeout.as_nanos() as u64;
+    let (backoff_min, backoff_max) = plan.reconnect_backoff;
+
+    let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
+    let mut conn: Option<T::Conn> = None;
+    let mut n = 0u64; // requests sent (pacer index)
+    let mut counted = 0u64; // counted requests sent or failed to send
+    let mut backoff = backoff_min;
+    let mut ever_connected = false;
+    // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
+    // request's deadline), never late, so steady state costs no timer call per request.
+    let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
+    let mut timer_at = u64::MAX;
+
+    loop {
+        let now = ctx.now_ns();
+        let over = ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q);
+        let Some(c) = conn.as_mut() else {
+            if over {
+                break;
+            }
+            match ctx.target.connect().await {
+                Ok(c) => {
+                    conn = Some(c);
+                    backoff = backoff_min;
+                    let mut r = rec.borrow_mut();
+                    r.connections += 1;
+                    if ever_connected {
+                        r.reconnected();
+                    }
+                    ever_connected = true;
+                }
+                Err(e) => {
+                    // A failed connect is a request that could not be sent: it is counted (and
+                    // uses quota), so `-n` runs end even when the server stays down.
+                    let warm = now < ctx.warm_end_ns;
+                    rec.borrow_mut()
+                        .record_error(warm, ErrorKind::Connect, &e.message);
+                    if !warm {
+                        counted += 1;
+                    }
+                    let wake =
+                        (now + backoff.as_nanos() as u64).min(ctx.end_ns.unwrap_or(u64::MAX));
+                    sleep_until(ctx.at(wake)).await;
+                    backoff = (backoff * 2).min(backoff_max);
+                }
+            }
+            continue;
+        };
+
+        // Fill the window.
+        let mut wait_for: Option<u64> = None;
+        if !over {
+            let mut now = now;
+            let before = window.len();
+            while window.len() < depth {
+                if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
+                    break;
+                }
+                let due = match pacer.due_ns(n) {
+                    None => now,
+                    Some(d) if d > now => {
+                        wait_for = Some(d);
+                        break;
+                    }
+                    Some(d) => d,
+                };
+                let key = keys.next_key();
+                c.send(key);
+                let warm = due < ctx.warm_end_ns;
+                window.push_back(Slot {
+                    key,
+                    due,
+                    sent: now,
+                    warm,
+                });
+                n += 1;
+                counted += u64::from(!warm);
+                if window.len() < depth && pacer.is_paced() {
+                    now = ctx.now_ns();
+                }
+            }
+            rec.borrow_mut().in_flight += (window.len() - before) as u64;
+        }
+
+        let Some(&front) = window.front() else {
+            match wait_for {
+                Some(d) => {
+                    sleep_until(ctx.at(d.min(ctx.end_ns.unwrap_or(u64::MAX)))).await;
+                    continue;
+                }
+                None => break, // time or quota reached, nothing in flight
+            }
+        };
+
+        let deadline = front.sent + timeout;
+        if timer_at > deadline {
+            timer_at = deadline;
+            timer.as_mut().reset(ctx.at(deadline));
+        }
+        let result = tokio::select! {
+            biased;
+            r = c.recv(front.key) => Some(r),
+            _ = &mut timer => {
+                timer_at = u64::MAX;
+                if ctx.now_ns() < deadline {
+                    continue; // fired for an older request: re-arm for this one
+                }
+                None
+            }
+            _ = sleep_until(ctx.at(wait_for.unwrap_or(0))), if wait_for.is_some() => continue,
+        };
+        let done = ctx.now_ns();
+        let mut r = rec.borrow_mut();
+        match result {
+            Some(Ok(outcome)) => {
+                window.pop_front();
+                r.in_flight -= 1;
+                r.record(front.warm, front.due, front.sent, done, Ok(outcome));
+            }
+            Some(Err(e)) if !e.fatal => {
+                window.pop_front();
+                r.in_flight -= 1;
+                r.record(front.warm, front.due, front.sent, done, Err(e.kind));
+                r.sample(e.kind, &e.message);
+            }
+            failure => {
+                // Timeout or broken connection: every request in flight on it is lost.
+                let (kind, message) = match failure {
+                    Some(Err(e)) => (e.kind, e.message),
+                    _ => (
+                        ErrorKind::Timeout,
+                        format!("no reply within {:?}", plan.timeout),
+                    ),
+                };
+                r.sample(kind, &message);
+                for s in window.drain(..) {
+                    r.record(s.warm, s.due, s.sent, done, Err(kind));
+                    r.in_flight -= 1;
+                }
+                r.connections -= 1;
+                conn = None;
+                timer_at = u64::MAX;
+            }
+        }
+    }
+    if conn.is_some() {
+        rec.borrow_mut().connections -= 1;
+    }
+}
