@@ -7,7 +7,10 @@ use crate::plan::Plan;
 use crate::report::result::RunResult;
 use crate::run::{run, Control};
 use crate::serve::ServerStats;
+use crate::target::handlersocket::HsTarget;
 use crate::target::http::HttpTarget;
+use crate::target::memcached::McTarget;
+use crate::target::mysql::MysqlTarget;
 use crate::target::postgres::PgTarget;
 use crate::target::{SetupError, TargetUrl, SCHEMES};
 
@@ -34,6 +37,9 @@ pub async fn run_target(
     let label = url.redacted();
     match url.scheme.as_str() {
         "postgres" | "postgresql" => run(PgTarget::new(&url, plan)?, plan, &label, control).await,
+        "mysql" | "mariadb" => run(MysqlTarget::new(&url, plan)?, plan, &label, control).await,
+        "hs" | "handlersocket" => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
+        "memcache" | "memcached" => run(McTarget::new(&url, plan)?, plan, &label, control).await,
         "http" | "https" => {
             let pipeline = url
                 .param("pipeline")

@@ -2,7 +2,10 @@
 //! options) that opens connections; a `Conn` is owned by one task of one worker thread.
 //! `dispatch` is the one `match` on the URL scheme that picks the monomorphized run.
 
+pub mod handlersocket;
 pub mod http;
+pub mod memcached;
+pub mod mysql;
 pub mod postgres;
 pub mod stream;
 pub mod url;

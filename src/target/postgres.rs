@@ -81,15 +81,7 @@ impl PgTarget {
             .create_timeout(Some(plan.timeout))
             .build()
             .map_err(|e| SetupError(format!("{}: {e}", url.redacted())))?;
-        let sql = plan
-            .query
-            .clone()
-            .unwrap_or_else(|| DEFAULT_QUERY.to_string());
-        if !sql.contains("$1") {
-            return Err(SetupError(
-                "--query must have one parameter $1 for the key, like ... WHERE id = $1".into(),
-            ));
-        }
+        let sql = lookup_sql(plan)?;
         let (a, b) = sql.split_once("$1").expect("checked");
         Ok(PgTarget {
             pool,
@@ -103,33 +95,25 @@ impl PgTarget {
     }
 }
 
+/// The lookup's SQL: `--query` or the default, with its key parameter `$1`.
+pub fn lookup_sql(plan: &Plan) -> Result<String, SetupError> {
+    let sql = plan
+        .query
+        .clone()
+        .unwrap_or_else(|| DEFAULT_QUERY.to_string());
+    if !sql.contains("$1") {
+        return Err(SetupError(
+            "--query must have one parameter $1 for the key, like ... WHERE id = $1".into(),
+        ));
+    }
+    Ok(sql)
+}
+
 /// A one-line, actionable message for a tokio-postgres error. Never contains the password
 /// (tokio-postgres does not put it in errors; we do not add it).
 pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
     if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        if *code == SqlState::INVALID_PASSWORD
-            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-        {
-            return format!(
-                "{}: check the user and password (in the URL or PGPASSWORD)",
-                db.message()
-            );
-        }
-        if *code == SqlState::UNDEFINED_TABLE {
-            return format!("{} while preparing the {what}: run `loadgen prepare <url>` to create and load the table", db.message());
-        }
-        if *code == SqlState::INVALID_CATALOG_NAME {
-            return format!(
-                "{}: create it or name another database in the URL path",
-                db.message()
-            );
-        }
-        return format!(
-            "{} ({}) while preparing the {what}",
-            db.message(),
-            code.code()
-        );
+        return explain_db(db.code(), db.message(), what);
     }
     let s = e.to_string();
     let mut cause = String::new();
@@ -143,6 +127,21 @@ pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
     } else {
         format!("{s}: {cause}")
     }
+}
+
+/// The one-line message for a server error (SQLSTATE and message), shared with `pgwire`.
+pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
+    if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+    {
+        return format!("{message}: check the user and password (in the URL or PGPASSWORD)");
+    }
+    if *code == SqlState::UNDEFINED_TABLE {
+        return format!("{message} while preparing the {what}: run `loadgen prepare <url>` to create and load the table");
+    }
+    if *code == SqlState::INVALID_CATALOG_NAME {
+        return format!("{message}: create it or name another database in the URL path");
+    }
+    format!("{message} ({}) while preparing the {what}", code.code())
 }
 
 fn pool_error(e: deadpool_postgres::PoolError) -> LookupError {
@@ -230,28 +229,36 @@ impl Target for PgTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let (client, conn) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| explain(&e, "counter query"))?;
-        let task = tokio::spawn(conn);
-        let r = client
-            .query_one(
-                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
-                &[&&*self.sql],
-            )
-            .await;
-        drop(client);
-        let _ = task.await;
-        match r {
-            Ok(row) => Ok(Some(ServerCount { value: row.get::<_, i64>(0) as u64, source: "pg_stat_statements.calls" })),
-            Err(e) if e.as_db_error().is_some_and(|d| *d.code() == SqlState::UNDEFINED_TABLE) => Err(format!(
-                "{}: pg_stat_statements is not installed (add it to shared_preload_libraries and CREATE EXTENSION pg_stat_statements)",
-                self.url
-            )),
-            Err(e) => Err(explain(&e, "counter query")),
-        }
+        stat_calls(&self.config, &self.sql, &self.url).await
+    }
+}
+
+/// pg_stat_statements' call count of `sql` (server-side truth), over a connection of its own.
+/// `label` is the redacted URL. Shared by both PostgreSQL drivers.
+pub async fn stat_calls(
+    config: &tokio_postgres::Config,
+    sql: &str,
+    label: &str,
+) -> Result<Option<ServerCount>, String> {
+    let (client, conn) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| explain(&e, "counter query"))?;
+    let task = tokio::spawn(conn);
+    let r = client
+        .query_one(
+            "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
+            &[&sql],
+        )
+        .await;
+    drop(client);
+    let _ = task.await;
+    match r {
+        Ok(row) => Ok(Some(ServerCount { value: row.get::<_, i64>(0) as u64, source: "pg_stat_statements.calls" })),
+        Err(e) if e.as_db_error().is_some_and(|d| *d.code() == SqlState::UNDEFINED_TABLE) => Err(format!(
+            "{label}: pg_stat_statements is not installed (add it to shared_preload_libraries and CREATE EXTENSION pg_stat_statements)"
+        )),
+        Err(e) => Err(explain(&e, "counter query")),
     }
 }
 

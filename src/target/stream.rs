@@ -43,21 +43,24 @@ impl<C: Codec> StreamConn<C> {
         Ok(Self::new(sock, codec, verify))
     }
 
-    /// Writes raw bytes and reads one line reply (used for handshakes such as HandlerSocket's
-    /// auth and open_index). Returns the line without its '\n'.
-    pub async fn round_trip_line(&mut self, request: &[u8]) -> Result<Vec<u8>, LookupError> {
+    /// Writes `request` and reads until `parse` finds a whole reply (handshakes: HandlerSocket
+    /// auth and open_index, memcached `stats`). Not for the hot path.
+    pub async fn round_trip<T>(
+        &mut self,
+        request: &[u8],
+        mut parse: impl FnMut(&[u8]) -> Result<Option<(usize, T)>, LookupError>,
+    ) -> Result<T, LookupError> {
         self.sock
             .write_all(request)
             .await
             .map_err(|e| LookupError::io(e.to_string()))?;
         loop {
-            if let Some(i) = self.rbuf[self.rpos..].iter().position(|&b| b == b'\n') {
-                let line = self.rbuf[self.rpos..self.rpos + i].to_vec();
-                self.rpos += i + 1;
-                return Ok(line);
+            if let Some((n, v)) = parse(&self.rbuf[self.rpos..])? {
+                self.rpos += n;
+                return Ok(v);
             }
             if self.rbuf.len() - self.rpos > MAX_FRAME {
-                return Err(LookupError::protocol("reply line longer than 1 MiB"));
+                return Err(LookupError::protocol("reply longer than 1 MiB"));
             }
             self.rbuf.reserve(4096);
             let n = self
@@ -69,6 +72,16 @@ impl<C: Codec> StreamConn<C> {
                 return Err(LookupError::io("the server closed the connection"));
             }
         }
+    }
+
+    /// `round_trip` for one '\n'-terminated line, returned without its '\n'.
+    pub async fn round_trip_line(&mut self, request: &[u8]) -> Result<Vec<u8>, LookupError> {
+        self.round_trip(request, |b| {
+            Ok(b.iter()
+                .position(|&c| c == b'\n')
+                .map(|i| (i + 1, b[..i].to_vec())))
+        })
+        .await
     }
 
     async fn flush(&mut self) -> Result<(), LookupError> {

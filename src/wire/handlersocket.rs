@@ -1,1 +1,1300 @@
-// placeholder until the codec lands
+//! HandlerSocket (the MySQL / MariaDB plugin) text protocol: request encoders, a response
+//! line parser and the `find`-by-primary-key [`Codec`].
+//!
+//! Wire format (docs-en/protocol.en.txt of DeNA/HandlerSocket-Plugin-for-MySQL, checked against
+//! the plugin's `hstcpsvr_worker.cpp` and `database.cpp`):
+//!
+//! * One request is one line, one response is one line, ending with `\n`. The plugin itself
+//!   accepts an optional `\r` before the `\n` of a request line; we accept one before the `\n`
+//!   of a response line too (the plugin never sends it).
+//! * Tokens are separated by `\t`. A token is NULL (exactly one `0x00` byte) or an encoded string:
+//!   bytes `0x10..=0xff` are sent as they are, a byte `0x00..=0x0f` is sent as `0x01` followed by
+//!   the byte plus `0x40`. An empty string is an empty token (`\t\t`, or `\t\n` at line end).
+//! * Requests used here:
+//!   - auth: `A\t1\t<secret>\n` (the plugin unescapes the secret, so it is escaped here);
+//!   - open_index: `P\t<id>\t<db>\t<table>\t<index>\t<col1,col2,...>\n` (db, table, index and
+//!     column names are *not* unescaped by the plugin, so they are checked, not escaped; an empty
+//!     index name means `PRIMARY`, an index name starting with a digit is an index number);
+//!   - find: `<id>\t=\t1\t<key>\n`. Limit and offset are omitted: the plugin then uses limit 1
+//!     (it even treats an explicit limit 0 as 1) and offset 0.
+//! * Response: `<errorcode>\t<numcolumns>[\t<r1>...\t<rn>]\n`. Code `0` is success and the value
+//!   count is a multiple of `numcolumns` (`N * numcolumns` for N rows found, so a miss is the
+//!   bare `0\t<numcolumns>`). Successful `A` and `P` replies are `0\t1` (one column, no values).
+//!   On error `numcolumns` is 1 and the one token is a human-readable message, sent raw (not
+//!   escaped), sometimes absent.
+//!
+//! Error codes the plugin really emits (there are only three):
+//!
+//! * `1` — the storage engine / table layer failed: `open_table` (the table could not be
+//!   opened: unknown database or table), `lock_tables` (the table could not be locked), or a
+//!   decimal handler error number (`1\t1\t121`: a `HA_ERR_*` value of `my_base.h`, see `perror N`;
+//!   also sent when a row read fails half-way through a `find`, whose rows are then dropped).
+//! * `2` — the request is wrong: `cmd` (unknown command), `stmtnum` (index id not opened on this
+//!   connection), `idxnum` (no such index; also sent by `P`), `fld` (unknown column in `P`),
+//!   `op` (unknown operator), `klen` (no key values), `kpnum` (more key values than index
+//!   columns), `tblnum`, `readonly` (a write on the read-only port), `modop`, `filtertype`,
+//!   `filterfld`, `filterblob`, `syntax`, `notimpl`.
+//! * `3` — authentication: `unauth` (wrong secret for `A`, or any `P`/find on a listener that
+//!   requires auth before `A` succeeded), `authtype` (the auth type is not `1`).
+//!
+//! (The plugin also shuts the whole listener down when an unprocessed request buffer starts
+//! with `Q`, and closes the connection when it starts with `/`; nothing encoded here starts
+//! with either.)
+
+use std::fmt;
+
+use super::{Codec, Decoded, MAX_FRAME};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
+use crate::row;
+
+/// The byte that introduces an escaped `0x00..=0x0f` byte.
+pub const ESCAPE_PREFIX: u8 = 0x01;
+/// Added to an escaped byte after [`ESCAPE_PREFIX`].
+pub const ESCAPE_SHIFT: u8 = 0x40;
+/// A NULL value: a token consisting of a single `0x00` byte.
+pub const NULL_TOKEN: &[u8] = &[0x00];
+
+/// Appends `src` encoded as one HandlerSocket token (bytes `0x00..=0x0f` become `0x01, b + 0x40`).
+/// The result never contains `\t`, `\n` or a lone `0x00`, so it cannot be mistaken for NULL.
+pub fn escape_into(src: &[u8], out: &mut Vec<u8>) {
+    let mut run = 0;
+    for (i, &b) in src.iter().enumerate() {
+        if b < 0x10 {
+            out.extend_from_slice(&src[run..i]);
+            out.push(ESCAPE_PREFIX);
+            out.push(b + ESCAPE_SHIFT);
+            run = i + 1;
+        }
+    }
+    out.extend_from_slice(&src[run..]);
+}
+
+/// Appends the decoded bytes of one encoded (non-NULL) token to `out`.
+///
+/// Malformed (a fatal `Protocol` error, `out` left as it was): `0x01` followed by a byte outside
+/// `0x40..=0x4f` or by nothing, and any other raw byte `0x00..=0x0f`, which the plugin never sends
+/// inside a token. The NULL token is therefore an error here: test it with [`is_null`] first.
+pub fn unescape_into(src: &[u8], out: &mut Vec<u8>) -> Result<(), LookupError> {
+    let start = out.len();
+    let mut i = 0;
+    while let Some(&b) = src.get(i) {
+        if b >= 0x10 {
+            out.push(b);
+            i += 1;
+        } else if b == ESCAPE_PREFIX {
+            match src.get(i + 1) {
+                Some(&e) if (ESCAPE_SHIFT..=ESCAPE_SHIFT + 0x0f).contains(&e) => {
+                    out.push(e - ESCAPE_SHIFT);
+                    i += 2;
+                }
+                _ => {
+                    out.truncate(start);
+                    return Err(LookupError::protocol(format!(
+                        "handlersocket: bad escape sequence at byte {i} of a token"
+                    )));
+                }
+            }
+        } else {
+            out.truncate(start);
+            return Err(LookupError::protocol(format!(
+                "handlersocket: raw control byte 0x{b:02x} at byte {i} of a token"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// True for the NULL token (a single `0x00` byte).
+pub fn is_null(token: &[u8]) -> bool {
+    token == NULL_TOKEN
+}
+
+/// Position of the first malformed byte of an encoded token (same rules as [`unescape_into`]).
+fn check_token(token: &[u8]) -> Result<(), usize> {
+    if is_null(token) {
+        return Ok(());
+    }
+    let mut i = 0;
+    while let Some(&b) = token.get(i) {
+        if b >= 0x10 {
+            i += 1;
+        } else if b == ESCAPE_PREFIX
+            && matches!(token.get(i + 1), Some(e) if (0x40..=0x4f).contains(e))
+        {
+            i += 2;
+        } else {
+            return Err(i);
+        }
+    }
+    Ok(())
+}
+
+/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// A name that cannot be sent in an `open_index` request (the plugin does not unescape names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidName {
+    /// Which argument: `db`, `table`, `index` or `column`.
+    pub what: &'static str,
+    pub reason: &'static str,
+}
+
+impl fmt::Display for InvalidName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "handlersocket open_index: invalid {} name: {}",
+            self.what, self.reason
+        )
+    }
+}
+
+impl std::error::Error for InvalidName {}
+
+fn check_name(what: &'static str, name: &str, may_be_empty: bool) -> Result<(), InvalidName> {
+    if name.is_empty() && !may_be_empty {
+        return Err(InvalidName {
+            what,
+            reason: "empty",
+        });
+    }
+    if name.bytes().any(|b| b < 0x10) {
+        return Err(InvalidName {
+            what,
+            reason: "contains a tab, newline or other byte below 0x10",
+        });
+    }
+    Ok(())
+}
+
+/// Appends `A\t1\t<secret>\n` (auth type 1, the only one the plugin knows). The plugin unescapes
+/// the secret, so it is escaped here. Reply: `0\t1`, or `3\t1\tunauth` for a wrong secret.
+pub fn encode_auth(secret: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"A\t1\t");
+    escape_into(secret, out);
+    out.push(b'\n');
+}
+
+/// Appends `P\t<id>\t<db>\t<table>\t<index>\t<col1,col2,...>\n`. Use `PRIMARY` (or `""`) as
+/// `index` for the primary key. Names are sent raw (the plugin does not unescape them), so a name
+/// with a byte below `0x10` is refused, as is an empty db/table/column name, a column name with a
+/// `,`, and an empty column list (a find could not tell a hit from a miss). On error `out` is
+/// unchanged. Reply: `0\t1`, or e.g. `1\t1\topen_table`, `2\t1\tidxnum`, `2\t1\tfld`.
+pub fn encode_open_index(
+    id: u32,
+    db: &str,
+    table: &str,
+    index: &str,
+    columns: &[&str],
+    out: &mut Vec<u8>,
+) -> Result<(), InvalidName> {
+    check_name("db", db, false)?;
+    check_name("table", table, false)?;
+    check_name("index", index, true)?;
+    if columns.is_empty() {
+        return Err(InvalidName {
+            what: "column",
+            reason: "no columns given",
+        });
+    }
+    for c in columns {
+        check_name("column", c, false)?;
+        if c.contains(',') {
+            return Err(InvalidName {
+                what: "column",
+                reason: "contains a comma",
+            });
+        }
+    }
+    out.extend_from_slice(b"P\t");
+    push_u64(out, u64::from(id));
+    for part in [db, table, index] {
+        out.push(b'\t');
+        out.extend_from_slice(part.as_bytes());
+    }
+    out.push(b'\t');
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(c.as_bytes());
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+/// Appends `<id>\t=\t1\t<key>\n`: find the row whose (single-column) index value is `key`.
+/// Limit and offset are omitted, so at most one row comes back.
+pub fn encode_find(id: u32, key: u64, out: &mut Vec<u8>) {
+    push_u64(out, u64::from(id));
+    out.extend_from_slice(b"\t=\t1\t");
+    push_u64(out, key);
+    out.push(b'\n');
+}
+
+/// One response line, borrowed from the read buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response<'a> {
+    /// First token: 0 is success.
+    pub code: u32,
+    /// Second token: columns per row (always 1 on error).
+    pub num_cols: u32,
+    /// Everything after `<code>\t<numcols>\t`, without the line end; `None` when the line has no
+    /// third token at all (a miss, or an `A`/`P` success, or an error without message).
+    rest: Option<&'a [u8]>,
+    value_count: usize,
+}
+
+impl<'a> Response<'a> {
+    pub fn is_ok(&self) -> bool {
+        self.code == 0
+    }
+
+    /// Number of value tokens after the two header tokens (on error: 1 with a message, else 0).
+    pub fn value_count(&self) -> usize {
+        self.value_count
+    }
+
+    /// Rows in a success response (`value_count / num_cols`); 0 on error.
+    pub fn row_count(&self) -> usize {
+        if self.code != 0 || self.num_cols == 0 {
+            0
+        } else {
+            self.value_count / self.num_cols as usize
+        }
+    }
+
+    /// The raw (still escaped) value tokens in order; test NULL with [`is_null`], decode with
+    /// [`unescape_into`]. For a success response every token is already known to be well formed.
+    pub fn values(&self) -> Tokens<'a> {
+        Tokens { rest: self.rest }
+    }
+
+    /// The raw value tokens of row `i` (success responses only), `num_cols` of them.
+    pub fn row(&self, i: usize) -> Option<std::iter::Take<std::iter::Skip<Tokens<'a>>>> {
+        if i >= self.row_count() {
+            return None;
+        }
+        let n = self.num_cols as usize;
+        Some(self.values().skip(i * n).take(n))
+    }
+
+    /// The error message of an error response (raw bytes after `<code>\t1\t`, the plugin does not
+    /// escape them); `None` for success or when the plugin sent no message.
+    pub fn message(&self) -> Option<&'a [u8]> {
+        if self.code == 0 {
+            None
+        } else {
+            self.rest
+        }
+    }
+}
+
+/// Iterator over the raw `\t`-separated tokens of a response (see [`Response::values`]).
+#[derive(Clone, Debug)]
+pub struct Tokens<'a> {
+    rest: Option<&'a [u8]>,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let r = self.rest?;
+        match r.iter().position(|&b| b == b'\t') {
+            Some(p) => {
+                self.rest = r.get(p + 1..);
+                r.get(..p)
+            }
+            None => {
+                self.rest = None;
+                Some(r)
+            }
+        }
+    }
+}
+
+fn parse_u32(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u32::from(d - b'0'))?;
+    }
+    Some(v)
+}
+
+fn malformed(what: &str) -> LookupError {
+    LookupError::protocol(format!("handlersocket: malformed response line: {what}"))
+}
+
+/// Splits at the first `\t`: (token, rest after the tab or `None` if there is no tab).
+fn split_tab(s: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match s.iter().position(|&b| b == b'\t') {
+        Some(p) => (s.get(..p).unwrap_or_default(), s.get(p + 1..)),
+        None => (s, None),
+    }
+}
+
+/// Parses the first response line of `buf` (which may hold several pipelined lines, or part of
+/// one). `Ok(None)`: no complete line yet. `Ok(Some((n, resp)))`: the line took `n` bytes,
+/// line end included. A line longer than [`MAX_FRAME`] or malformed is a fatal `Protocol` error.
+/// A success line is validated fully (numeric header, token escapes, value count a multiple of
+/// the column count); an error line only needs the numeric header. No allocation on success.
+pub fn parse_response(buf: &[u8]) -> Result<Option<(usize, Response<'_>)>, LookupError> {
+    match buf.first() {
+        None => return Ok(None),
+        Some(b) if !b.is_ascii_digit() => {
+            return Err(malformed("does not start with a decimal error code"));
+        }
+        Some(_) => {}
+    }
+    let window = buf.get(..MAX_FRAME).unwrap_or(buf);
+    let Some(nl) = window.iter().position(|&b| b == b'\n') else {
+        return if buf.len() >= MAX_FRAME {
+            Err(LookupError::protocol(
+                "handlersocket: no line end within MAX_FRAME bytes",
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    let resp = parse_line(buf.get(..nl).unwrap_or_default())?;
+    Ok(Some((nl + 1, resp)))
+}
+
+/// Parses one response line given without its `\n` (an optional trailing `\r` is dropped), e.g.
+/// the line `target::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
+/// `check_ok(&parse_line(&line)?)`. Same validation as [`parse_response`].
+pub fn parse_line(line: &[u8]) -> Result<Response<'_>, LookupError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if !line.first().is_some_and(u8::is_ascii_digit) {
+        return Err(malformed("does not start with a decimal error code"));
+    }
+    let (code_tok, after_code) = split_tab(line);
+    let code = parse_u32(code_tok).ok_or_else(|| malformed("bad error code"))?;
+    let after_code = after_code.ok_or_else(|| malformed("no column count"))?;
+    let (cols_tok, rest) = split_tab(after_code);
+    let num_cols = parse_u32(cols_tok).ok_or_else(|| malformed("bad column count"))?;
+    let mut value_count = 0usize;
+    let tokens = Tokens { rest };
+    if code == 0 {
+        for tok in tokens {
+            if check_token(tok).is_err() {
+                return Err(malformed("bad escape or raw control byte in a value"));
+            }
+            value_count += 1;
+        }
+        let multiple = if num_cols == 0 {
+            value_count == 0
+        } else {
+            value_count % num_cols as usize == 0
+        };
+        if !multiple {
+            return Err(malformed(
+                "value count is not a multiple of the column count",
+            ));
+        }
+    } else {
+        value_count = tokens.count();
+    }
+    Ok(Response {
+        code,
+        num_cols,
+        rest,
+        value_count,
+    })
+}
+
+/// What an error code means, per the codes the plugin emits (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HsErrorClass {
+    /// Code 1: opening/locking the table or the storage engine failed.
+    Engine,
+    /// Code 2: the request itself is wrong (unknown index id, index, column, operator...).
+    Request,
+    /// Code 3: authentication failed or is required.
+    Auth,
+    /// Any other code (the plugin sends none).
+    Unknown,
+}
+
+/// A HandlerSocket error reply: code and message (`unknown_error` when the plugin sent none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HsError {
+    pub code: u32,
+    pub message: String,
+}
+
+impl HsError {
+    /// The error of a non-success response (message lossily decoded as UTF-8).
+    pub fn from_response(resp: &Response<'_>) -> HsError {
+        let message = match resp.message() {
+            Some(m) if !m.is_empty() => String::from_utf8_lossy(m).into_owned(),
+            _ => "unknown_error".to_owned(),
+        };
+        HsError {
+            code: resp.code,
+            message,
+        }
+    }
+
+    pub fn class(&self) -> HsErrorClass {
+        match self.code {
+            1 => HsErrorClass::Engine,
+            2 => HsErrorClass::Request,
+            3 => HsErrorClass::Auth,
+            _ => HsErrorClass::Unknown,
+        }
+    }
+
+    pub fn is_auth(&self) -> bool {
+        self.class() == HsErrorClass::Auth
+    }
+
+    /// A sentence for humans, e.g. for a failed `A` or `P` at connect time.
+    pub fn describe(&self) -> String {
+        let m = self.message.as_str();
+        let what = match (self.code, m) {
+            (1, "open_table") => "could not open the table: check the database and table names",
+            (1, "lock_tables") => "could not lock the table",
+            (1, _) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()) => {
+                return format!(
+                    "HandlerSocket: the storage engine failed with handler error {m} \
+                     (see `perror {m}`) (code 1)"
+                );
+            }
+            (1, _) => "the storage engine failed",
+            (2, "cmd") => "unknown command",
+            (2, "stmtnum") => {
+                "the index id was not opened on this connection (send open_index first)"
+            }
+            (2, "idxnum") => "no such index on the table: use PRIMARY or an existing index name",
+            (2, "fld") => "a column in the open_index column list does not exist",
+            (2, "op") => "unknown comparison operator",
+            (2, "klen") => "the request has no key values",
+            (2, "kpnum") => "more key values than the index has columns",
+            (2, "tblnum") => "the table of this index id is no longer open",
+            (2, "readonly") => "a write request was sent to the read-only port",
+            (2, _) => "the server rejected the request",
+            (3, "unauth") => {
+                "authentication failed or is required: check the secret \
+                 (handlersocket_plain_secret)"
+            }
+            (3, "authtype") => "unsupported authentication type (only 1 is known)",
+            (3, _) => "authentication error",
+            _ => "unknown error code",
+        };
+        format!("HandlerSocket: {what} ({} {m})", self.code)
+    }
+}
+
+impl fmt::Display for HsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "handlersocket error {}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for HsError {}
+
+/// Per-request mapping: auth errors are fatal (every further request on the connection fails
+/// with `unauth`), all other codes are non-fatal `Server` errors (the stream is still in step).
+impl From<HsError> for LookupError {
+    fn from(e: HsError) -> LookupError {
+        let fatal = e.is_auth();
+        LookupError::new(ErrorKind::Server, fatal, e.to_string())
+    }
+}
+
+/// `Ok(())` for a success response, else the error code and message. Used at connect time for
+/// the replies to `A` and `P`.
+pub fn check_ok(resp: &Response<'_>) -> Result<(), HsError> {
+    if resp.is_ok() {
+        Ok(())
+    } else {
+        Err(HsError::from_response(resp))
+    }
+}
+
+/// `find` by a one-column index (normally PRIMARY on `user_id`) opened as `index_id` on the
+/// connection, with the row columns `user_name,user_email,created` as its column list.
+///
+/// `--verify`: with exactly 3 columns the unescaped values joined with `\t` must equal
+/// `row::write_tsv(key)`. With any other column count the codec does not know the column order,
+/// so it only checks that the first value equals `user<key>` (i.e. the list starts with
+/// `user_name`). A NULL where a value is checked fails verification.
+#[derive(Clone, Debug)]
+pub struct HsCodec {
+    index_id: u32,
+    /// Unescaped row, used by `verify` only.
+    scratch: Vec<u8>,
+}
+
+impl HsCodec {
+    pub fn new(index_id: u32) -> HsCodec {
+        HsCodec {
+            index_id,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn index_id(&self) -> u32 {
+        self.index_id
+    }
+
+    fn row_matches(&mut self, resp: &Response<'_>, key: u64) -> Result<bool, LookupError> {
+        self.scratch.clear();
+        let mut values = resp.values();
+        if resp.num_cols == 3 {
+            for i in 0..3 {
+                let Some(tok) = values.next() else {
+                    return Ok(false);
+                };
+                if is_null(tok) {
+                    return Ok(false);
+                }
+                if i > 0 {
+                    self.scratch.push(b'\t');
+                }
+                unescape_into(tok, &mut self.scratch)?;
+            }
+            Ok(row::tsv_matches(key, &self.scratch))
+        } else {
+            let Some(tok) = values.next() else {
+                return Ok(false);
+            };
+            if is_null(tok) {
+                return Ok(false);
+            }
+            unescape_into(tok, &mut self.scratch)?;
+            let mut expect = Vec::with_capacity(24);
+            expect.extend_from_slice(b"user");
+            push_u64(&mut expect, key);
+            Ok(self.scratch == expect)
+        }
+    }
+}
+
+impl Codec for HsCodec {
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        encode_find(self.index_id, key, out);
+    }
+
+    /// Error replies are non-fatal `Server` errors in `Ok(Some)`, except auth errors (code 3),
+    /// which are returned as a fatal `Err`: every further request on the connection would fail.
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        let Some((n, resp)) = parse_response(buf)? else {
+            return Ok(None);
+        };
+        if resp.code != 0 {
+            let e = LookupError::from(HsError::from_response(&resp));
+            return if e.fatal {
+                Err(e)
+            } else {
+                Ok(Some((n, Err(e))))
+            };
+        }
+        if resp.value_count() == 0 {
+            return Ok(Some((n, Ok(Outcome::Miss))));
+        }
+        if verify && !self.row_matches(&resp, key)? {
+            return Ok(Some((n, Err(LookupError::verify(key)))));
+        }
+        Ok(Some((n, Ok(Outcome::Hit))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type Simple = Result<Outcome, (ErrorKind, bool)>;
+
+    /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
+    /// error is an `Err` too. Checks the contract on the way: an `Err` from `decode` is fatal,
+    /// an error inside `Ok(Some)` is not, and `n` is within the buffer.
+    fn dec<C: Codec>(
+        c: &mut C,
+        buf: &[u8],
+        key: u64,
+        verify: bool,
+    ) -> Result<Option<(usize, Outcome)>, LookupError> {
+        match c.decode(buf, key, verify) {
+            Err(e) => {
+                assert!(e.fatal, "decode returned a non-fatal Err: {e}");
+                Err(e)
+            }
+            Ok(None) => Ok(None),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len());
+                match r {
+                    Ok(o) => Ok(Some((n, o))),
+                    Err(e) => {
+                        assert!(!e.fatal, "fatal error inside Ok(Some): {e}");
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A complete reply that came to a non-fatal error: its length and the error.
+    fn dec_err<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) -> (usize, LookupError) {
+        match c.decode(buf, key, verify) {
+            Ok(Some((n, Err(e)))) if !e.fatal => (n, e),
+            other => panic!("expected a non-fatal error reply, got {other:?}"),
+        }
+    }
+
+    fn tsv(key: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        row::write_tsv(&mut v, key);
+        v
+    }
+
+    fn hit_line(key: u64) -> Vec<u8> {
+        let mut v = b"0\t3\t".to_vec();
+        // The row values contain no bytes below 0x10, so the tsv is already the escaped form.
+        v.extend_from_slice(&tsv(key));
+        v.push(b'\n');
+        v
+    }
+
+    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
+    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
+    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
+        let mut codec = HsCodec::new(1);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut last = 0;
+        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
+            buf.extend_from_slice(&stream[last..cut]);
+            last = cut;
+            while let Some(&key) = keys.get(next) {
+                match codec.decode(&buf, key, true) {
+                    Ok(None) => break,
+                    Ok(Some((n, r))) => {
+                        assert!(n > 0 && n <= buf.len());
+                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
+                        buf.drain(..n);
+                        out.push(r.map_err(|e| (e.kind, e.fatal)));
+                        next += 1;
+                    }
+                    Err(e) => {
+                        assert!(e.fatal);
+                        out.push(Err((e.kind, e.fatal)));
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn escape_every_byte_singly() {
+        for b in 0u8..=255 {
+            let mut enc = Vec::new();
+            escape_into(&[b], &mut enc);
+            if b < 0x10 {
+                assert_eq!(enc, [0x01, b + 0x40]);
+            } else {
+                assert_eq!(enc, [b]);
+            }
+            let mut dec = Vec::new();
+            unescape_into(&enc, &mut dec).unwrap();
+            assert_eq!(dec, [b]);
+        }
+    }
+
+    #[test]
+    fn escape_all_bytes_as_one_token() {
+        let all: Vec<u8> = (0u8..=255).collect();
+        let mut enc = b"prefix".to_vec();
+        escape_into(&all, &mut enc);
+        let enc = &enc[6..];
+        assert_eq!(enc.len(), 256 + 16);
+        assert!(!enc.contains(&b'\t') && !enc.contains(&b'\n') && !enc.contains(&0));
+        assert!(check_token(enc).is_ok());
+        let mut dec = b"keep".to_vec();
+        unescape_into(enc, &mut dec).unwrap();
+        assert_eq!(&dec[..4], b"keep");
+        assert_eq!(&dec[4..], &all[..]);
+        // Twice over, in a response line, as the plugin would send it.
+        let mut line = b"0\t2\t".to_vec();
+        escape_into(&all, &mut line);
+        line.push(b'\t');
+        escape_into(&all, &mut line);
+        line.push(b'\n');
+        let (n, resp) = parse_response(&line).unwrap().unwrap();
+        assert_eq!(n, line.len());
+        assert_eq!(resp.value_count(), 2);
+        for tok in resp.values() {
+            let mut d = Vec::new();
+            unescape_into(tok, &mut d).unwrap();
+            assert_eq!(d, all);
+        }
+    }
+
+    #[test]
+    fn escape_empty_and_plain() {
+        let mut enc = Vec::new();
+        escape_into(b"", &mut enc);
+        assert!(enc.is_empty());
+        escape_into(b"a\tb\nc\0", &mut enc);
+        assert_eq!(enc, b"a\x01\x49b\x01\x4ac\x01\x40");
+    }
+
+    #[test]
+    fn malformed_escapes() {
+        for bad in [
+            &b"\x01"[..],
+            b"ab\x01",
+            b"\x01\x3f",
+            b"\x01\x50",
+            b"\x01\x01",
+            b"\x02",
+            b"a\x00b",
+            b"\x00",
+            b"\x00\x00",
+            b"x\ty",
+        ] {
+            let mut out = b"keep".to_vec();
+            let e = unescape_into(bad, &mut out).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Protocol);
+            assert!(e.fatal);
+            assert_eq!(out, b"keep", "output restored for {bad:?}");
+        }
+        for ok in [&b"\x01\x40"[..], b"\x01\x4f", b"", b"\xff\x10"] {
+            let mut out = Vec::new();
+            unescape_into(ok, &mut out).unwrap();
+        }
+    }
+
+    #[test]
+    fn null_and_empty_tokens() {
+        let (_, resp) = parse_response(b"0\t3\t\0\t\t\x01\x40\n").unwrap().unwrap();
+        let toks: Vec<&[u8]> = resp.values().collect();
+        assert_eq!(toks, [&b"\0"[..], b"", b"\x01\x40"]);
+        assert!(is_null(toks[0]));
+        assert!(!is_null(toks[1]));
+        assert!(!is_null(toks[2]));
+        let mut out = Vec::new();
+        assert!(unescape_into(toks[0], &mut out).is_err());
+        unescape_into(toks[1], &mut out).unwrap();
+        assert!(out.is_empty());
+        unescape_into(toks[2], &mut out).unwrap();
+        assert_eq!(out, [0]);
+        // A line of one empty value differs from a line with no values.
+        let (_, one_empty) = parse_response(b"0\t1\t\n").unwrap().unwrap();
+        assert_eq!(one_empty.value_count(), 1);
+        assert_eq!(one_empty.values().collect::<Vec<_>>(), [&b""[..]]);
+        let (_, none) = parse_response(b"0\t1\n").unwrap().unwrap();
+        assert_eq!(none.value_count(), 0);
+        assert_eq!(none.values().count(), 0);
+        // NULL counts as a value: a hit, and verify fails on it.
+        let mut c = HsCodec::new(0);
+        assert_eq!(
+            dec(&mut c, b"0\t1\t\0\n", 5, false).unwrap(),
+            Some((6, Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t1\t\0\n", 5, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t3\t\0\t\0\t\0\n", 5, true)
+                .unwrap_err()
+                .kind,
+            ErrorKind::Verify
+        );
+    }
+
+    #[test]
+    fn encoders() {
+        let mut out = Vec::new();
+        encode_auth(b"s3cret", &mut out);
+        assert_eq!(out, b"A\t1\ts3cret\n");
+        out.clear();
+        encode_auth(b"a\tb", &mut out);
+        assert_eq!(out, b"A\t1\ta\x01\x49b\n");
+        out.clear();
+        encode_open_index(
+            7,
+            "test",
+            "usr",
+            "PRIMARY",
+            &["user_name", "user_email", "created"],
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            b"P\t7\ttest\tusr\tPRIMARY\tuser_name,user_email,created\n"
+        );
+        out.clear();
+        encode_open_index(u32::MAX, "d", "t", "", &["c"], &mut out).unwrap();
+        assert_eq!(out, b"P\t4294967295\td\tt\t\tc\n");
+        out.clear();
+        encode_find(1, 42, &mut out);
+        assert_eq!(out, b"1\t=\t1\t42\n");
+        out.clear();
+        encode_find(0, 0, &mut out);
+        encode_find(12, u64::MAX, &mut out);
+        assert_eq!(out, b"0\t=\t1\t0\n12\t=\t1\t18446744073709551615\n");
+        let mut c = HsCodec::new(3);
+        out.clear();
+        c.encode(1_000_000, &mut out);
+        assert_eq!(out, b"3\t=\t1\t1000000\n");
+        assert_eq!(c.index_id(), 3);
+    }
+
+    #[test]
+    fn encode_does_not_reallocate_with_capacity() {
+        let mut c = HsCodec::new(1);
+        let mut out = Vec::with_capacity(64);
+        let p = out.as_ptr();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(out.as_ptr(), p);
+    }
+
+    #[test]
+    fn open_index_rejects_bad_names() {
+        let cases: [(&str, &str, &str, &[&str], &str); 7] = [
+            ("", "t", "PRIMARY", &["c"], "db"),
+            ("d", "", "PRIMARY", &["c"], "table"),
+            ("d\t", "t", "PRIMARY", &["c"], "db"),
+            ("d", "t\n", "PRIMARY", &["c"], "table"),
+            ("d", "t", "PRI\0", &["c"], "index"),
+            ("d", "t", "PRIMARY", &[], "column"),
+            ("d", "t", "PRIMARY", &["a,b"], "column"),
+        ];
+        for (db, t, i, cols, what) in cases {
+            let mut out = b"x".to_vec();
+            let e = encode_open_index(1, db, t, i, cols, &mut out).unwrap_err();
+            assert_eq!(e.what, what);
+            assert!(e.to_string().contains(what));
+            assert_eq!(out, b"x");
+        }
+        let mut out = Vec::new();
+        assert!(encode_open_index(1, "d", "t", "PRIMARY", &["a", ""], &mut out).is_err());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn parse_success_lines() {
+        let (n, r) = parse_response(b"0\t1\nrest").unwrap().unwrap();
+        assert_eq!((n, r.code, r.num_cols, r.value_count()), (4, 0, 1, 0));
+        assert!(r.is_ok());
+        assert_eq!(r.message(), None);
+        assert!(check_ok(&r).is_ok());
+        let (n, r) = parse_response(b"0\t1\r\n").unwrap().unwrap();
+        assert_eq!((n, r.value_count()), (5, 0));
+        let (n, r) = parse_response(b"0\t2\ta\tb\tc\td\n0\t1\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (n, r.num_cols, r.value_count(), r.row_count()),
+            (12, 2, 4, 2)
+        );
+        let row1: Vec<&[u8]> = r.row(1).unwrap().collect();
+        assert_eq!(row1, [&b"c"[..], b"d"]);
+        assert!(r.row(2).is_none());
+        // find_modify style reply `0\t1\t<numfound>`.
+        let (_, r) = parse_response(b"0\t1\t3\n").unwrap().unwrap();
+        assert_eq!(r.values().next(), Some(&b"3"[..]));
+        // `\r` inside a value is not a line end, only right before `\n`.
+        let (_, r) = parse_response(b"0\t1\tab\r\n").unwrap().unwrap();
+        assert_eq!(r.values().next(), Some(&b"ab"[..]));
+    }
+
+    #[test]
+    fn parse_error_lines_every_code() {
+        let cases: [(&[u8], u32, &str, HsErrorClass); 12] = [
+            (b"1\t1\topen_table\n", 1, "open_table", HsErrorClass::Engine),
+            (
+                b"1\t1\tlock_tables\n",
+                1,
+                "lock_tables",
+                HsErrorClass::Engine,
+            ),
+            (b"1\t1\t121\n", 1, "121", HsErrorClass::Engine),
+            (b"2\t1\tidxnum\n", 2, "idxnum", HsErrorClass::Request),
+            (b"2\t1\tstmtnum\n", 2, "stmtnum", HsErrorClass::Request),
+            (b"2\t1\tfld\n", 2, "fld", HsErrorClass::Request),
+            (b"2\t1\tcmd\n", 2, "cmd", HsErrorClass::Request),
+            (b"2\t1\treadonly\r\n", 2, "readonly", HsErrorClass::Request),
+            (b"3\t1\tunauth\n", 3, "unauth", HsErrorClass::Auth),
+            (b"3\t1\tauthtype\n", 3, "authtype", HsErrorClass::Auth),
+            (b"3\t1\n", 3, "unknown_error", HsErrorClass::Auth),
+            (
+                b"9\t1\tsomething\tmore\n",
+                9,
+                "something\tmore",
+                HsErrorClass::Unknown,
+            ),
+        ];
+        for (line, code, msg, class) in cases {
+            let (n, r) = parse_response(line).unwrap().unwrap();
+            assert_eq!(n, line.len());
+            assert_eq!(r.code, code);
+            assert!(!r.is_ok());
+            assert_eq!(r.row_count(), 0);
+            let e = check_ok(&r).unwrap_err();
+            assert_eq!((e.code, e.message.as_str(), e.class()), (code, msg, class));
+            assert_eq!(e.is_auth(), class == HsErrorClass::Auth);
+            let sentence = e.describe();
+            assert!(sentence.starts_with("HandlerSocket: "), "{sentence}");
+            assert!(
+                sentence.contains(msg) || msg == "unknown_error",
+                "{sentence}"
+            );
+            assert!(e.to_string().contains(msg));
+
+            let mut c = HsCodec::new(1);
+            let le = match c.decode(line, 1, true) {
+                Ok(Some((n, Err(e)))) => {
+                    assert_eq!(n, line.len());
+                    e
+                }
+                Err(e) => e,
+                _ => panic!("expected an error for {line:?}"),
+            };
+            assert_eq!(dec(&mut c, line, 1, true).unwrap_err().fatal, code == 3);
+            assert_eq!(le.kind, ErrorKind::Server, "{line:?}");
+            assert_eq!(le.fatal, code == 3, "{line:?}");
+            assert!(le.message.contains(msg), "{}", le.message);
+        }
+        assert!(HsError {
+            code: 1,
+            message: "open_table".into()
+        }
+        .describe()
+        .contains("database and table"));
+        assert!(HsError {
+            code: 1,
+            message: "121".into()
+        }
+        .describe()
+        .contains("perror 121"));
+        assert!(HsError {
+            code: 3,
+            message: "unauth".into()
+        }
+        .describe()
+        .contains("secret"));
+        // An error line with a message that would be malformed as a value is still accepted.
+        let (_, r) = parse_response(b"1\t1\tbad\x02msg\n").unwrap().unwrap();
+        assert_eq!(r.message(), Some(&b"bad\x02msg"[..]));
+    }
+
+    #[test]
+    fn handshake_lines_without_newline() {
+        // As `StreamConn::round_trip_line` returns them: no `\n`.
+        assert!(check_ok(&parse_line(b"0\t1").unwrap()).is_ok());
+        assert!(check_ok(&parse_line(b"0\t1\r").unwrap()).is_ok());
+        let e = check_ok(&parse_line(b"3\t1\tunauth").unwrap()).unwrap_err();
+        assert!(e.is_auth());
+        assert!(e.describe().contains("secret"));
+        let e = check_ok(&parse_line(b"1\t1\topen_table").unwrap()).unwrap_err();
+        assert_eq!((e.code, e.class()), (1, HsErrorClass::Engine));
+        let e = check_ok(&parse_line(b"2\t1\tidxnum").unwrap()).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str(), e.class()),
+            (2, "idxnum", HsErrorClass::Request)
+        );
+        for bad in [&b""[..], b"\r", b"A\t1", b"0", b"0\t1\n"] {
+            assert_eq!(
+                parse_line(bad).unwrap_err().kind,
+                ErrorKind::Protocol,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_malformed_lines() {
+        for bad in [
+            &b"\n"[..],
+            b"x\n",
+            b"\t1\n",
+            b"0\n",
+            b"0\r\n",
+            b"0\t\n",
+            b"0\tx\n",
+            b"0 1\n",
+            b"-1\t1\n",
+            b"4294967296\t1\n",
+            b"0\t4294967296\n",
+            b"0\t2\ta\n",
+            b"0\t0\ta\n",
+            b"0\t1\r\r\n",
+            b"0\t1\ta\x01\n",
+            b"0\t1\ta\x01\x50\n",
+            b"0\t1\ta\x05b\n",
+            b"0\t2\t\0x\t\0\n",
+            b"HTTP/1.1 200 OK\r\n",
+            b"END\r\n",
+        ] {
+            let e = parse_response(bad).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
+            let e = dec(&mut HsCodec::new(1), bad, 1, false).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
+        }
+        // Garbage is detected from the first byte, without waiting for a line end.
+        assert!(parse_response(b"V").is_err());
+        assert_eq!(parse_response(b"").unwrap(), None);
+        assert_eq!(parse_response(b"0").unwrap(), None);
+    }
+
+    #[test]
+    fn max_frame_bound() {
+        let mut buf = b"0\t1\t".to_vec();
+        buf.resize(MAX_FRAME - 1, b'a');
+        assert_eq!(parse_response(&buf).unwrap(), None);
+        buf.push(b'a');
+        let e = parse_response(&buf).unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
+        // A line of exactly MAX_FRAME bytes, `\n` included, is fine.
+        buf.truncate(MAX_FRAME - 1);
+        buf.push(b'\n');
+        let (n, r) = parse_response(&buf).unwrap().unwrap();
+        assert_eq!((n, r.value_count()), (MAX_FRAME, 1));
+        buf.extend_from_slice(b"0\t1\n");
+        assert_eq!(parse_response(&buf).unwrap().unwrap().0, MAX_FRAME);
+    }
+
+    #[test]
+    fn codec_hits_and_misses() {
+        let mut c = HsCodec::new(1);
+        let hit = hit_line(42);
+        assert_eq!(
+            dec(&mut c, &hit, 42, false).unwrap(),
+            Some((hit.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, &hit, 42, true).unwrap(),
+            Some((hit.len(), Outcome::Hit))
+        );
+        // Wrong row: a non-fatal Verify error, only with verify.
+        assert_eq!(
+            dec(&mut c, &hit, 43, false).unwrap(),
+            Some((hit.len(), Outcome::Hit))
+        );
+        let (n, e) = dec_err(&mut c, &hit, 43, true);
+        assert_eq!((n, e.kind, e.fatal), (hit.len(), ErrorKind::Verify, false));
+        // Misses.
+        assert_eq!(
+            dec(&mut c, b"0\t3\n", 42, true).unwrap(),
+            Some((4, Outcome::Miss))
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t3\r\n", 42, true).unwrap(),
+            Some((5, Outcome::Miss))
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t1\n", 42, false).unwrap(),
+            Some((4, Outcome::Miss))
+        );
+        // Other column counts: verify checks the first value is user<id>.
+        assert_eq!(
+            dec(&mut c, b"0\t1\tuser42\n", 42, true).unwrap(),
+            Some((11, Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t2\tuser42\tx\n", 42, true).unwrap(),
+            Some((13, Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t1\tuser4\n", 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t1\tuser420\n", 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        assert_eq!(
+            dec(&mut c, b"0\t1\t\n", 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Three columns that are almost right.
+        let mut near = hit.clone();
+        let last = near.len() - 2;
+        near[last] ^= 1;
+        assert_eq!(
+            dec(&mut c, &near, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        let e = dec(&mut c, b"0\t3\tuser42\tuser42@example.com\n", 42, true).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Protocol, "2 values for 3 columns");
+        // Escaped bytes in a value are unescaped before comparing.
+        let mut esc = b"0\t1\t".to_vec();
+        escape_into(b"user\x0142", &mut esc);
+        esc.push(b'\n');
+        assert_eq!(
+            dec(&mut c, &esc, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Two rows (not sent with limit 1, but well formed): a hit, the first row is verified.
+        let mut two = hit_line(7);
+        two.pop();
+        two.push(b'\t');
+        two.extend_from_slice(&tsv(8));
+        two.push(b'\n');
+        assert_eq!(
+            dec(&mut c, &two, 7, true).unwrap(),
+            Some((two.len(), Outcome::Hit))
+        );
+        // Only the first reply is consumed.
+        let mut both = hit.clone();
+        both.extend_from_slice(b"0\t3\n");
+        assert_eq!(
+            dec(&mut c, &both, 42, true).unwrap(),
+            Some((hit.len(), Outcome::Hit))
+        );
+    }
+
+    #[test]
+    fn every_prefix_is_incomplete() {
+        let mut stream = hit_line(1);
+        let first = stream.len();
+        stream.extend_from_slice(b"0\t3\n");
+        stream.extend_from_slice(b"2\t1\tstmtnum\n");
+        let mut c = HsCodec::new(1);
+        for len in 0..stream.len() {
+            let r = dec(&mut c, &stream[..len], 1, true).unwrap();
+            if len < first {
+                assert_eq!(r, None, "prefix {len}");
+            } else {
+                assert_eq!(r, Some((first, Outcome::Hit)), "prefix {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_anywhere_same_outcomes() {
+        let keys = [1u64, 2, 3, 4, 5, 6];
+        let mut stream = hit_line(1);
+        stream.extend_from_slice(b"0\t3\n");
+        stream.extend_from_slice(b"2\t1\tstmtnum\r\n");
+        stream.extend_from_slice(&hit_line(99)); // wrong row for key 4
+        stream.extend_from_slice(b"0\t3\t\0\t\t\x01\x40\n");
+        stream.extend_from_slice(b"3\t1\tunauth\n");
+        let whole = feed(&stream, &[], &keys);
+        assert_eq!(
+            whole,
+            vec![
+                Ok(Outcome::Hit),
+                Ok(Outcome::Miss),
+                Err((ErrorKind::Server, false)),
+                Err((ErrorKind::Verify, false)),
+                Err((ErrorKind::Verify, false)),
+                Err((ErrorKind::Server, true)),
+            ]
+        );
+        for s in 0..=stream.len() {
+            assert_eq!(feed(&stream, &[s], &keys), whole, "split at {s}");
+        }
+        for s in 0..=stream.len() {
+            for t in (s..=stream.len()).step_by(7) {
+                assert_eq!(feed(&stream, &[s, t], &keys), whole, "split at {s},{t}");
+            }
+        }
+        let bytewise: Vec<usize> = (1..stream.len()).collect();
+        assert_eq!(feed(&stream, &bytewise, &keys), whole);
+    }
+
+    #[test]
+    fn garbage_after_good_reply_is_fatal() {
+        let mut stream = b"0\t3\n".to_vec();
+        stream.extend_from_slice(b"garbage\n0\t3\n");
+        let out = feed(&stream, &[], &[1, 2, 3]);
+        assert_eq!(
+            out,
+            vec![Ok(Outcome::Miss), Err((ErrorKind::Protocol, true))]
+        );
+    }
+
+    fn check_invariants(buf: &[u8], key: u64, verify: bool) {
+        let mut c = HsCodec::new(1);
+        match c.decode(buf, key, verify) {
+            Ok(None) => assert!(buf.len() < MAX_FRAME),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len() && r.map_or_else(|e| !e.fatal, |_| true))
+            }
+            Err(e) => assert!(e.fatal),
+        }
+        match parse_response(buf) {
+            Ok(None) => assert!(buf.len() < MAX_FRAME),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len());
+                assert_eq!(r.values().count(), r.value_count());
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn soup() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"0".to_vec()),
+            Just(b"1".to_vec()),
+            Just(b"3".to_vec()),
+            Just(b"\t".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(vec![0u8]),
+            Just(vec![1u8]),
+            Just(b"\x01\x40".to_vec()),
+            Just(b"user42".to_vec()),
+            Just(b"user42@example.com".to_vec()),
+            Just(b"2010-02-03 11:22:15".to_vec()),
+            any::<u8>().prop_map(|b| vec![b]),
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
+            check_invariants(&buf, key, verify);
+        }
+
+        #[test]
+        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+            check_invariants(&buf, key, verify);
+            let mut with_header = b"0\t3\t".to_vec();
+            with_header.extend_from_slice(&buf);
+            check_invariants(&with_header, key, verify);
+        }
+
+        #[test]
+        fn escape_round_trips(data in prop::collection::vec(any::<u8>(), 0..200)) {
+            let mut enc = Vec::new();
+            escape_into(&data, &mut enc);
+            prop_assert!(check_token(&enc).is_ok());
+            prop_assert!(!enc.contains(&b'\t') && !enc.contains(&b'\n'));
+            let mut dec = Vec::new();
+            unescape_into(&enc, &mut dec).unwrap();
+            prop_assert_eq!(dec, data);
+        }
+    }
+}

@@ -1,19 +1,1050 @@
-// placeholder until the codec lands
-use super::{Codec, Decoded};
-pub struct HttpCodec;
-impl HttpCodec {
-    pub fn new(_h: &str, _p: &str, _s: &str) -> Self {
-        HttpCodec
+//! A minimal HTTP/1.1 client codec for a key-value endpoint such as
+//! `http://127.0.0.1:8080/usr/{key}`: `GET` requests pipelined on a keep-alive connection.
+//!
+//! Request: `GET <prefix><key><suffix> HTTP/1.1\r\nHost: <host>\r\n\r\n` (keep-alive is the
+//! HTTP/1.1 default). Response: status line, header fields, empty line, body.
+//!
+//! * The body length comes from `Content-Length` (header names are case-insensitive) or from
+//!   `Transfer-Encoding: chunked`; a response with neither (a body delimited by closing the
+//!   connection) cannot be pipelined and is a fatal `Protocol` error, except for 1xx, 204 and
+//!   304, which never have a body. With both, chunked wins and the connection must be closed
+//!   (RFC 9112 §6.3). Any transfer coding other than exactly `chunked` is refused.
+//! * Interim 1xx responses (other than 101) are skipped: their bytes count toward the reply.
+//! * `200` → `Hit` (with `--verify` the body must be the row's tsv, optionally followed by one
+//!   `\n`), `404` → `Miss`, any other status → non-fatal `Server` error naming the status.
+//! * `Connection: close` (or an HTTP/1.0 response without `Connection: keep-alive`) does not
+//!   make the reply an error, but the server will close the connection after it:
+//!   `Codec::must_close` says so after each completed reply.
+//! * The header section is limited to 64 KiB, the whole reply to [`MAX_FRAME`]. Lines end with
+//!   `\r\n`; a bare `\n` is accepted as well (RFC 9112 §2.2). Obsolete line folding, malformed
+//!   header lines and malformed chunk framing are fatal `Protocol` errors.
+
+use super::{Codec, Decoded, MAX_FRAME};
+use crate::outcome::{LookupError, Outcome};
+use crate::row;
+
+/// Largest header section (status line and header fields, up to the empty line) accepted.
+pub const MAX_HEADER: usize = 64 * 1024;
+/// Longest chunk-size line (with chunk extensions) or trailer line accepted.
+const MAX_CHUNK_LINE: usize = 4096;
+
+/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `s`, percent-encoding the bytes that cannot appear in a request-target or `Host`
+/// value as they are (space, control bytes, DEL, non-ASCII). `%` itself is kept, so parts that
+/// are already percent-encoded stay as they are.
+fn push_encoded(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in s.as_bytes() {
+        if b <= b' ' || b >= 0x7f {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0x0f)]]);
+        } else {
+            out.push(b);
+        }
     }
 }
-impl Codec for HttpCodec {
-    fn encode(&mut self, _key: u64, _out: &mut Vec<u8>) {}
-    fn decode(
-        &mut self,
-        _buf: &[u8],
-        _key: u64,
-        _verify: bool,
-    ) -> Result<Decoded, crate::outcome::LookupError> {
+
+fn protocol(what: &str) -> LookupError {
+    LookupError::protocol(format!("http: {what}"))
+}
+
+/// `Ok(None)` for an incomplete reply, unless `MAX_FRAME` bytes are buffered already.
+fn incomplete<T>(buf: &[u8]) -> Result<Option<T>, LookupError> {
+    if buf.len() >= MAX_FRAME {
+        Err(protocol("reply larger than MAX_FRAME"))
+    } else {
         Ok(None)
+    }
+}
+
+/// The line starting at `from` (without `\r\n` or `\n`) and the offset after it, if it ends
+/// before `limit` (an absolute offset).
+fn line_at(buf: &[u8], from: usize, limit: usize) -> Option<(&[u8], usize)> {
+    let window = buf.get(from..limit.min(buf.len()))?;
+    let p = window.iter().position(|&b| b == b'\n')?;
+    let line = window.get(..p)?;
+    Some((line.strip_suffix(b"\r").unwrap_or(line), from + p + 1))
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Field values and reason phrases: visible ASCII, SP, HT and obs-text (0x80..).
+fn is_field_text(s: &[u8]) -> bool {
+    s.iter().all(|&b| b == b'\t' || (b >= b' ' && b != 0x7f))
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// True when the comma-separated list `value` holds `token` (case-insensitive).
+fn list_has(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| trim_ows(t).eq_ignore_ascii_case(token))
+}
+
+fn parse_decimal(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: usize = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
+    }
+    Some(v)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Body {
+    Empty,
+    Length(usize),
+    Chunked,
+}
+
+/// A parsed status line and header section.
+#[derive(Clone, Copy, Debug)]
+struct Head<'a> {
+    status: u16,
+    reason: &'a [u8],
+    /// Bytes of the status line and header section, empty line included.
+    len: usize,
+    body: Body,
+    close: bool,
+}
+
+/// Parses the head of the response at the front of `buf`. `Ok(None)`: incomplete.
+fn parse_head(buf: &[u8]) -> Result<Option<Head<'_>>, LookupError> {
+    let n = buf.len().min(7);
+    if buf.get(..n) != b"HTTP/1.".get(..n) {
+        return Err(protocol("reply does not start with HTTP/1."));
+    }
+    let limit = MAX_HEADER;
+    let Some((status_line, mut pos)) = line_at(buf, 0, limit) else {
+        return if buf.len() >= limit {
+            Err(protocol("header section larger than 64 KiB"))
+        } else {
+            Ok(None)
+        };
+    };
+    let (minor, status, reason) = match status_line {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ (b'0' | b'1'), b' ', s1, s2, s3, rest @ ..]
+            if s1.is_ascii_digit() && s2.is_ascii_digit() && s3.is_ascii_digit() =>
+        {
+            let reason = match rest {
+                [] => &[][..],
+                [b' ', reason @ ..] if is_field_text(reason) => reason,
+                _ => return Err(protocol("malformed status line")),
+            };
+            let status =
+                u16::from(s1 - b'0') * 100 + u16::from(s2 - b'0') * 10 + u16::from(s3 - b'0');
+            (*minor, status, reason)
+        }
+        _ => return Err(protocol("malformed status line")),
+    };
+    let mut content_length: Option<usize> = None;
+    let mut chunked = false;
+    let mut close = minor == b'0';
+    loop {
+        let Some((line, next)) = line_at(buf, pos, limit) else {
+            return if buf.len() >= limit {
+                Err(protocol("header section larger than 64 KiB"))
+            } else {
+                Ok(None)
+            };
+        };
+        pos = next;
+        if line.is_empty() {
+            break;
+        }
+        if matches!(line.first(), Some(b' ' | b'\t')) {
+            return Err(protocol("obsolete header line folding"));
+        }
+        let colon = line
+            .iter()
+            .position(|&b| b == b':')
+            .ok_or_else(|| protocol("header line without ':'"))?;
+        let name = line.get(..colon).unwrap_or_default();
+        let value = trim_ows(line.get(colon + 1..).unwrap_or_default());
+        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+            return Err(protocol("malformed header name"));
+        }
+        if !is_field_text(value) {
+            return Err(protocol("control byte in a header value"));
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_decimal(value).ok_or_else(|| protocol("malformed Content-Length"))?;
+            if content_length.is_some_and(|c| c != n) {
+                return Err(protocol("conflicting Content-Length headers"));
+            }
+            content_length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if chunked || !value.eq_ignore_ascii_case(b"chunked") {
+                return Err(protocol(
+                    "unsupported Transfer-Encoding (only a single `chunked`)",
+                ));
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            if list_has(value, b"close") {
+                close = true;
+            } else if minor == b'0' && list_has(value, b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    let body = if status < 200 || status == 204 || status == 304 {
+        Body::Empty
+    } else if chunked {
+        if content_length.is_some() {
+            close = true;
+        }
+        Body::Chunked
+    } else if let Some(n) = content_length {
+        Body::Length(n)
+    } else {
+        return Err(protocol(
+            "response has neither Content-Length nor chunked encoding",
+        ));
+    };
+    Ok(Some(Head {
+        status,
+        reason,
+        len: pos,
+        body,
+        close,
+    }))
+}
+
+/// Walks the chunked body starting at `pos`, appending the data to `sink` if given. Returns the
+/// offset after the last-chunk and trailer section, or `Ok(None)` if incomplete.
+fn walk_chunks(
+    buf: &[u8],
+    mut pos: usize,
+    mut sink: Option<&mut Vec<u8>>,
+) -> Result<Option<usize>, LookupError> {
+    let line_limit = |from: usize| from.saturating_add(MAX_CHUNK_LINE).min(MAX_FRAME);
+    let line_missing = |from: usize| -> Result<Option<usize>, LookupError> {
+        if buf.len() >= line_limit(from) {
+            Err(protocol("chunk-size or trailer line too long"))
+        } else {
+            incomplete(buf)
+        }
+    };
+    loop {
+        let Some((line, next)) = line_at(buf, pos, line_limit(pos)) else {
+            return line_missing(pos);
+        };
+        let hex_len = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let (hex, ext) = line.split_at(hex_len);
+        let ext = trim_ows(ext);
+        if hex.is_empty() || !(ext.is_empty() || ext.first() == Some(&b';')) || !is_field_text(ext)
+        {
+            return Err(protocol("malformed chunk-size line"));
+        }
+        let mut size: usize = 0;
+        for &h in hex {
+            let d = match h {
+                b'0'..=b'9' => h - b'0',
+                b'a'..=b'f' => h - b'a' + 10,
+                _ => h.wrapping_sub(b'A').wrapping_add(10),
+            };
+            size = size
+                .checked_mul(16)
+                .and_then(|s| s.checked_add(usize::from(d)))
+                .filter(|&s| s <= MAX_FRAME)
+                .ok_or_else(|| protocol("chunk larger than MAX_FRAME"))?;
+        }
+        pos = next;
+        if size == 0 {
+            // Trailer section: header-like lines up to an empty line.
+            loop {
+                let Some((line, next)) = line_at(buf, pos, line_limit(pos)) else {
+                    return line_missing(pos);
+                };
+                pos = next;
+                if line.is_empty() {
+                    return Ok(Some(pos));
+                }
+                if !line.contains(&b':')
+                    || !is_field_text(line)
+                    || matches!(line.first(), Some(b' ' | b'\t'))
+                {
+                    return Err(protocol("malformed trailer line"));
+                }
+            }
+        }
+        let end = pos + size;
+        if end + 2 > MAX_FRAME {
+            return Err(protocol("chunked body larger than MAX_FRAME"));
+        }
+        let Some(data) = buf.get(pos..end) else {
+            return incomplete(buf);
+        };
+        pos = match buf.get(end..).unwrap_or_default() {
+            [b'\r', b'\n', ..] => end + 2,
+            [b'\n', ..] => end + 1,
+            [] | [b'\r'] => return incomplete(buf),
+            _ => return Err(protocol("chunk data not followed by CRLF")),
+        };
+        if let Some(s) = sink.as_deref_mut() {
+            s.extend_from_slice(data);
+        }
+    }
+}
+
+/// True when `body` is the row of `key`, optionally followed by one `\n`.
+fn body_matches(key: u64, body: &[u8]) -> bool {
+    row::tsv_matches(key, body)
+        || body
+            .strip_suffix(b"\n")
+            .is_some_and(|b| row::tsv_matches(key, b))
+}
+
+/// `GET <prefix><key><suffix>` lookups on one keep-alive connection.
+#[derive(Clone, Debug)]
+pub struct HttpCodec {
+    host: Vec<u8>,
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    must_close: bool,
+    /// De-chunked body, used by `verify` only.
+    scratch: Vec<u8>,
+}
+
+impl HttpCodec {
+    /// `host`: the `Host` header value (`127.0.0.1:8080`); `path_prefix` / `path_suffix`: the
+    /// request target before and after the key (`/usr/`, `""`). A prefix not starting with `/`
+    /// gets one. Spaces, control bytes and non-ASCII bytes are percent-encoded so the request
+    /// line stays well formed; everything else (including `%`, `?`, `&`) is sent as given.
+    pub fn new(host: &str, path_prefix: &str, path_suffix: &str) -> HttpCodec {
+        let mut prefix = Vec::with_capacity(path_prefix.len() + 1);
+        if !path_prefix.starts_with('/') {
+            prefix.push(b'/');
+        }
+        push_encoded(&mut prefix, path_prefix);
+        let mut suffix = Vec::with_capacity(path_suffix.len());
+        push_encoded(&mut suffix, path_suffix);
+        let mut host_bytes = Vec::with_capacity(host.len());
+        push_encoded(&mut host_bytes, host);
+        HttpCodec {
+            host: host_bytes,
+            prefix,
+            suffix,
+            must_close: false,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Codec for HttpCodec {
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"GET ");
+        out.extend_from_slice(&self.prefix);
+        push_u64(out, key);
+        out.extend_from_slice(&self.suffix);
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(&self.host);
+        out.extend_from_slice(b"\r\n\r\n");
+    }
+
+    /// Statuses other than 200 and 404, and `Verify` failures, are non-fatal errors in
+    /// `Ok(Some)`; malformed or oversized replies are a fatal `Err`.
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        let mut start = 0;
+        let head = loop {
+            let rest = buf.get(start..).unwrap_or_default();
+            let Some(head) = parse_head(rest)? else {
+                return incomplete(buf);
+            };
+            if head.status == 101 {
+                return Err(protocol("unexpected 101 Switching Protocols"));
+            }
+            if head.status >= 200 {
+                break head;
+            }
+            start += head.len;
+            if start >= MAX_FRAME {
+                return Err(protocol("reply larger than MAX_FRAME"));
+            }
+        };
+        let body_start = start + head.len;
+        let check = verify && head.status == 200;
+        let (end, body_ok) = match head.body {
+            Body::Empty => (body_start, !check),
+            Body::Length(n) => {
+                let end = body_start.checked_add(n).filter(|&e| e <= MAX_FRAME);
+                let Some(end) = end else {
+                    return Err(protocol("Content-Length exceeds MAX_FRAME"));
+                };
+                let Some(body) = buf.get(body_start..end) else {
+                    return incomplete(buf);
+                };
+                (end, !check || body_matches(key, body))
+            }
+            Body::Chunked => {
+                self.scratch.clear();
+                let sink = if check { Some(&mut self.scratch) } else { None };
+                let Some(end) = walk_chunks(buf, body_start, sink)? else {
+                    return incomplete(buf);
+                };
+                (end, !check || body_matches(key, &self.scratch))
+            }
+        };
+        self.must_close = head.close;
+        let result = match head.status {
+            200 if body_ok => Ok(Outcome::Hit),
+            200 => Err(LookupError::verify(key)),
+            404 => Ok(Outcome::Miss),
+            s => Err(LookupError::server(format!(
+                "http status {s} {}",
+                String::from_utf8_lossy(head.reason.get(..100).unwrap_or(head.reason))
+            ))),
+        };
+        Ok(Some((end, result)))
+    }
+
+    /// After a reply came back complete (`Ok(Some)`): the server said it closes the connection
+    /// after this reply (`Connection: close`, HTTP/1.0 without keep-alive, or both
+    /// Content-Length and chunked). The reply itself is valid; reconnect before sending more
+    /// (replies to requests already pipelined behind it will not come).
+    fn must_close(&self) -> bool {
+        self.must_close
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorKind;
+    use proptest::prelude::*;
+
+    type Simple = Result<(Outcome, bool), (ErrorKind, bool)>;
+
+    /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
+    /// error is an `Err` too. Checks the contract on the way: an `Err` from `decode` is fatal,
+    /// an error inside `Ok(Some)` is not, and `n` is within the buffer.
+    fn dec<C: Codec>(
+        c: &mut C,
+        buf: &[u8],
+        key: u64,
+        verify: bool,
+    ) -> Result<Option<(usize, Outcome)>, LookupError> {
+        match c.decode(buf, key, verify) {
+            Err(e) => {
+                assert!(e.fatal, "decode returned a non-fatal Err: {e}");
+                Err(e)
+            }
+            Ok(None) => Ok(None),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len());
+                match r {
+                    Ok(o) => Ok(Some((n, o))),
+                    Err(e) => {
+                        assert!(!e.fatal, "fatal error inside Ok(Some): {e}");
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A complete reply that came to a non-fatal error: its length and the error.
+    fn dec_err<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) -> (usize, LookupError) {
+        match c.decode(buf, key, verify) {
+            Ok(Some((n, Err(e)))) if !e.fatal => (n, e),
+            other => panic!("expected a non-fatal error reply, got {other:?}"),
+        }
+    }
+
+    fn codec() -> HttpCodec {
+        HttpCodec::new("127.0.0.1:8080", "/usr/", "")
+    }
+
+    fn tsv(key: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        row::write_tsv(&mut v, key);
+        v
+    }
+
+    fn with_length(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+        let mut v = format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn chunked(status: &str, chunks: &[&[u8]]) -> Vec<u8> {
+        let mut v = format!("HTTP/1.1 {status}\r\nTransfer-Encoding: chunked\r\n\r\n").into_bytes();
+        for c in chunks {
+            v.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            v.extend_from_slice(c);
+            v.extend_from_slice(b"\r\n");
+        }
+        v.extend_from_slice(b"0\r\n\r\n");
+        v
+    }
+
+    fn hit(key: u64) -> Vec<u8> {
+        with_length("200 OK", "Content-Type: text/plain\r\n", &tsv(key))
+    }
+
+    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
+    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
+    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
+        let mut codec = codec();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut last = 0;
+        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
+            buf.extend_from_slice(&stream[last..cut]);
+            last = cut;
+            while let Some(&key) = keys.get(next) {
+                match codec.decode(&buf, key, true) {
+                    Ok(None) => break,
+                    Ok(Some((n, r))) => {
+                        assert!(n > 0 && n <= buf.len());
+                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
+                        buf.drain(..n);
+                        out.push(
+                            r.map(|o| (o, codec.must_close()))
+                                .map_err(|e| (e.kind, e.fatal)),
+                        );
+                        next += 1;
+                    }
+                    Err(e) => {
+                        assert!(e.fatal);
+                        out.push(Err((e.kind, e.fatal)));
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn encode_request() {
+        let mut c = codec();
+        let mut out = Vec::new();
+        c.encode(42, &mut out);
+        assert_eq!(out, b"GET /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
+        let mut c = HttpCodec::new("example.com", "kv?id=", "&fmt=tsv");
+        out.clear();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(
+            out,
+            b"GET /kv?id=18446744073709551615&fmt=tsv HTTP/1.1\r\nHost: example.com\r\n\r\n"
+        );
+        let mut out = Vec::with_capacity(256);
+        let p = out.as_ptr();
+        c.encode(7, &mut out);
+        assert_eq!(
+            out.as_ptr(),
+            p,
+            "encode must not reallocate a buffer with room"
+        );
+        // Bytes that would break the request line are percent-encoded; `%` is kept.
+        let mut c = HttpCodec::new("h\r\nX: y", "/a b/\u{e9}/%41=", "?q=a b\r\n");
+        let mut out = Vec::new();
+        c.encode(1, &mut out);
+        assert_eq!(
+            out,
+            b"GET /a%20b/%C3%A9/%41=1?q=a%20b%0D%0A HTTP/1.1\r\nHost: h%0D%0AX:%20y\r\n\r\n"
+        );
+        assert!(!c.must_close());
+    }
+
+    #[test]
+    fn content_length_hit_miss_verify() {
+        let mut c = codec();
+        let h = hit(42);
+        assert_eq!(
+            dec(&mut c, &h, 42, false).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, &h, 42, true).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        assert!(!c.must_close());
+        let (n, e) = dec_err(&mut c, &h, 43, true);
+        assert_eq!((n, e.kind, e.fatal), (h.len(), ErrorKind::Verify, false));
+        assert_eq!(
+            dec(&mut c, &h, 43, false).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        // One trailing newline is fine, two are not.
+        let mut body = tsv(42);
+        body.push(b'\n');
+        let r = with_length("200 OK", "", &body);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        body.push(b'\n');
+        let r = with_length("200 OK", "", &body);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Header names are case-insensitive; no reason phrase; bare LF line ends.
+        let mut r = b"HTTP/1.1 200\ncontent-LENGTH:   45  \n\n".to_vec();
+        r.extend_from_slice(&tsv(42));
+        assert_eq!(tsv(42).len(), 45);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        // Repeated identical Content-Length is accepted.
+        let r = with_length("200 OK", "Content-Length: 45\r\n", &tsv(42));
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        // 404 with a body, and without.
+        let r = with_length("404 Not Found", "", b"no such key\n");
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Miss))
+        );
+        let r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(
+            dec(&mut c, r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Miss))
+        );
+        // Only the first reply is taken.
+        let mut two = hit(1);
+        two.extend_from_slice(&hit(2));
+        assert_eq!(
+            dec(&mut c, &two, 1, true).unwrap(),
+            Some((hit(1).len(), Outcome::Hit))
+        );
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        let mut c = codec();
+        let row = tsv(42);
+        let r = chunked("200 OK", &[&row[..10], &row[10..11], &row[11..]]);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, &r, 42, false).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, &r, 41, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        let r = chunked("200 OK", &[&row, b"\n"]);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        let r = chunked("200 OK", &[]);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Upper-case hex, chunk extensions, trailers, bare LF.
+        let mut r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n".to_vec();
+        r.extend_from_slice(b"0A ; name=value\r\n");
+        r.extend_from_slice(&row[..10]);
+        r.extend_from_slice(b"\r\n");
+        r.extend_from_slice(format!("{:X}\n", row.len() - 10).as_bytes());
+        r.extend_from_slice(&row[10..]);
+        r.extend_from_slice(b"\n0\r\nX-Trailer: yes\r\n\r\n");
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        for len in 0..r.len() {
+            assert_eq!(
+                dec(&mut c, &r[..len], 42, true).unwrap(),
+                None,
+                "prefix {len}"
+            );
+        }
+        // A chunked 404 and 503.
+        let r = chunked("404 Not Found", &[b"missing"]);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Miss))
+        );
+        let r = chunked("503 Service Unavailable", &[b"busy"]);
+        let (n, e) = dec_err(&mut c, &r, 42, true);
+        assert_eq!((n, e.kind, e.fatal), (r.len(), ErrorKind::Server, false));
+        // Both Content-Length and chunked: chunked wins, and the connection must be closed.
+        let mut r =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        r.extend_from_slice(&chunked("200 OK", &[&row])[47..]);
+        assert_eq!(
+            dec(&mut c, &r, 42, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        assert!(c.must_close());
+    }
+
+    #[test]
+    fn chunked_malformed() {
+        let mut c = codec();
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for bad in [
+            "x\r\n",
+            "\r\n",
+            "-1\r\n",
+            "5 x\r\n",
+            "3\r\nabcX",
+            "3\r\nabc\rX",
+            "3\r\nabc\r\n0\r\nbad trailer\r\n\r\n",
+            "3\r\nabc\r\n0\r\n folded: x\r\n\r\n",
+            "fffffffffffffffffffff\r\n",
+            "100001\r\n",
+        ] {
+            let r = format!("{head}{bad}");
+            let e = dec(&mut c, r.as_bytes(), 1, false).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
+        }
+        // A chunk that just fits is merely incomplete.
+        let r = format!("{head}{:x}\r\n", MAX_FRAME - head.len() - 12);
+        assert_eq!(dec(&mut c, r.as_bytes(), 1, false).unwrap(), None);
+        // A chunk-size line that never ends.
+        let mut r = format!("{head}5;").into_bytes();
+        r.resize(head.len() + MAX_CHUNK_LINE - 1, b'x');
+        assert_eq!(dec(&mut c, &r, 1, false).unwrap(), None);
+        r.push(b'x');
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        // Endless small chunks stop at MAX_FRAME.
+        let mut r = head.as_bytes().to_vec();
+        while r.len() < MAX_FRAME + 10 {
+            r.extend_from_slice(b"1\r\na\r\n");
+        }
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        assert_eq!(dec(&mut c, &r[..MAX_FRAME / 2], 1, false).unwrap(), None);
+        // Known not to fit before MAX_FRAME bytes arrive: the chunk ending past it is an error.
+        assert_eq!(
+            dec(&mut c, &r[..MAX_FRAME - 1], 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn statuses() {
+        let mut c = codec();
+        for (status, fatal) in [
+            ("500 Internal Server Error", false),
+            ("400 Bad Request", false),
+            ("302 Found", false),
+            ("201 Created", false),
+        ] {
+            let r = with_length(status, "", b"oops");
+            let (n, e) = dec_err(&mut c, &r, 1, true);
+            assert_eq!(
+                (n, e.kind, e.fatal),
+                (r.len(), ErrorKind::Server, fatal),
+                "{status}"
+            );
+            assert!(e.message.contains(&status[..3]), "{}", e.message);
+        }
+        // 204 and 304 have no body even with a Content-Length.
+        let r = b"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\nHTTP/1.1";
+        let (n, e) = dec_err(&mut c, r, 1, true);
+        assert_eq!((n, e.kind), (r.len() - 8, ErrorKind::Server));
+        // Interim 100 Continue / 103 responses are skipped.
+        let mut r =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n".to_vec();
+        r.extend_from_slice(&hit(5));
+        assert_eq!(
+            dec(&mut c, &r, 5, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        for len in 0..r.len() {
+            assert_eq!(
+                dec(&mut c, &r[..len], 5, true).unwrap(),
+                None,
+                "prefix {len}"
+            );
+        }
+        let e = dec(&mut c, b"HTTP/1.1 101 Switching Protocols\r\n\r\n", 1, true).unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
+    }
+
+    #[test]
+    fn connection_close_flag() {
+        let mut c = codec();
+        let r = with_length("200 OK", "Connection: close\r\n", &tsv(3));
+        assert_eq!(
+            dec(&mut c, &r, 3, true).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
+        assert!(c.must_close());
+        // Incomplete data does not change the flag of the last completed reply.
+        assert_eq!(dec(&mut c, &r[..10], 3, true).unwrap(), None);
+        assert!(c.must_close());
+        let r = with_length("200 OK", "Connection: Keep-Alive\r\n", &tsv(3));
+        dec(&mut c, &r, 3, true).unwrap();
+        assert!(!c.must_close());
+        let r = with_length("404 Not Found", "connection: upgrade, CLOSE\r\n", b"");
+        assert_eq!(
+            dec(&mut c, &r, 3, true).unwrap(),
+            Some((r.len(), Outcome::Miss))
+        );
+        assert!(c.must_close());
+        // A non-fatal error reply can carry it too.
+        let r = with_length("500 Oops", "Connection: close\r\n", b"");
+        dec_err(&mut c, &r, 3, true);
+        assert!(c.must_close());
+        // HTTP/1.0: close unless keep-alive.
+        assert_eq!(tsv(3).len(), 43);
+        let mut r = b"HTTP/1.0 200 OK\r\nContent-Length: 43\r\n\r\n".to_vec();
+        r.extend_from_slice(&tsv(3));
+        dec(&mut c, &r, 3, true).unwrap();
+        assert!(c.must_close());
+        let mut r =
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 43\r\n\r\n".to_vec();
+        r.extend_from_slice(&tsv(3));
+        dec(&mut c, &r, 3, true).unwrap();
+        assert!(!c.must_close());
+    }
+
+    #[test]
+    fn garbage() {
+        let mut c = codec();
+        for bad in [
+            &b"X"[..],
+            b"HTTP/2 200\r\n\r\n",
+            b"http/1.1 200 OK\r\n",
+            b"HTTP/1.2 200 OK\r\n\r\n",
+            b"HTTP/1.1 20 OK\r\n\r\n",
+            b"HTTP/1.1 2000 OK\r\n\r\n",
+            b"HTTP/1.1 200OK\r\n\r\n",
+            b"HTTP/1.1  200 OK\r\n\r\n",
+            b"HTTP/1.1 200 O\x01K\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nContent Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\n: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n folded\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nX: a\x00b\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\n\r\nbody until close",
+            b"HTTP/1.1 500 Oops\r\n\r\n",
+            b"VALUE usr:1 0 3\r\n",
+            b"0\t3\n",
+        ] {
+            let e = dec(&mut c, bad, 1, false).unwrap_err();
+            assert_eq!(
+                (e.kind, e.fatal),
+                (ErrorKind::Protocol, true),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert_eq!(dec(&mut c, b"", 1, false).unwrap(), None);
+        assert_eq!(dec(&mut c, b"HTTP/1", 1, false).unwrap(), None);
+    }
+
+    #[test]
+    fn header_too_large() {
+        let mut c = codec();
+        let mut r = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+        r.resize(MAX_HEADER - 1, b'a');
+        assert_eq!(dec(&mut c, &r, 1, false).unwrap(), None);
+        r.push(b'a');
+        let e = dec(&mut c, &r, 1, false).unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
+        // Many small header lines, too.
+        let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while r.len() < MAX_HEADER {
+            r.extend_from_slice(b"X-A: b\r\n");
+        }
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        // A header section just under the limit is fine.
+        let mut r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nX-Big: ".to_vec();
+        r.resize(MAX_HEADER - 4, b'a');
+        r.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap(),
+            Some((MAX_HEADER, Outcome::Miss))
+        );
+    }
+
+    #[test]
+    fn oversized_content_length() {
+        let mut c = codec();
+        let r = format!("HTTP/1.1 200 OK\r\nContent-Length: {MAX_FRAME}\r\n\r\n");
+        assert_eq!(
+            dec(&mut c, r.as_bytes(), 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 1048532\r\n\r\n";
+        assert_eq!(head.len() + 1_048_532, MAX_FRAME);
+        let mut r = head.as_bytes().to_vec();
+        assert_eq!(dec(&mut c, &r, 1, false).unwrap(), None);
+        r.resize(MAX_FRAME, b'x');
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap(),
+            Some((MAX_FRAME, Outcome::Hit))
+        );
+    }
+
+    #[test]
+    fn pipelined_prefixes_and_splits() {
+        let keys = [1u64, 2, 3, 4, 5, 6, 7];
+        let mut stream = hit(1);
+        let first = stream.len();
+        stream.extend_from_slice(&with_length("404 Not Found", "", b"nope"));
+        stream.extend_from_slice(&chunked("200 OK", &[&tsv(3)[..5], &tsv(3)[5..]]));
+        stream.extend_from_slice(&with_length("500 Internal Server Error", "", b"boom"));
+        stream.extend_from_slice(&hit(99)); // wrong row for key 5
+        stream.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        stream.extend_from_slice(&chunked("503 Busy", &[b"later"]));
+        stream.extend_from_slice(&with_length("200 OK", "Connection: close\r\n", &tsv(7)));
+        let mut c = codec();
+        for len in 0..stream.len() {
+            let r = dec(&mut c, &stream[..len], 1, true).unwrap();
+            assert_eq!(
+                r,
+                if len < first {
+                    None
+                } else {
+                    Some((first, Outcome::Hit))
+                },
+                "prefix {len}"
+            );
+        }
+        let whole = feed(&stream, &[], &keys);
+        assert_eq!(
+            whole,
+            vec![
+                Ok((Outcome::Hit, false)),
+                Ok((Outcome::Miss, false)),
+                Ok((Outcome::Hit, false)),
+                Err((ErrorKind::Server, false)),
+                Err((ErrorKind::Verify, false)),
+                Err((ErrorKind::Server, false)),
+                Ok((Outcome::Hit, true)),
+            ]
+        );
+        for s in 0..=stream.len() {
+            assert_eq!(feed(&stream, &[s], &keys), whole, "split at {s}");
+        }
+        for s in (0..=stream.len()).step_by(3) {
+            for t in (s..=stream.len()).step_by(13) {
+                assert_eq!(feed(&stream, &[s, t], &keys), whole, "split at {s},{t}");
+            }
+        }
+        let bytewise: Vec<usize> = (1..stream.len()).collect();
+        assert_eq!(feed(&stream, &bytewise, &keys), whole);
+    }
+
+    fn check_invariants(buf: &[u8], key: u64, verify: bool) {
+        let mut c = codec();
+        match c.decode(buf, key, verify) {
+            Ok(None) => assert!(buf.len() < MAX_FRAME),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len() && r.map_or_else(|e| !e.fatal, |_| true))
+            }
+            Err(e) => assert!(e.fatal),
+        }
+    }
+
+    fn soup() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"HTTP/1.1 ".to_vec()),
+            Just(b"HTTP/1.0 ".to_vec()),
+            Just(b"200 OK".to_vec()),
+            Just(b"404".to_vec()),
+            Just(b"100 Continue".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"Content-Length: ".to_vec()),
+            Just(b"Transfer-Encoding: chunked".to_vec()),
+            Just(b"Connection: close".to_vec()),
+            Just(b"0".to_vec()),
+            Just(b"5".to_vec()),
+            Just(b"2f".to_vec()),
+            Just(b"47".to_vec()),
+            Just(b";ext".to_vec()),
+            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
+            any::<u8>().prop_map(|b| vec![b]),
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
+            check_invariants(&buf, key, verify);
+        }
+
+        #[test]
+        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+            check_invariants(&buf, key, verify);
+            let mut with_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            with_head.extend_from_slice(&buf);
+            check_invariants(&with_head, key, verify);
+        }
+
+        #[test]
+        fn any_chunking_decodes(cuts in prop::collection::vec(0usize..48, 0..6), key in 0u64..1000) {
+            let row = tsv(key);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(row.len())).collect();
+            cuts.sort_unstable();
+            let mut chunks: Vec<&[u8]> = Vec::new();
+            let mut last = 0;
+            for c in cuts.into_iter().chain(std::iter::once(row.len())) {
+                if c > last {
+                    chunks.push(&row[last..c]);
+                    last = c;
+                }
+            }
+            let r = chunked("200 OK", &chunks);
+            prop_assert_eq!(dec(&mut codec(), &r, key, true).unwrap(), Some((r.len(), Outcome::Hit)));
+        }
     }
 }

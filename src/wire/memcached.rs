@@ -1,1 +1,895 @@
-// placeholder until the codec lands
+//! memcached text (ASCII) protocol: `get` lookups as a [`Codec`], plus the `set ... noreply`
+//! encoder and `stats` parser used by `loadgen prepare`.
+//!
+//! Replies to `get <key>\r\n` (one key per request, so replies pipeline one-to-one):
+//!
+//! * `VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\nEND\r\n` — a hit. `<data>` is exactly
+//!   `<bytes>` bytes and may contain anything, `\r\nEND\r\n` included: it is skipped by length.
+//! * `END\r\n` — a miss.
+//! * `SERVER_ERROR <msg>\r\n` — the server failed (e.g. out of memory): a non-fatal `Server` error.
+//! * `ERROR\r\n`, `CLIENT_ERROR <msg>\r\n` — a fatal `Protocol` error. memcached sends `ERROR`
+//!   for a command line it does not know and `CLIENT_ERROR` for input it cannot parse (bad data
+//!   chunk, line too long, bad key). After a bad data chunk it reads the rest of the data as
+//!   further command lines (each answered with another `ERROR`), after an over-long line it
+//!   swallows input: either way the replies no longer line up one-to-one with the requests in
+//!   flight, so the connection must be replaced.
+//! * Anything else is a fatal `Protocol` error, detected from the first bytes where possible
+//!   (e.g. an HTTP or HandlerSocket server on the port).
+//!
+//! Lines must end with `\r\n` (memcached never sends a bare `\n`).
+
+use std::fmt;
+
+use super::{Codec, Decoded, MAX_FRAME};
+use crate::outcome::{LookupError, Outcome};
+use crate::row;
+
+/// Key prefix of the `usr` rows: key `usr:<id>`.
+pub const DEFAULT_PREFIX: &[u8] = b"usr:";
+/// memcached's limit on key length.
+pub const MAX_KEY_LEN: usize = 250;
+/// Longest reply line accepted (a `VALUE` line is at most ~320 bytes, error lines are short).
+pub const MAX_LINE: usize = 8192;
+
+/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(digits_of(n, &mut digits));
+}
+
+/// Writes the decimal digits of `n` at the end of `buf` and returns them.
+fn digits_of(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// True when `key` is a valid memcached text-protocol key: 1 to 250 bytes, no spaces or
+/// control bytes.
+pub fn valid_key(key: &[u8]) -> bool {
+    !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
+}
+
+/// A key prefix that cannot be used: with the longest id (20 digits) it would not be a valid key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidKey(pub &'static str);
+
+impl fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "memcached: invalid key prefix: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidKey {}
+
+/// Appends `get <key>\r\n`. `key` must be [`valid_key`].
+pub fn encode_get(key: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"get ");
+    out.extend_from_slice(key);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `set <key> 0 0 <len> noreply\r\n<value>\r\n` (flags 0, no expiry, no reply: errors
+/// other than `CLIENT_ERROR`s are not reported, so check the load with `stats` afterwards).
+/// `key` must be [`valid_key`]; `value` may hold any bytes.
+pub fn encode_set_noreply(key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"set ");
+    out.extend_from_slice(key);
+    out.extend_from_slice(b" 0 0 ");
+    push_u64(out, value.len() as u64);
+    out.extend_from_slice(b" noreply\r\n");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `stats\r\n`; parse the reply with [`parse_stats`].
+pub fn encode_stats(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"stats\r\n");
+}
+
+fn protocol(what: &str) -> LookupError {
+    LookupError::protocol(format!("memcached: {what}"))
+}
+
+/// The line for a message: at most 200 bytes, lossy UTF-8.
+fn shown(line: &[u8]) -> String {
+    String::from_utf8_lossy(line.get(..200).unwrap_or(line)).into_owned()
+}
+
+/// The line starting at `from`, without its `\r\n`, and the offset after it. `Ok(None)` if the
+/// line is not complete yet; a line longer than [`MAX_LINE`] or ending in a bare `\n` is an error.
+fn line_at(buf: &[u8], from: usize) -> Result<Option<(&[u8], usize)>, LookupError> {
+    let rest = buf.get(from..).unwrap_or_default();
+    let window = rest.get(..MAX_LINE).unwrap_or(rest);
+    match window.iter().position(|&b| b == b'\n') {
+        Some(p) => match rest.get(..p).and_then(|l| l.strip_suffix(b"\r")) {
+            Some(line) => Ok(Some((line, from + p + 1))),
+            None => Err(protocol("reply line ends with a bare \\n")),
+        },
+        None if rest.len() >= MAX_LINE => Err(protocol("reply line longer than MAX_LINE")),
+        None => Ok(None),
+    }
+}
+
+/// True when `got` (possibly incomplete) could still be the start of one of `starts`.
+fn could_start(got: &[u8], starts: &[&[u8]]) -> bool {
+    starts.iter().any(|s| {
+        let n = got.len().min(s.len());
+        got.get(..n) == s.get(..n)
+    })
+}
+
+/// The error for an `ERROR`, `CLIENT_ERROR` or `SERVER_ERROR` line, or `None` for other lines.
+fn error_line(line: &[u8]) -> Option<LookupError> {
+    if line == b"ERROR" || line.starts_with(b"ERROR ") {
+        Some(protocol(&format!(
+            "server sent `{}`: it did not understand a command, the stream is out of step",
+            shown(line)
+        )))
+    } else if line.starts_with(b"CLIENT_ERROR") {
+        Some(protocol(&format!(
+            "server sent `{}`: it rejected the input, the stream is out of step",
+            shown(line)
+        )))
+    } else if line.starts_with(b"SERVER_ERROR") {
+        Some(LookupError::server(format!("memcached: {}", shown(line))))
+    } else {
+        None
+    }
+}
+
+fn parse_num<T: TryFrom<u64>>(digits: &[u8]) -> Option<T> {
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    T::try_from(v).ok()
+}
+
+/// The reply to a one-key `get`, borrowed from the read buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetReply<'a> {
+    Hit {
+        key: &'a [u8],
+        flags: u32,
+        cas: Option<u64>,
+        data: &'a [u8],
+    },
+    Miss,
+}
+
+const GET_STARTS: [&[u8]; 5] = [
+    b"VALUE ",
+    b"END\r\n",
+    b"ERROR",
+    b"CLIENT_ERROR",
+    b"SERVER_ERROR",
+];
+
+/// Parses the reply at the front of `buf` to a `get` of one key. `Ok(None)`: incomplete.
+/// `SERVER_ERROR` is a non-fatal `Server` error, everything else that is not a `VALUE` block or
+/// `END` is a fatal `Protocol` error, as is a declared length that would make the reply larger
+/// than [`MAX_FRAME`] and a second `VALUE` block. No allocation on success.
+pub fn parse_get_reply(buf: &[u8]) -> Result<Option<(usize, GetReply<'_>)>, LookupError> {
+    if !could_start(buf, &GET_STARTS) {
+        return Err(protocol(&format!(
+            "unexpected reply `{}`",
+            shown(buf.get(..40).unwrap_or(buf))
+        )));
+    }
+    let Some((line, data_start)) = line_at(buf, 0)? else {
+        return Ok(None);
+    };
+    if line == b"END" {
+        return Ok(Some((data_start, GetReply::Miss)));
+    }
+    let Some(fields) = line.strip_prefix(b"VALUE ") else {
+        return Err(error_line(line)
+            .unwrap_or_else(|| protocol(&format!("unexpected reply `{}`", shown(line)))));
+    };
+    let mut parts = fields.split(|&b| b == b' ');
+    let key = parts.next().unwrap_or_default();
+    let flags = parts.next().and_then(parse_num::<u32>);
+    let bytes = parts.next().and_then(parse_num::<usize>);
+    let cas = match parts.next() {
+        None => Some(None),
+        Some(c) => parse_num::<u64>(c).map(Some),
+    };
+    let (Some(flags), Some(bytes), Some(cas), None, false) =
+        (flags, bytes, cas, parts.next(), key.is_empty())
+    else {
+        return Err(protocol(&format!("malformed VALUE line `{}`", shown(line))));
+    };
+    // VALUE line + data + "\r\n" + "END\r\n" must fit in MAX_FRAME.
+    let total = data_start.checked_add(bytes).and_then(|t| t.checked_add(7));
+    let Some(total) = total.filter(|&t| t <= MAX_FRAME) else {
+        return Err(protocol(&format!(
+            "declared value length {bytes} exceeds MAX_FRAME"
+        )));
+    };
+    let data_end = data_start + bytes;
+    let tail = buf.get(data_end..).unwrap_or_default();
+    if !could_start(tail, &[b"\r\nEND\r\n"]) {
+        return Err(protocol(if tail.starts_with(b"\r\nVALUE ") {
+            "more than one VALUE block for one key"
+        } else {
+            "value block not followed by \\r\\nEND\\r\\n"
+        }));
+    }
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let data = buf.get(data_start..data_end).unwrap_or_default();
+    Ok(Some((
+        total,
+        GetReply::Hit {
+            key,
+            flags,
+            cas,
+            data,
+        },
+    )))
+}
+
+/// Parses a complete `stats` reply (`STAT <name> <value>\r\n` lines, then `END\r\n`) at the front
+/// of `buf`. `Ok(None)`: incomplete. The value is the rest of the line after the name (it may
+/// contain spaces). Not for the hot path: it allocates, and re-parses from the start each call.
+#[allow(clippy::type_complexity)]
+pub fn parse_stats(buf: &[u8]) -> Result<Option<(usize, Vec<(String, String)>)>, LookupError> {
+    let mut stats = Vec::new();
+    let mut pos = 0;
+    loop {
+        let rest = buf.get(pos..).unwrap_or_default();
+        if !could_start(
+            rest,
+            &[
+                b"STAT ",
+                b"END\r\n",
+                b"ERROR",
+                b"CLIENT_ERROR",
+                b"SERVER_ERROR",
+            ],
+        ) {
+            return Err(protocol(&format!(
+                "unexpected stats line `{}`",
+                shown(rest.get(..40).unwrap_or(rest))
+            )));
+        }
+        let Some((line, next)) = line_at(buf, pos)? else {
+            return if buf.len() >= MAX_FRAME {
+                Err(protocol("stats reply larger than MAX_FRAME"))
+            } else {
+                Ok(None)
+            };
+        };
+        if next > MAX_FRAME {
+            return Err(protocol("stats reply larger than MAX_FRAME"));
+        }
+        pos = next;
+        if line == b"END" {
+            return Ok(Some((pos, stats)));
+        }
+        let Some(stat) = line.strip_prefix(b"STAT ") else {
+            return Err(error_line(line)
+                .unwrap_or_else(|| protocol(&format!("unexpected stats line `{}`", shown(line)))));
+        };
+        let (name, value) = match stat.iter().position(|&b| b == b' ') {
+            Some(p) => (
+                stat.get(..p).unwrap_or_default(),
+                stat.get(p + 1..).unwrap_or_default(),
+            ),
+            None => (stat, &b""[..]),
+        };
+        if name.is_empty() {
+            return Err(protocol("STAT line without a name"));
+        }
+        stats.push((
+            String::from_utf8_lossy(name).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
+    }
+}
+
+/// `get <prefix><id>` lookups. `--verify`: the data must be `row::write_tsv(id)` and the key
+/// returned must be the key asked for (both mismatches are non-fatal `Verify` errors; without
+/// `--verify` neither is looked at).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McCodec {
+    prefix: Vec<u8>,
+}
+
+impl Default for McCodec {
+    fn default() -> McCodec {
+        McCodec {
+            prefix: DEFAULT_PREFIX.to_vec(),
+        }
+    }
+}
+
+impl McCodec {
+    /// A codec for keys `<prefix><id>`. The prefix may be empty; it must not contain spaces or
+    /// control bytes and must leave room for a 20-digit id within 250 bytes.
+    pub fn new(prefix: impl Into<Vec<u8>>) -> Result<McCodec, InvalidKey> {
+        let prefix = prefix.into();
+        if prefix.len() + 20 > MAX_KEY_LEN {
+            return Err(InvalidKey("longer than 230 bytes"));
+        }
+        if prefix.iter().any(|&b| b <= b' ' || b == 0x7f) {
+            return Err(InvalidKey("contains a space or control byte"));
+        }
+        Ok(McCodec { prefix })
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// Appends the key of `id`: `<prefix><id>` (also for `loadgen prepare`).
+    pub fn key_into(&self, id: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.prefix);
+        push_u64(out, id);
+    }
+
+    fn key_matches(&self, key: &[u8], id: u64) -> bool {
+        let mut digits = [0u8; 20];
+        key.strip_prefix(self.prefix.as_slice()) == Some(digits_of(id, &mut digits))
+    }
+}
+
+impl Codec for McCodec {
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"get ");
+        self.key_into(key, out);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// `SERVER_ERROR` is a non-fatal `Server` error in `Ok(Some)`; `ERROR`, `CLIENT_ERROR` and
+    /// garbage are a fatal `Err` (see the module docs).
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        let reply = match parse_get_reply(buf) {
+            Ok(r) => r,
+            Err(e) if !e.fatal => {
+                // A SERVER_ERROR line: complete, so it ends at the first `\n`.
+                let n = buf
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(buf.len(), |p| p + 1);
+                return Ok(Some((n, Err(e))));
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(match reply {
+            None => None,
+            Some((n, GetReply::Miss)) => Some((n, Ok(Outcome::Miss))),
+            Some((n, GetReply::Hit { key: got, data, .. })) => {
+                if verify && !(self.key_matches(got, key) && row::tsv_matches(key, data)) {
+                    Some((n, Err(LookupError::verify(key))))
+                } else {
+                    Some((n, Ok(Outcome::Hit)))
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorKind;
+    use proptest::prelude::*;
+
+    type Simple = Result<Outcome, (ErrorKind, bool)>;
+
+    /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
+    /// error is an `Err` too. Checks the contract on the way: an `Err` from `decode` is fatal,
+    /// an error inside `Ok(Some)` is not, and `n` is within the buffer.
+    fn dec<C: Codec>(
+        c: &mut C,
+        buf: &[u8],
+        key: u64,
+        verify: bool,
+    ) -> Result<Option<(usize, Outcome)>, LookupError> {
+        match c.decode(buf, key, verify) {
+            Err(e) => {
+                assert!(e.fatal, "decode returned a non-fatal Err: {e}");
+                Err(e)
+            }
+            Ok(None) => Ok(None),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len());
+                match r {
+                    Ok(o) => Ok(Some((n, o))),
+                    Err(e) => {
+                        assert!(!e.fatal, "fatal error inside Ok(Some): {e}");
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A complete reply that came to a non-fatal error: its length and the error.
+    fn dec_err<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) -> (usize, LookupError) {
+        match c.decode(buf, key, verify) {
+            Ok(Some((n, Err(e)))) if !e.fatal => (n, e),
+            other => panic!("expected a non-fatal error reply, got {other:?}"),
+        }
+    }
+
+    fn value_reply(key: &[u8], data: &[u8], cas: Option<u64>) -> Vec<u8> {
+        let mut v = b"VALUE ".to_vec();
+        v.extend_from_slice(key);
+        v.extend_from_slice(b" 0 ");
+        push_u64(&mut v, data.len() as u64);
+        if let Some(c) = cas {
+            v.push(b' ');
+            push_u64(&mut v, c);
+        }
+        v.extend_from_slice(b"\r\n");
+        v.extend_from_slice(data);
+        v.extend_from_slice(b"\r\nEND\r\n");
+        v
+    }
+
+    fn hit(id: u64) -> Vec<u8> {
+        let mut data = Vec::new();
+        row::write_tsv(&mut data, id);
+        let mut key = Vec::new();
+        McCodec::default().key_into(id, &mut key);
+        value_reply(&key, &data, None)
+    }
+
+    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
+    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
+    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
+        let mut codec = McCodec::default();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut last = 0;
+        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
+            buf.extend_from_slice(&stream[last..cut]);
+            last = cut;
+            while let Some(&key) = keys.get(next) {
+                match codec.decode(&buf, key, true) {
+                    Ok(None) => break,
+                    Ok(Some((n, r))) => {
+                        assert!(n > 0 && n <= buf.len());
+                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
+                        buf.drain(..n);
+                        out.push(r.map_err(|e| (e.kind, e.fatal)));
+                        next += 1;
+                    }
+                    Err(e) => {
+                        assert!(e.fatal);
+                        out.push(Err((e.kind, e.fatal)));
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn encoders() {
+        let mut c = McCodec::default();
+        let mut out = Vec::new();
+        c.encode(42, &mut out);
+        assert_eq!(out, b"get usr:42\r\n");
+        out.clear();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(out, b"get usr:18446744073709551615\r\n");
+        let mut out = Vec::with_capacity(64);
+        let p = out.as_ptr();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(
+            out.as_ptr(),
+            p,
+            "encode must not reallocate a buffer with room"
+        );
+        out.clear();
+        encode_set_noreply(b"usr:7", b"a\r\nEND\r\nb", &mut out);
+        assert_eq!(out, b"set usr:7 0 0 9 noreply\r\na\r\nEND\r\nb\r\n");
+        out.clear();
+        encode_set_noreply(b"k", b"", &mut out);
+        assert_eq!(out, b"set k 0 0 0 noreply\r\n\r\n");
+        out.clear();
+        encode_get(b"x:1", &mut out);
+        encode_stats(&mut out);
+        assert_eq!(out, b"get x:1\r\nstats\r\n");
+        let mut c = McCodec::new("").unwrap();
+        out.clear();
+        c.encode(5, &mut out);
+        assert_eq!(out, b"get 5\r\n");
+    }
+
+    #[test]
+    fn keys_and_prefixes() {
+        assert!(McCodec::new("a b").is_err());
+        assert!(McCodec::new(vec![b'x'; 231]).is_err());
+        assert!(McCodec::new(vec![b'x'; 230]).is_ok());
+        assert!(McCodec::new("p\r").is_err());
+        assert_eq!(McCodec::default().prefix(), b"usr:");
+        assert!(valid_key(b"usr:1"));
+        assert!(!valid_key(b""));
+        assert!(!valid_key(b"a b"));
+        assert!(!valid_key(&[b'k'; 251]));
+        assert!(valid_key(&[b'k'; 250]));
+        let c = McCodec::default();
+        assert!(c.key_matches(b"usr:0", 0));
+        assert!(!c.key_matches(b"usr:01", 1));
+        assert!(!c.key_matches(b"usr:1", 10));
+        assert!(!c.key_matches(b"usx:1", 1));
+    }
+
+    #[test]
+    fn hit_miss_verify() {
+        let mut c = McCodec::default();
+        let h = hit(42);
+        assert_eq!(
+            dec(&mut c, &h, 42, false).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, &h, 42, true).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        // Wrong key asked for: the data and the key both differ.
+        let (n, e) = dec_err(&mut c, &h, 43, true);
+        assert_eq!((n, e.kind, e.fatal), (h.len(), ErrorKind::Verify, false));
+        assert_eq!(
+            dec(&mut c, &h, 43, false).unwrap(),
+            Some((h.len(), Outcome::Hit))
+        );
+        // Right data under the wrong key.
+        let mut data = Vec::new();
+        row::write_tsv(&mut data, 42);
+        let wrong_key = value_reply(b"usr:43", &data, None);
+        assert_eq!(
+            dec(&mut c, &wrong_key, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Right key, wrong data; trailing newline is not the row.
+        let wrong_data = value_reply(b"usr:42", b"user42", None);
+        assert_eq!(
+            dec(&mut c, &wrong_data, 42, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        let mut nl = data.clone();
+        nl.push(b'\n');
+        assert_eq!(
+            dec(&mut c, &value_reply(b"usr:42", &nl, None), 42, true)
+                .unwrap_err()
+                .kind,
+            ErrorKind::Verify
+        );
+        // With a cas token and nonzero flags.
+        let with_cas = value_reply(b"usr:42", &data, Some(123456789));
+        assert_eq!(
+            dec(&mut c, &with_cas, 42, true).unwrap(),
+            Some((with_cas.len(), Outcome::Hit))
+        );
+        let flags = b"VALUE usr:1 4294967295 3\r\nabc\r\nEND\r\n";
+        assert_eq!(
+            dec(&mut c, flags, 1, false).unwrap(),
+            Some((flags.len(), Outcome::Hit))
+        );
+        match parse_get_reply(&with_cas).unwrap().unwrap().1 {
+            GetReply::Hit {
+                key,
+                flags,
+                cas,
+                data: d,
+            } => {
+                assert_eq!(
+                    (key, flags, cas, d),
+                    (&b"usr:42"[..], 0, Some(123456789), &data[..])
+                );
+            }
+            GetReply::Miss => panic!("expected a hit"),
+        }
+        // Empty value.
+        let empty = b"VALUE usr:1 0 0\r\n\r\nEND\r\n";
+        assert_eq!(
+            dec(&mut c, empty, 1, false).unwrap(),
+            Some((empty.len(), Outcome::Hit))
+        );
+        assert_eq!(
+            dec(&mut c, empty, 1, true).unwrap_err().kind,
+            ErrorKind::Verify
+        );
+        // Miss.
+        assert_eq!(
+            dec(&mut c, b"END\r\n", 1, true).unwrap(),
+            Some((5, Outcome::Miss))
+        );
+        assert_eq!(
+            dec(&mut c, b"END\r\nEND\r\n", 1, true).unwrap(),
+            Some((5, Outcome::Miss))
+        );
+    }
+
+    #[test]
+    fn value_containing_end_marker() {
+        let data = b"x\r\nEND\r\nVALUE usr:1 0 1\r\ny\r\nEND\r\n";
+        let reply = value_reply(b"usr:1", data, None);
+        let mut stream = reply.clone();
+        stream.extend_from_slice(b"END\r\n");
+        match parse_get_reply(&stream).unwrap().unwrap() {
+            (n, GetReply::Hit { data: d, .. }) => {
+                assert_eq!(n, reply.len());
+                assert_eq!(d, data);
+            }
+            other => panic!("{other:?}"),
+        }
+        for len in 0..reply.len() {
+            assert_eq!(
+                parse_get_reply(&stream[..len]).unwrap(),
+                None,
+                "prefix {len}"
+            );
+        }
+        assert_eq!(
+            feed(&stream, &[], &[1, 2]),
+            vec![Err((ErrorKind::Verify, false)), Ok(Outcome::Miss)]
+        );
+    }
+
+    #[test]
+    fn server_and_client_errors() {
+        let mut c = McCodec::default();
+        let (n, e) = dec_err(&mut c, b"SERVER_ERROR out of memory\r\nEND\r\n", 1, true);
+        assert_eq!((n, e.kind, e.fatal), (28, ErrorKind::Server, false));
+        assert!(e.message.contains("out of memory"));
+        for fatal in [
+            &b"ERROR\r\n"[..],
+            b"ERROR unknown command\r\n",
+            b"CLIENT_ERROR bad command line format\r\n",
+            b"CLIENT_ERROR\r\n",
+        ] {
+            let e = dec(&mut c, fatal, 1, false).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{fatal:?}");
+        }
+        // Incomplete error lines wait.
+        assert_eq!(dec(&mut c, b"SERVER_ERR", 1, false).unwrap(), None);
+        assert_eq!(dec(&mut c, b"SERVER_ERROR out of", 1, false).unwrap(), None);
+    }
+
+    #[test]
+    fn garbage() {
+        let mut c = McCodec::default();
+        for bad in [
+            &b"HTTP/1.1 200 OK\r\n"[..],
+            b"0\t1\n",
+            b"X",
+            b"VALUEX",
+            b"END\n",
+            b"END \r\n",
+            b"ENDX",
+            b"STORED\r\n",
+            b"VALUE\r\n",
+            b"VALUE usr:1\r\n",
+            b"VALUE usr:1 0\r\n",
+            b"VALUE usr:1 0 x\r\n",
+            b"VALUE usr:1 0 -1\r\n",
+            b"VALUE usr:1 x 1\r\n",
+            b"VALUE usr:1 4294967296 1\r\n",
+            b"VALUE usr:1 0 1 c\r\n",
+            b"VALUE usr:1 0 1 1 1\r\n",
+            b"VALUE  0 1\r\n",
+            b"VALUE usr:1  0 1\r\n",
+            b"VALUE usr:1 0 1 \r\n",
+            b"VALUE usr:1 0 99999999999999999999999\r\n",
+            b"VALUE usr:1 0 3\r\nabcX",
+            b"VALUE usr:1 0 3\r\nabc\r\nEN\n",
+            b"VALUE usr:1 0 3\r\nabc\r\nVALUE usr:2 0 1\r\nd\r\nEND\r\n",
+            b"VALUE usr:1 0 3\r\nabcd\r\nEND\r\n",
+            b"VALUE usr:1 0 3\r\nab\r\nEND\r\n",
+        ] {
+            let e = dec(&mut c, bad, 1, false).unwrap_err();
+            assert_eq!(
+                (e.kind, e.fatal),
+                (ErrorKind::Protocol, true),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // A complete VALUE line alone is incomplete, not garbage.
+        assert_eq!(dec(&mut c, b"VALUE usr:1 0 1\r\n", 1, false).unwrap(), None);
+        // A line that never ends is cut off at MAX_LINE.
+        let mut long = b"SERVER_ERROR ".to_vec();
+        long.resize(MAX_LINE - 1, b'x');
+        assert_eq!(dec(&mut c, &long, 1, false).unwrap(), None);
+        long.push(b'x');
+        assert_eq!(
+            dec(&mut c, &long, 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn oversized_declared_length() {
+        let mut c = McCodec::default();
+        let line = format!("VALUE usr:1 0 {}\r\n", MAX_FRAME + 1);
+        let e = dec(&mut c, line.as_bytes(), 1, false).unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
+        let line = format!("VALUE usr:1 0 {}\r\n", usize::MAX);
+        assert!(dec(&mut c, line.as_bytes(), 1, false).is_err());
+        // The largest value that fits: header + data + "\r\nEND\r\n" == MAX_FRAME.
+        let header = b"VALUE usr:1 0 1048546\r\n";
+        let data_len = MAX_FRAME - header.len() - 7;
+        assert_eq!(format!("VALUE usr:1 0 {data_len}\r\n").as_bytes(), header);
+        let mut reply = header.to_vec();
+        assert_eq!(dec(&mut c, &reply, 1, false).unwrap(), None);
+        reply.resize(header.len() + data_len, b'v');
+        reply.extend_from_slice(b"\r\nEND\r\n");
+        assert_eq!(
+            dec(&mut c, &reply, 1, false).unwrap(),
+            Some((MAX_FRAME, Outcome::Hit))
+        );
+        let line = format!("VALUE usr:1 0 {}\r\n", data_len + 1);
+        assert!(dec(&mut c, line.as_bytes(), 1, false).is_err());
+    }
+
+    #[test]
+    fn pipelined_prefixes_and_splits() {
+        let keys = [1u64, 2, 3, 4, 5];
+        let mut stream = hit(1);
+        let first = stream.len();
+        stream.extend_from_slice(b"END\r\n");
+        stream.extend_from_slice(&hit(99)); // wrong row for key 3
+        stream.extend_from_slice(b"SERVER_ERROR busy\r\n");
+        stream.extend_from_slice(&value_reply(b"usr:5", b"\r\nEND\r\n", Some(1)));
+        let mut c = McCodec::default();
+        for len in 0..stream.len() {
+            let r = dec(&mut c, &stream[..len], 1, true).unwrap();
+            assert_eq!(
+                r,
+                if len < first {
+                    None
+                } else {
+                    Some((first, Outcome::Hit))
+                },
+                "prefix {len}"
+            );
+        }
+        let whole = feed(&stream, &[], &keys);
+        assert_eq!(
+            whole,
+            vec![
+                Ok(Outcome::Hit),
+                Ok(Outcome::Miss),
+                Err((ErrorKind::Verify, false)),
+                Err((ErrorKind::Server, false)),
+                Err((ErrorKind::Verify, false)),
+            ]
+        );
+        for s in 0..=stream.len() {
+            assert_eq!(feed(&stream, &[s], &keys), whole, "split at {s}");
+            for t in (s..=stream.len()).step_by(11) {
+                assert_eq!(feed(&stream, &[s, t], &keys), whole, "split at {s},{t}");
+            }
+        }
+        let bytewise: Vec<usize> = (1..stream.len()).collect();
+        assert_eq!(feed(&stream, &bytewise, &keys), whole);
+        // A fatal error stops the stream.
+        let mut bad = b"END\r\nERROR\r\n".to_vec();
+        bad.extend_from_slice(&hit(3));
+        assert_eq!(
+            feed(&bad, &[], &[1, 2, 3]),
+            vec![Ok(Outcome::Miss), Err((ErrorKind::Protocol, true))]
+        );
+    }
+
+    #[test]
+    fn stats() {
+        let reply = b"STAT pid 1234\r\nSTAT version 1.6.21\r\nSTAT libevent 2.1.12-stable\r\nSTAT odd a b c\r\nSTAT curr_items 0\r\nEND\r\nget";
+        let full = reply.len() - 3;
+        let (n, s) = parse_stats(reply).unwrap().unwrap();
+        assert_eq!(n, full);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s[0], ("pid".to_owned(), "1234".to_owned()));
+        assert_eq!(s[3], ("odd".to_owned(), "a b c".to_owned()));
+        assert_eq!(s[4], ("curr_items".to_owned(), "0".to_owned()));
+        for len in 0..full {
+            assert_eq!(parse_stats(&reply[..len]).unwrap(), None, "prefix {len}");
+        }
+        assert_eq!(parse_stats(b"END\r\n").unwrap(), Some((5, vec![])));
+        assert_eq!(
+            parse_stats(b"STAT x\r\nEND\r\n").unwrap().unwrap().1,
+            vec![("x".into(), "".into())]
+        );
+        for bad in [
+            &b"STAT \r\nEND\r\n"[..],
+            b"VALUE x 0 1\r\n",
+            b"STAT a 1\r\nSTORED\r\n",
+            b"STAT a 1\nEND\r\n",
+            b"ERROR\r\n",
+            b"garbage",
+        ] {
+            let e = parse_stats(bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Protocol, "{bad:?}");
+        }
+        assert_eq!(
+            parse_stats(b"SERVER_ERROR no\r\n").unwrap_err().kind,
+            ErrorKind::Server
+        );
+        // Bounded by MAX_FRAME.
+        let mut big = Vec::new();
+        while big.len() < MAX_FRAME {
+            big.extend_from_slice(b"STAT name value\r\n");
+        }
+        assert!(parse_stats(&big).is_err());
+    }
+
+    fn check_invariants(buf: &[u8], key: u64, verify: bool) {
+        let mut c = McCodec::default();
+        match c.decode(buf, key, verify) {
+            Ok(None) => assert!(buf.len() < MAX_FRAME),
+            Ok(Some((n, r))) => {
+                assert!(n > 0 && n <= buf.len() && r.map_or_else(|e| !e.fatal, |_| true))
+            }
+            Err(e) => assert!(e.fatal),
+        }
+        match parse_stats(buf) {
+            Ok(None) => assert!(buf.len() < MAX_FRAME),
+            Ok(Some((n, _))) => assert!(n > 0 && n <= buf.len()),
+            Err(_) => {}
+        }
+    }
+
+    fn soup() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"VALUE ".to_vec()),
+            Just(b"usr:42".to_vec()),
+            Just(b" ".to_vec()),
+            Just(b"0".to_vec()),
+            Just(b"5".to_vec()),
+            Just(b"47".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"END\r\n".to_vec()),
+            Just(b"STAT ".to_vec()),
+            Just(b"SERVER_ERROR ".to_vec()),
+            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
+            any::<u8>().prop_map(|b| vec![b]),
+        ];
+        prop::collection::vec(piece, 0..30).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
+            check_invariants(&buf, key, verify);
+        }
+
+        #[test]
+        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+            check_invariants(&buf, key, verify);
+        }
+
+        #[test]
+        fn any_value_round_trips(data in prop::collection::vec(any::<u8>(), 0..200), id in any::<u64>()) {
+            let mut key = Vec::new();
+            McCodec::default().key_into(id, &mut key);
+            let reply = value_reply(&key, &data, None);
+            let (n, r) = parse_get_reply(&reply).unwrap().unwrap();
+            prop_assert_eq!(n, reply.len());
+            prop_assert_eq!(r, GetReply::Hit { key: &key, flags: 0, cas: None, data: &data });
+        }
+    }
+}

@@ -4,6 +4,7 @@
 pub mod handlersocket;
 pub mod http;
 pub mod memcached;
+pub mod postgres;
 
 use crate::outcome::{LookupError, Outcome};
 

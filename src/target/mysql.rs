@@ -1,0 +1,234 @@
+//! MariaDB / MySQL through mysql_async. Each connection prepares the lookup once and is held for
+//! the whole run. Settings that would distort the measurement are off by default:
+//! - `reset_connection` on pool return is off (it would drop the prepared statement cache);
+//! - `prefer_socket` is off (mysql_async would silently switch 127.0.0.1 to the Unix socket,
+//!   and a TCP target must stay TCP to compare with the other targets).
+//! The MySQL protocol cannot pipeline: one request in flight per connection.
+
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, Statement, Value};
+
+use crate::outcome::{ErrorKind, LookupError, Outcome};
+use crate::plan::{Mode, Plan};
+use crate::target::{Conn, ServerCount, SetupError, Target, TargetUrl};
+
+pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = ?";
+
+pub struct MysqlTarget {
+    pool: Pool,
+    opts: Opts,
+    sql: String,
+    simple: Option<(String, String)>,
+    verify: bool,
+}
+
+/// mysql_async options from a `mysql://` URL; MYSQL_PWD is the password fallback.
+pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts {
+    let user = url
+        .user
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "root".into());
+    let pass = url
+        .password
+        .clone()
+        .or_else(|| std::env::var("MYSQL_PWD").ok());
+    let db = Some(url.path.trim_matches('/').to_string()).filter(|d| !d.is_empty());
+    let pool_opts = PoolOpts::default()
+        .with_reset_connection(false)
+        .with_constraints(PoolConstraints::new(0, max_conns.max(1)).expect("0 <= max"));
+    OptsBuilder::default()
+        .ip_or_hostname(url.host.clone())
+        .tcp_port(url.port.unwrap_or(3306))
+        .user(Some(user))
+        .pass(pass)
+        .db_name(db)
+        .prefer_socket(false)
+        .stmt_cache_size(16)
+        .tcp_nodelay(true)
+        .conn_ttl(None)
+        .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10))
+        .pool_opts(pool_opts)
+        .into()
+}
+
+/// One line for a mysql_async error; the password is never in mysql_async's messages.
+pub fn explain(e: &mysql_async::Error, addr: &str) -> String {
+    match e {
+        mysql_async::Error::Server(s) => match s.code {
+            1045 => format!(
+                "{}: check the user and password (in the URL or MYSQL_PWD)",
+                s.message
+            ),
+            1146 => format!(
+                "{}: run `loadgen prepare <url>` to create and load the table",
+                s.message
+            ),
+            1049 => format!(
+                "{}: create it or name another database in the URL path",
+                s.message
+            ),
+            _ => format!("{} (error {})", s.message, s.code),
+        },
+        mysql_async::Error::Io(io) => {
+            let s = io.to_string();
+            if s.contains("refused") {
+                format!("cannot connect to {addr}: {s} (is the server running on that port?)")
+            } else {
+                format!("{addr}: {s}")
+            }
+        }
+        other => format!("{addr}: {other}"),
+    }
+}
+
+impl MysqlTarget {
+    pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
+        let opts = mysql_opts(url, plan.timeout, plan.connections + 1);
+        let sql = plan
+            .query
+            .clone()
+            .unwrap_or_else(|| DEFAULT_QUERY.to_string());
+        if sql.matches('?').count() != 1 {
+            return Err(SetupError(
+                "--query for MySQL needs exactly one ? for the key, like ... WHERE id = ?".into(),
+            ));
+        }
+        let simple = (plan.mode == Mode::Simple).then(|| {
+            let (a, b) = sql.split_once('?').expect("checked");
+            (a.to_string(), b.to_string())
+        });
+        Ok(MysqlTarget {
+            pool: Pool::new(opts.clone()),
+            opts,
+            sql,
+            simple,
+            verify: plan.verify,
+        })
+    }
+
+    fn addr(&self) -> String {
+        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
+    }
+}
+
+pub struct MysqlConn {
+    conn: mysql_async::Conn,
+    stmt: Statement,
+    simple: Option<(String, String)>,
+    verify: bool,
+    queued: Option<u64>,
+}
+
+impl Target for MysqlTarget {
+    type Conn = MysqlConn;
+
+    fn kind(&self) -> &'static str {
+        "mysql"
+    }
+
+    async fn connect(&self) -> Result<MysqlConn, LookupError> {
+        let addr = self.addr();
+        let fail =
+            |e: mysql_async::Error| LookupError::new(ErrorKind::Connect, true, explain(&e, &addr));
+        let mut conn = self.pool.get_conn().await.map_err(fail)?;
+        let stmt = conn.prep(&self.sql).await.map_err(fail)?;
+        Ok(MysqlConn {
+            conn,
+            stmt,
+            simple: self.simple.clone(),
+            verify: self.verify,
+            queued: None,
+        })
+    }
+
+    fn max_pipeline(&self) -> usize {
+        1
+    }
+
+    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        let name = if self.simple.is_some() {
+            "Com_select"
+        } else {
+            "Com_stmt_execute"
+        };
+        let v = global_status(&self.opts, name).await?;
+        Ok(Some(ServerCount {
+            value: v,
+            source: if self.simple.is_some() {
+                "global status Com_select"
+            } else {
+                "global status Com_stmt_execute"
+            },
+        }))
+    }
+}
+
+/// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
+/// Com_stmt_execute or Handler_read_key itself).
+pub async fn global_status(opts: &Opts, name: &str) -> Result<u64, String> {
+    let addr = format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port());
+    let mut c = mysql_async::Conn::new(opts.clone())
+        .await
+        .map_err(|e| explain(&e, &addr))?;
+    let row: Option<(String, String)> = c
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .await
+        .map_err(|e| explain(&e, &addr))?;
+    let _ = c.disconnect().await;
+    row.and_then(|(_, v)| v.parse().ok())
+        .ok_or_else(|| format!("{addr}: no global status {name}"))
+}
+
+impl Conn for MysqlConn {
+    fn send(&mut self, key: u64) {
+        self.queued = Some(key);
+    }
+
+    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
+        let key = self.queued.take().unwrap_or(key);
+        let r: Result<Option<Row>, mysql_async::Error> = match &self.simple {
+            Some((a, b)) => self.conn.query_first(format!("{a}{key}{b}")).await,
+            None => self.conn.exec_first(&self.stmt, (key,)).await,
+        };
+        match r {
+            Ok(None) => Ok(Outcome::Miss),
+            Ok(Some(row)) => {
+                if self.verify && !row_matches(&row, key) {
+                    return Err(LookupError::verify(key));
+                }
+                Ok(Outcome::Hit)
+            }
+            Err(mysql_async::Error::Server(s)) => Err(LookupError::server(format!(
+                "{} (error {})",
+                s.message, s.code
+            ))),
+            Err(e) => Err(LookupError::io(e.to_string())),
+        }
+    }
+}
+
+fn row_matches(row: &Row, key: u64) -> bool {
+    let text = |i: usize| match row.as_ref(i) {
+        Some(Value::Bytes(b)) => Some(b.clone()),
+        _ => None,
+    };
+    let created_ok = match row.as_ref(2) {
+        Some(Value::Date(y, mo, d, h, mi, s, _)) => {
+            crate::row::unix_of(
+                *y as i64, *mo as u32, *d as u32, *h as u32, *mi as u32, *s as u32,
+            ) == crate::row::created_unix(key)
+        }
+        Some(Value::Bytes(b)) => {
+            let mut want = Vec::new();
+            crate::row::write_created(&mut want, key);
+            *b == want
+        }
+        _ => false,
+    };
+    text(0).as_deref() == Some(crate::row::user_name(key).as_bytes())
+        && text(1).as_deref() == Some(crate::row::user_email(key).as_bytes())
+        && created_ok
+}

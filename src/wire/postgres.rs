@@ -1,0 +1,585 @@
+//! PostgreSQL extended query protocol, for one prepared lookup: Bind + Execute + Sync per key,
+//! replies parsed in place. Each lookup ends with its own Sync, so lookups pipeline and a server
+//! error in one of them ends at its own ReadyForQuery without disturbing the next.
+//! The handshake (startup, auth, Parse/Describe) lives in `target::pgwire`.
+
+use super::{Codec, Decoded, MAX_FRAME};
+use crate::outcome::{LookupError, Outcome};
+
+/// Name of the prepared statement `target::pgwire` parses on each connection.
+pub const STATEMENT: &str = "lg";
+
+/// Microseconds from the Unix epoch to the PostgreSQL epoch (2000-01-01 00:00:00).
+const PG_EPOCH_UNIX_SECS: i64 = 946_684_800;
+
+/// How the key is sent, from the statement's parameter type (ParameterDescription).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    Int2,
+    Int4,
+    Int8,
+    Text,
+}
+
+impl KeyType {
+    /// int2, int4, int8, text, varchar; None for any other type.
+    pub fn from_oid(oid: u32) -> Option<KeyType> {
+        match oid {
+            21 => Some(KeyType::Int2),
+            23 => Some(KeyType::Int4),
+            20 => Some(KeyType::Int8),
+            25 | 1043 => Some(KeyType::Text),
+            _ => None,
+        }
+    }
+
+    /// Bytes of the binary value; 0 for text (variable).
+    fn width(self) -> usize {
+        match self {
+            KeyType::Int2 => 2,
+            KeyType::Int4 => 4,
+            KeyType::Int8 => 8,
+            KeyType::Text => 0,
+        }
+    }
+}
+
+/// Encodes lookups of `lg` and decodes their replies. `verify` checks the `usr` row (see
+/// `row_matches`); it is defined for that data set only, as with the other drivers.
+pub struct PgCodec {
+    key_type: KeyType,
+    /// Bind + Execute + Sync with a zeroed key value (empty for text keys).
+    template: Vec<u8>,
+    /// Offset in `template` of the key value, right after its i32 length.
+    value_at: usize,
+}
+
+impl PgCodec {
+    pub fn new(key_type: KeyType) -> PgCodec {
+        let width = key_type.width();
+        let mut bind = vec![0u8]; // unnamed portal
+        bind.extend_from_slice(STATEMENT.as_bytes());
+        bind.push(0);
+        bind.extend_from_slice(&[0, 1, 0, 1]); // one parameter format: binary
+        bind.extend_from_slice(&[0, 1]); // one parameter
+        bind.extend_from_slice(&(width as i32).to_be_bytes());
+        let value_at = 5 + bind.len();
+        bind.resize(bind.len() + width, 0);
+        bind.extend_from_slice(&[0, 1, 0, 1]); // one result format for all columns: binary
+
+        let mut template = vec![b'B'];
+        template.extend_from_slice(&(4 + bind.len() as i32).to_be_bytes());
+        template.extend_from_slice(&bind);
+        // Execute the unnamed portal, all rows; then Sync.
+        template.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+        template.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+        PgCodec {
+            key_type,
+            template,
+            value_at,
+        }
+    }
+}
+
+impl Codec for PgCodec {
+    #[inline]
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        let start = out.len();
+        let at = start + self.value_at;
+        // Keys are cast like the tokio-postgres driver casts them (`key as i32`).
+        match self.key_type {
+            KeyType::Int2 => {
+                out.extend_from_slice(&self.template);
+                out[at..at + 2].copy_from_slice(&(key as i16).to_be_bytes());
+            }
+            KeyType::Int4 => {
+                out.extend_from_slice(&self.template);
+                out[at..at + 4].copy_from_slice(&(key as i32).to_be_bytes());
+            }
+            KeyType::Int8 => {
+                out.extend_from_slice(&self.template);
+                out[at..at + 8].copy_from_slice(&(key as i64).to_be_bytes());
+            }
+            KeyType::Text => {
+                // Binary text is the UTF-8 bytes: the decimal key, spliced in with its lengths.
+                let mut tmp = [0u8; 20];
+                let digits = decimal(key, &mut tmp);
+                let n = digits.len();
+                out.extend_from_slice(&self.template[..self.value_at]);
+                out.extend_from_slice(digits);
+                out.extend_from_slice(&self.template[self.value_at..]);
+                let bind_len = i32::from_be_bytes(self.template[1..5].try_into().unwrap());
+                out[start + 1..start + 5].copy_from_slice(&(bind_len + n as i32).to_be_bytes());
+                out[at - 4..at].copy_from_slice(&(n as i32).to_be_bytes());
+            }
+        }
+    }
+
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        let mut pos = 0;
+        let mut bound = false;
+        let mut done = false;
+        let mut row: Option<&[u8]> = None;
+        let mut error: Option<ServerError> = None;
+        // Stateless: a partial reply is parsed again from its start on the next call. Replies
+        // are ~100 bytes, so that is cheaper than carrying state across reads.
+        loop {
+            let Some(head) = buf.get(pos..pos + 5) else {
+                return Ok(None);
+            };
+            let len = i32::from_be_bytes([head[1], head[2], head[3], head[4]]);
+            if !(4..=MAX_FRAME as i32).contains(&len) {
+                return Err(LookupError::protocol(format!(
+                    "bad PostgreSQL message length {len} (type byte 0x{:02x})",
+                    head[0]
+                )));
+            }
+            let end = pos + 1 + len as usize;
+            let Some(body) = buf.get(pos + 5..end) else {
+                return Ok(None);
+            };
+            // After an ErrorResponse the server discards up to our Sync: expect only 'Z'.
+            match head[0] {
+                b'2' if !bound && error.is_none() => bound = true,
+                b'D' if bound && !done && error.is_none() => {
+                    // A --query may return several rows: a hit, and the first one is verified.
+                    row = row.or(Some(body));
+                }
+                b'C' if bound && !done && error.is_none() => done = true,
+                b'E' if error.is_none() => {
+                    let e = ServerError::parse(body);
+                    if e.ends_session() {
+                        // Say why now: the next read would only see the socket close.
+                        return Err(LookupError::io(format!(
+                            "the server ended the session: {e}"
+                        )));
+                    }
+                    error = Some(e);
+                }
+                b'Z' => {
+                    let result = if let Some(e) = error {
+                        Err(LookupError::server(e.to_string()))
+                    } else if !done {
+                        return Err(LookupError::protocol(
+                            "PostgreSQL reply out of step: ReadyForQuery before CommandComplete",
+                        ));
+                    } else {
+                        match row {
+                            None => Ok(Outcome::Miss),
+                            Some(r) if verify && !row_matches(r, key) => {
+                                Err(LookupError::verify(key))
+                            }
+                            Some(_) => Ok(Outcome::Hit),
+                        }
+                    };
+                    return Ok(Some((end, result)));
+                }
+                // Asynchronous messages may arrive at any time.
+                b'N' | b'S' | b'A' => {}
+                t => {
+                    return Err(LookupError::protocol(format!(
+                        "unexpected PostgreSQL message '{}' (0x{t:02x}) in a lookup reply",
+                        t.escape_ascii()
+                    )))
+                }
+            }
+            pos = end;
+        }
+    }
+}
+
+/// The fields of an ErrorResponse that loadgen shows: built on the error path only.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ServerError {
+    /// Non-localized severity (`V`, else `S`): ERROR, FATAL, PANIC.
+    pub severity: String,
+    /// SQLSTATE (`C`), e.g. 28P01.
+    pub code: String,
+    /// Primary message (`M`).
+    pub message: String,
+}
+
+impl ServerError {
+    /// Fields are (type byte, C string)*, then a 0 byte; malformed tails are ignored.
+    pub fn parse(body: &[u8]) -> ServerError {
+        let mut e = ServerError::default();
+        let mut rest = body;
+        while let [t, tail @ ..] = rest {
+            if *t == 0 {
+                break;
+            }
+            let Some(nul) = tail.iter().position(|&b| b == 0) else {
+                break;
+            };
+            let value = || String::from_utf8_lossy(&tail[..nul]).into_owned();
+            match t {
+                b'V' => e.severity = value(),
+                b'S' if e.severity.is_empty() => e.severity = value(),
+                b'C' => e.code = value(),
+                b'M' => e.message = value(),
+                _ => {}
+            }
+            rest = &tail[nul + 1..];
+        }
+        e
+    }
+
+    /// FATAL and PANIC end the session: no ReadyForQuery follows, the socket closes.
+    pub fn ends_session(&self) -> bool {
+        self.severity == "FATAL" || self.severity == "PANIC"
+    }
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (SQLSTATE {})", self.message, self.code)
+    }
+}
+
+/// The binary DataRow of the default query is the `usr` row for `key`: 3 columns,
+/// `user<key>`, `user<key>@example.com`, and `created` as i64 µs since 2000-01-01.
+/// No allocation: the digits go to a stack buffer.
+fn row_matches(body: &[u8], key: u64) -> bool {
+    let mut tmp = [0u8; 20];
+    let digits = decimal(key, &mut tmp);
+    let mut cols = Columns(body.get(2..).unwrap_or_default());
+    let created_us = (crate::row::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+    body.get(..2) == Some(&[0, 3])
+        && cols
+            .next()
+            .is_some_and(|n| n.strip_prefix(b"user") == Some(digits))
+        && cols.next().is_some_and(|e| {
+            e.strip_prefix(b"user")
+                .and_then(|e| e.strip_prefix(digits))
+                .is_some_and(|e| e == b"@example.com")
+        })
+        && cols.next() == Some(&created_us.to_be_bytes()[..])
+        && cols.0.is_empty()
+}
+
+/// Non-null column values of a DataRow after its column count (NULL or truncated: stops).
+struct Columns<'a>(&'a [u8]);
+
+impl<'a> Iterator for Columns<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = i32::from_be_bytes(self.0.get(..4)?.try_into().ok()?);
+        let value = self.0.get(4..4 + usize::try_from(len).ok()?)?;
+        self.0 = &self.0[4 + value.len()..];
+        Some(value)
+    }
+}
+
+/// Decimal digits of `n`, written right-aligned into `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorKind;
+    use bytes::{BufMut, BytesMut};
+    use postgres_protocol::message::frontend;
+    use postgres_protocol::IsNull;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(4 + body.len() as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn data_row(cols: &[&[u8]]) -> Vec<u8> {
+        let mut b = (cols.len() as i16).to_be_bytes().to_vec();
+        for c in cols {
+            b.extend_from_slice(&(c.len() as i32).to_be_bytes());
+            b.extend_from_slice(c);
+        }
+        msg(b'D', &b)
+    }
+
+    fn usr_row(key: u64) -> Vec<u8> {
+        let us = (crate::row::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        data_row(&[
+            format!("user{key}").as_bytes(),
+            format!("user{key}@example.com").as_bytes(),
+            &us.to_be_bytes(),
+        ])
+    }
+
+    fn reply(row: Option<Vec<u8>>) -> Vec<u8> {
+        let tag: &[u8] = if row.is_some() {
+            b"SELECT 1\0"
+        } else {
+            b"SELECT 0\0"
+        };
+        let mut r = msg(b'2', b"");
+        r.extend(row.unwrap_or_default());
+        r.extend(msg(b'C', tag));
+        r.extend(msg(b'Z', b"I"));
+        r
+    }
+
+    fn hit(key: u64) -> Vec<u8> {
+        reply(Some(usr_row(key)))
+    }
+
+    fn error_reply(severity: &str, code: &str, text: &str) -> Vec<u8> {
+        let body = format!("S{severity}\0V{severity}\0C{code}\0M{text}\0\0");
+        let mut r = msg(b'E', body.as_bytes());
+        r.extend(msg(b'Z', b"I"));
+        r
+    }
+
+    fn notice() -> Vec<u8> {
+        msg(b'N', b"SNOTICE\0VNOTICE\0C00000\0Mhello\0\0")
+    }
+
+    fn decode_all(buf: &[u8], key: u64) -> (usize, Result<Outcome, LookupError>) {
+        PgCodec::new(KeyType::Int4)
+            .decode(buf, key, true)
+            .unwrap()
+            .expect("complete")
+    }
+
+    /// What postgres-protocol itself encodes for the same lookup.
+    fn reference(key_bytes: &[u8]) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        frontend::bind(
+            "",
+            STATEMENT,
+            [1],
+            [key_bytes],
+            |v, buf: &mut BytesMut| {
+                buf.put_slice(v);
+                Ok(IsNull::No)
+            },
+            [1],
+            &mut b,
+        )
+        .map_err(|_| "bind")
+        .unwrap();
+        frontend::execute("", 0, &mut b).unwrap();
+        frontend::sync(&mut b);
+        b.to_vec()
+    }
+
+    #[test]
+    fn encode_matches_postgres_protocol_for_every_key_type() {
+        let key = 123_456u64;
+        for (kt, bytes) in [
+            (KeyType::Int2, (key as i16).to_be_bytes().to_vec()),
+            (KeyType::Int4, (key as i32).to_be_bytes().to_vec()),
+            (KeyType::Int8, (key as i64).to_be_bytes().to_vec()),
+            (KeyType::Text, b"123456".to_vec()),
+        ] {
+            let mut c = PgCodec::new(kt);
+            let mut out = b"prefix".to_vec();
+            c.encode(key, &mut out);
+            c.encode(key, &mut out); // appends, patching only its own bytes
+            let one = reference(&bytes);
+            assert_eq!(out, [&b"prefix"[..], &one, &one].concat(), "{kt:?}");
+        }
+        let mut out = Vec::new();
+        PgCodec::new(KeyType::Text).encode(0, &mut out);
+        assert_eq!(out, reference(b"0"));
+        let mut out = Vec::new();
+        PgCodec::new(KeyType::Text).encode(u64::MAX, &mut out);
+        assert_eq!(out, reference(u64::MAX.to_string().as_bytes()));
+    }
+
+    #[test]
+    fn hit_miss_and_verify() {
+        let r = hit(42);
+        let (n, out) = decode_all(&r, 42);
+        assert_eq!((n, out.unwrap()), (r.len(), Outcome::Hit));
+        let (_, out) = decode_all(&r, 43);
+        assert_eq!(out.unwrap_err().kind, ErrorKind::Verify);
+        // Without verify any row is a hit.
+        let mut c = PgCodec::new(KeyType::Int4);
+        let (_, out) = c.decode(&r, 43, false).unwrap().unwrap();
+        assert_eq!(out.unwrap(), Outcome::Hit);
+
+        let r = reply(None);
+        let (n, out) = decode_all(&r, 7);
+        assert_eq!((n, out.unwrap()), (r.len(), Outcome::Miss));
+    }
+
+    #[test]
+    fn verify_rejects_other_shapes() {
+        let us = (crate::row::created_unix(5) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        for row in [
+            data_row(&[b"user5", b"user5@example.com"]),
+            data_row(&[b"user5", b"user5@example.org", &us.to_be_bytes()]),
+            data_row(&[b"user5", b"user5@example.com", &(us + 1).to_be_bytes()]),
+            data_row(&[b"user5", b"user5@example.com", &us.to_be_bytes(), b""]),
+            data_row(&[b"user55", b"user5@example.com", &us.to_be_bytes()]),
+        ] {
+            let (_, out) = decode_all(&reply(Some(row)), 5);
+            assert_eq!(out.unwrap_err().kind, ErrorKind::Verify);
+        }
+        // NULL column (length -1).
+        let mut b = 3i16.to_be_bytes().to_vec();
+        b.extend_from_slice(&(-1i32).to_be_bytes());
+        let (_, out) = decode_all(&reply(Some(msg(b'D', &b))), 5);
+        assert_eq!(out.unwrap_err().kind, ErrorKind::Verify);
+    }
+
+    #[test]
+    fn error_mid_pipeline_then_a_hit() {
+        let mut buf = error_reply("ERROR", "22003", "integer out of range");
+        let first = buf.len();
+        buf.extend(hit(9));
+        let mut c = PgCodec::new(KeyType::Int4);
+        let (n, out) = c.decode(&buf, 8, true).unwrap().unwrap();
+        assert_eq!(n, first);
+        let e = out.unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Server, false));
+        assert_eq!(e.message, "integer out of range (SQLSTATE 22003)");
+        let (m, out) = c.decode(&buf[n..], 9, true).unwrap().unwrap();
+        assert_eq!((n + m, out.unwrap()), (buf.len(), Outcome::Hit));
+    }
+
+    #[test]
+    fn error_after_rows_is_a_server_error() {
+        let mut r = msg(b'2', b"");
+        r.extend(usr_row(3));
+        r.extend(error_reply("ERROR", "22012", "division by zero"));
+        let (n, out) = decode_all(&r, 3);
+        assert_eq!(n, r.len());
+        assert_eq!(out.unwrap_err().kind, ErrorKind::Server);
+    }
+
+    #[test]
+    fn fatal_error_ends_the_connection_at_once() {
+        let body =
+            b"SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0";
+        let e = PgCodec::new(KeyType::Int4)
+            .decode(&msg(b'E', body), 1, false)
+            .unwrap_err();
+        assert!(e.fatal);
+        assert!(e.message.contains("57P01"), "{}", e.message);
+    }
+
+    #[test]
+    fn async_messages_are_ignored_anywhere() {
+        let status = msg(b'S', b"TimeZone\0UTC\0");
+        let notify = msg(b'A', b"\0\0\0\x01chan\0payload\0");
+        let parts = [
+            msg(b'2', b""),
+            usr_row(11),
+            msg(b'C', b"SELECT 1\0"),
+            msg(b'Z', b"I"),
+        ];
+        let mut buf = notice();
+        for p in &parts {
+            buf.extend(p);
+            buf.extend(notice());
+            buf.extend(&status);
+            buf.extend(&notify);
+        }
+        // Trailing async messages belong to the next reply; this one ends at its 'Z'.
+        let (n, out) = decode_all(&buf, 11);
+        assert_eq!(out.unwrap(), Outcome::Hit);
+        assert_eq!(&buf[n..], [notice(), status, notify].concat());
+    }
+
+    #[test]
+    fn three_pipelined_replies_split_at_every_byte() {
+        let keys = [1u64, 2_000_000, 3];
+        let whole = [hit(1), reply(None), notice(), hit(3)].concat();
+        let want = [Outcome::Hit, Outcome::Miss, Outcome::Hit];
+        for cut in 0..=whole.len() {
+            // Bytes arrive in two reads, split at `cut`; parsed replies are dropped from the front.
+            let mut c = PgCodec::new(KeyType::Int4);
+            let mut buf = whole[..cut].to_vec();
+            let mut got = Vec::new();
+            for arrived in [true, false] {
+                while got.len() < keys.len() {
+                    match c.decode(&buf, keys[got.len()], true).unwrap() {
+                        Some((n, out)) => {
+                            got.push(out.unwrap());
+                            buf.drain(..n);
+                        }
+                        None => break,
+                    }
+                }
+                if arrived {
+                    buf.extend_from_slice(&whole[cut..]);
+                }
+            }
+            assert_eq!(got, want, "cut at {cut}");
+            assert!(buf.is_empty());
+        }
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        let mut c = PgCodec::new(KeyType::Int4);
+        for bad in [
+            b"HTTP/1.1 200 OK\r\n".to_vec(),
+            msg(b'T', b"\0\0"),          // RowDescription: not asked for
+            [b'2', 0, 0, 0, 3].to_vec(), // length below 4
+            [b'D', 0x7f, 0xff, 0xff, 0xff].to_vec(), // length above MAX_FRAME
+            [msg(b'C', b"SELECT 0\0"), msg(b'Z', b"I")].concat(), // no BindComplete
+            msg(b'Z', b"I"),             // out of step
+            [msg(b'2', b""), msg(b'Z', b"I")].concat(), // no CommandComplete
+            [msg(b'2', b""), msg(b'2', b"")].concat(), // BindComplete twice
+        ] {
+            let e = c.decode(&bad, 1, true).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
+        }
+        // Incomplete is not an error.
+        assert!(c.decode(&hit(1)[..7], 1, true).unwrap().is_none());
+        assert!(c.decode(b"", 1, true).unwrap().is_none());
+    }
+
+    #[test]
+    fn server_error_fields() {
+        let e = ServerError::parse(
+            b"SERREUR\0VERROR\0C28P01\0Mpassword authentication failed for user \"x\"\0\0",
+        );
+        assert_eq!(e.severity, "ERROR");
+        assert_eq!(e.code, "28P01");
+        assert!(!e.ends_session());
+        assert_eq!(ServerError::parse(b"Cxx"), ServerError::default());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+                                    key in 0u64..3_000_000, verify in proptest::bool::ANY) {
+            let mut c = PgCodec::new(KeyType::Int8);
+            if let Ok(Some((n, _))) = c.decode(&bytes, key, verify) {
+                proptest::prop_assert!(n <= bytes.len());
+            }
+            // Also behind a valid prefix, so the parser gets past the first message.
+            let mut buf = msg(b'2', b"");
+            buf.extend(&bytes);
+            let _ = c.decode(&buf, key, verify);
+            let _ = ServerError::parse(&bytes);
+        }
+
+        #[test]
+        fn random_well_framed_messages_never_panic(
+            msgs in proptest::collection::vec(
+                (proptest::sample::select(b"2DCEZNSAT1".to_vec()),
+                 proptest::collection::vec(proptest::num::u8::ANY, 0..40)),
+                0..8),
+            key in 0u64..3_000_000) {
+            let buf: Vec<u8> = msgs.iter().flat_map(|(t, b)| msg(*t, b)).collect();
+            if let Ok(Some((n, _))) = PgCodec::new(KeyType::Int4).decode(&buf, key, true) {
+                proptest::prop_assert!(n <= buf.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Helpers for the integration tests: run the real binary, read its JSON, reach the servers that
+//! scripts/servers.sh started (their URLs come from `scripts/servers.sh env`).
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_loadgen")
+}
+
+/// The URL of a server from the environment. Under scripts/test.sh (LOADGEN_REQUIRE_SERVERS=1)
+/// a missing server fails the test; a bare `cargo test` skips it with a note.
+pub fn server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            if std::env::var("LOADGEN_REQUIRE_SERVERS").is_ok() {
+                panic!("{var} is not set: run the tests through scripts/test.sh, which starts the servers");
+            }
+            eprintln!("skipped: {var} is not set (scripts/test.sh starts the servers and sets it)");
+            None
+        }
+    }
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("loadgen runs")
+}
+
+/// `loadgen run ARGS --format json -o - -q`, returning (exit code, document, stderr).
+pub fn run_json(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json", "-o", "-", "-q"]);
+    let out = run(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}); stderr: {stderr}"));
+    (out.status.code().unwrap_or(-1), doc, stderr)
+}
+
+pub fn u(v: &Value, path: &str) -> u64 {
+    let mut cur = v;
+    for p in path.split('.') {
+        cur = match p.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[p],
+        };
+    }
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("{path} is not an integer: {cur}"))
+}
+
+pub fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for p in path.split('.') {
+        cur = match p.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[p],
+        };
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
+}
+
+/// Runs psql against the test PostgreSQL and returns its trimmed output.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-XAtqc", sql])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Validates a result document against schemas/result.schema.json.
+pub fn assert_schema_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../schemas/result.schema.json"))
+        .expect("schema parses");
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema: {errors:?}"
+    );
+}

@@ -1,0 +1,121 @@
+//! PostgreSQL, for real: conservation against pg_stat_statements, --verify, misses, bad password.
+
+mod common;
+use common::*;
+
+#[test]
+fn exact_request_count_is_what_postgres_executed() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "16"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 20000);
+    assert_eq!(u(r, "hits"), 20000);
+    assert_eq!(u(r, "error_total"), 0);
+    // PostgreSQL's own count of executions of the lookup over the run.
+    let so = &r["server_observed"];
+    assert_eq!(so["source"], "pg_stat_statements.calls");
+    assert_eq!(u(so, "delta"), 20000, "{so}");
+    assert_eq!(so["matches"], true);
+    assert_schema_valid(&doc);
+}
+
+#[test]
+fn verify_over_the_full_key_range_finds_every_row_correct() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    // seq with -n equal to the range: every key once, checked column by column.
+    let (code, doc, err) = run_json(&[
+        &url, "-n", "1000000", "--dist", "seq", "--verify", "-c", "32", "-p", "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 1_000_000);
+    assert_eq!(u(r, "errors.verify"), 0);
+    assert_eq!(u(r, "error_total"), 0);
+}
+
+#[test]
+fn simple_mode_verifies_too() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let (code, doc, err) = run_json(&[
+        &url, "-n", "2000", "--mode", "simple", "--verify", "-c", "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 2000);
+}
+
+#[test]
+fn keys_outside_the_loaded_range_are_misses_not_errors() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let (code, doc, err) = run_json(&[&url, "-n", "5000", "--keys", "2000001-3000000", "-c", "8"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "misses"), 5000);
+    assert_eq!(u(r, "hits"), 0);
+    assert_eq!(u(r, "error_total"), 0);
+}
+
+#[test]
+fn wrong_password_exits_2_naming_the_cause_without_the_password() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let bad = url.replacen(
+        "postgres://loadgen@",
+        "postgres://loadgen:Wr0ngPassw0rd@",
+        1,
+    );
+    let out = run(&["run", &bad, "-n", "10", "-o", "-"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("password authentication failed"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("Wr0ngPassw0rd") && !stdout.contains("Wr0ngPassw0rd"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+#[test]
+fn missing_table_says_to_run_prepare() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let out = run(&[
+        "run",
+        &url,
+        "-n",
+        "10",
+        "-o",
+        "-",
+        "--query",
+        "SELECT 1 FROM no_such_table WHERE id = $1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("loadgen prepare"), "{stderr}");
+}
+
+#[test]
+fn pipelined_run_counts_exactly() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let (code, doc, err) = run_json(&[&url, "-n", "30000", "-c", "4", "-p", "16"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 30000);
+    assert_eq!(u(&r["server_observed"], "delta"), 30000);
+}
