@@ -10,7 +10,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadgen::app::{self, Format, RunOptions};
 use loadgen::keys::Dist;
 use loadgen::pacer::Arrival;
-use loadgen::plan::{parse_count, parse_duration, parse_key_range, Mode, Plan, Stop};
+use loadgen::plan::{
+    parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
+};
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +34,21 @@ enum Cmd {
     Prepare(PrepareArgs),
     /// Run the embedded HTTP key-value server on its own (GET /usr/<id>, GET /stats).
     Serve(ServeArgs),
+    /// Merge result files from several generators: summed counts, exact percentiles from the merged histograms.
+    Merge(MergeArgs),
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// Result JSON files written by `loadgen run`.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Merged result file [default: print only]; "-" writes no file.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
 }
 
 #[derive(Args)]
@@ -104,6 +121,24 @@ struct RunArgs {
     /// No progress lines on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Serve Prometheus metrics on this address while running (GET /metrics), e.g. 127.0.0.1:9464.
+    #[arg(long)]
+    metrics: Option<String>,
+    /// Keep serving metrics this long after the run, so the last values are scraped.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    metrics_linger: Duration,
+    /// Extra label on every metric, KEY=VALUE (repeatable).
+    #[arg(long)]
+    run_label: Vec<String>,
+    /// Name of this generator in results and metrics, when several run together.
+    #[arg(long)]
+    instance: Option<String>,
+    /// Start at this time (RFC 3339, e.g. 2026-12-02T17:40:00Z), so generators on several machines begin together.
+    #[arg(long, value_parser = parse_rfc3339)]
+    start_at: Option<f64>,
+    /// Also write the latency as an HdrHistogram interval log (V2, compressed) to this file.
+    #[arg(long)]
+    hdr_log: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -152,6 +187,7 @@ fn main() {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Prepare(a) => cmd_prepare(a),
         Cmd::Serve(a) => cmd_serve(a),
+        Cmd::Merge(a) => cmd_merge(a),
     };
     std::process::exit(match code {
         Ok(c) => c,
@@ -233,7 +269,11 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         format,
         progress: !a.quiet,
         embedded_rows: a.keys,
-        on_interval: None,
+        hooks: Vec::new(),
+        instance: a.instance.clone(),
+        metrics: metrics_config(&a)?,
+        hdr_log: a.hdr_log.clone(),
+        start_at: a.start_at,
     };
     let rt = runtime()?;
     let out = rt.block_on(async {
@@ -292,5 +332,52 @@ fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
     rt.block_on(async {
         let _ = tokio::signal::ctrl_c().await;
     });
+    Ok(0)
+}
+
+fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>, String> {
+    let Some(addr) = &a.metrics else {
+        if !a.run_label.is_empty() {
+            return Err("--run-label needs --metrics ADDR".into());
+        }
+        return Ok(None);
+    };
+    let mut labels = Vec::new();
+    for l in &a.run_label {
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| format!("bad --run-label '{l}': use KEY=VALUE"))?;
+        let ok = !k.is_empty()
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !k.starts_with(|c: char| c.is_ascii_digit())
+            && !k.starts_with("__");
+        if !ok {
+            return Err(format!("bad --run-label key '{k}': use letters, digits and _ (not starting with a digit or __)"));
+        }
+        labels.push((k.to_string(), v.to_string()));
+    }
+    Ok(Some(loadgen::metrics::MetricsConfig {
+        addr: addr.clone(),
+        linger: a.metrics_linger,
+        labels,
+        instance: a.instance.clone(),
+    }))
+}
+
+fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
+    let merged = loadgen::merge::merge_files(&a.files)?;
+    match a.format {
+        FormatArg::Text => print!("{}", loadgen::report::text::render(&merged)),
+        FormatArg::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&merged).expect("result serializes")
+        ),
+    }
+    if let Some(p) = a.output.filter(|p| p.as_os_str() != "-") {
+        let json = serde_json::to_vec_pretty(&merged).expect("result serializes");
+        loadgen::report::write_atomic(&p, &json)
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        eprintln!("loadgen: merged result written to {}", p.display());
+    }
     Ok(0)
 }

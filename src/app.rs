@@ -4,8 +4,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-
 use tokio::sync::watch;
 
 use crate::dispatch::{run_target, Embedded};
@@ -29,7 +27,16 @@ pub struct RunOptions {
     pub progress: bool,
     /// Rows of the embedded server.
     pub embedded_rows: (u64, u64),
-    pub on_interval: Option<Arc<dyn Fn(&crate::run::IntervalView) + Send + Sync>>,
+    /// Per-interval hooks (metrics, interval log); see `run::IntervalView`.
+    pub hooks: Vec<crate::run::Hook>,
+    /// Label of this generator in results and metrics (`--instance`).
+    pub instance: Option<String>,
+    /// Serve Prometheus metrics while running (`--metrics`).
+    pub metrics: Option<crate::metrics::MetricsConfig>,
+    /// Write an HdrHistogram interval log here (`--hdr-log`).
+    pub hdr_log: Option<PathBuf>,
+    /// Begin at this Unix time, seconds (`--start-at`), so several generators start together.
+    pub start_at: Option<f64>,
 }
 
 pub struct Outcome {
@@ -95,10 +102,67 @@ pub fn stop_on_signals() -> watch::Receiver<bool> {
 
 pub async fn execute(
     plan: &Plan,
-    opts: RunOptions,
+    mut opts: RunOptions,
     stop: watch::Receiver<bool>,
 ) -> Result<Outcome, SetupError> {
     plan.validate()?;
+    // Bind the metrics port and create the log before anything runs: a taken port is a setup error.
+    let exporter = match opts.metrics.take() {
+        Some(cfg) => Some(
+            crate::metrics::Exporter::start(cfg)
+                .await
+                .map_err(SetupError)?,
+        ),
+        None => None,
+    };
+    if let Some(e) = &exporter {
+        opts.hooks.push(e.hook());
+    }
+    let hdr_log = match &opts.hdr_log {
+        Some(p) => Some(crate::hdrlog::IntervalLog::create(p).map_err(SetupError)?),
+        None => None,
+    };
+    if let Some(l) = &hdr_log {
+        opts.hooks.push(l.hook());
+    }
+    if let Some(at) = opts.start_at {
+        wait_until(at, opts.progress, stop.clone()).await;
+    }
+    let result = execute_targets(plan, &opts, stop).await;
+    if let Some(l) = &hdr_log {
+        if let Err(e) = l.finish() {
+            eprintln!("loadgen: {e}");
+        }
+    }
+    if let Some(e) = exporter {
+        e.finish().await;
+    }
+    result
+}
+
+/// Sleeps until Unix time `at` (or Ctrl-C).
+async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    if at <= now {
+        return;
+    }
+    if progress {
+        eprintln!("loadgen: waiting {:.1}s for --start-at", at - now);
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(std::time::Duration::from_secs_f64(at - now)) => {}
+        _ = stop.changed() => {}
+    }
+}
+
+async fn execute_targets(
+    plan: &Plan,
+    opts: &RunOptions,
+    stop: watch::Receiver<bool>,
+) -> Result<Outcome, SetupError> {
     let mut targets = opts.targets.clone();
     let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
         if targets.is_empty() {
@@ -122,10 +186,11 @@ pub async fn execute(
     } else {
         None
     };
-    let control = Control {
+    let mut control = Control {
         stop: stop.clone(),
         progress: opts.progress,
-        on_interval: opts.on_interval.clone(),
+        target_index: 0,
+        hooks: opts.hooks.clone(),
     };
     let mut file = ResultFile {
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -133,14 +198,16 @@ pub async fn execute(
         interrupted: false,
         settings: settings_of(plan),
         machine: Machine::here(),
+        instance: opts.instance.clone(),
         runs: Vec::new(),
     };
     let mut path: Option<PathBuf> = None;
     let mut exit_code = 0;
-    for t in &targets {
+    for (i, t) in targets.iter().enumerate() {
         if *stop.borrow() {
             break;
         }
+        control.target_index = i;
         if opts.progress && targets.len() > 1 {
             eprintln!("loadgen: running {}", crate::target::url::redact_str(t));
         }
@@ -150,7 +217,7 @@ pub async fn execute(
             Err(e) => {
                 // Keep what earlier targets measured, then report the setup error.
                 if !file.runs.is_empty() {
-                    write_result(&file, &opts, &mut path);
+                    write_result(&file, opts, &mut path);
                 }
                 return Err(e);
             }
@@ -160,7 +227,7 @@ pub async fn execute(
         }
         file.interrupted |= r.interrupted;
         file.runs.push(r);
-        write_result(&file, &opts, &mut path);
+        write_result(&file, opts, &mut path);
     }
     Ok(Outcome {
         file,

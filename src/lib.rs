@@ -12,7 +12,10 @@
 
 pub mod app;
 pub mod dispatch;
+pub mod hdrlog;
 pub mod keys;
+pub mod merge;
+pub mod metrics;
 pub mod outcome;
 pub mod pacer;
 pub mod plan;

@@ -218,9 +218,92 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         .ok_or_else(bad)
 }
 
+/// RFC 3339 time (`2026-12-02T17:40:00Z`, `2026-12-02T18:40:00.5+01:00`) as Unix seconds.
+pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
+    let bad = || format!("bad time '{s}': use RFC 3339 like 2026-12-02T17:40:00Z");
+    let b = s.trim().as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return Err(bad());
+    }
+    let num = |r: std::ops::Range<usize>| -> Result<u32, String> {
+        std::str::from_utf8(&b[r])
+            .ok()
+            .filter(|t| t.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(bad)
+    };
+    let (y, mo, d, h, mi, sec) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return Err(bad());
+    }
+    let mut i = 19;
+    let mut frac = 0.0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        frac = std::str::from_utf8(&b[start - 1..i])
+            .ok()
+            .and_then(|t| format!("0{t}").parse::<f64>().ok())
+            .ok_or_else(bad)?;
+    }
+    let offset = match &b[i..] {
+        b"Z" | b"z" => 0i64,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let hh = (*h1 - b'0') as i64 * 10 + (*h2 - b'0') as i64;
+            let mm = (*m1 - b'0') as i64 * 10 + (*m2 - b'0') as i64;
+            let o = hh * 3600 + mm * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return Err(bad()),
+    };
+    let unix = crate::row::unix_of(y as i64, mo, d, h, mi, sec) - offset;
+    Ok(unix as f64 + frac)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_times() {
+        assert_eq!(
+            parse_rfc3339("2010-02-03T11:22:33Z").unwrap(),
+            1_265_196_153.0
+        );
+        assert_eq!(
+            parse_rfc3339("2010-02-03T12:22:33.5+01:00").unwrap(),
+            1_265_196_153.5
+        );
+        for bad in [
+            "2010-02-03",
+            "2010-02-03T11:22:33",
+            "2010-13-03T11:22:33Z",
+            "yesterday",
+            "2010-02-03T11:22:33+1",
+        ] {
+            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

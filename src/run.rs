@@ -23,13 +23,30 @@ pub struct Control {
     pub stop: watch::Receiver<bool>,
     /// Print a progress line to stderr every interval.
     pub progress: bool,
-    /// Called with the merged totals after every interval (the Prometheus collector).
-    pub on_interval: Option<Arc<dyn Fn(&IntervalView) + Send + Sync>>,
+    /// Position of the target in a multi-target run.
+    pub target_index: usize,
+    /// Called with the merged totals after every interval (Prometheus exporter, interval log).
+    pub hooks: Vec<Hook>,
 }
 
-/// What the metrics exporter sees after each interval.
+pub type Hook = Arc<dyn Fn(&IntervalView) + Send + Sync>;
+
+/// What the hooks see after each interval.
 pub struct IntervalView<'a> {
+    /// The redacted target URL (never use it as a metric label: use `kind`).
     pub target: &'a str,
+    /// `postgres`, `mysql`, `hs`, `memcache`, `http`, `embedded`.
+    pub kind: &'a str,
+    /// Position of this target in the run (0-based), to tell apart two targets of one kind.
+    pub target_index: usize,
+    /// Interval bounds, seconds since the run's start; `warm` when it lies in the warm-up.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub warm: bool,
+    /// The final interval of this target's run.
+    pub last: bool,
+    /// Unix time of the run's start, seconds.
+    pub run_start_unix: f64,
     pub totals: &'a Totals,
     pub interval: &'a Totals,
     pub interval_s: f64,
@@ -71,6 +88,10 @@ pub async fn run<T: Target>(
     let started_at = crate::report::now_rfc3339();
 
     let start = Instant::now();
+    let run_start_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     let warm_ns = plan.warmup.as_nanos() as u64;
     let end_ns = match plan.stop {
         Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
@@ -147,9 +168,17 @@ pub async fn run<T: Target>(
             if control.progress {
                 eprintln!("{}", row.progress_line(&iv, len_s));
             }
-            if let Some(f) = &control.on_interval {
+            let last = pending.is_empty() && (0..nthreads).all(|i| done[i]);
+            for f in &control.hooks {
                 f(&IntervalView {
                     target: label,
+                    kind: target.kind(),
+                    target_index: control.target_index,
+                    start_s: t_start as f64 / 1e9,
+                    end_s: t_end as f64 / 1e9,
+                    warm,
+                    last,
+                    run_start_unix,
                     totals: &totals,
                     interval: &iv,
                     interval_s: len_s,

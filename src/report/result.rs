@@ -15,6 +15,9 @@ pub struct ResultFile {
     pub interrupted: bool,
     pub settings: Settings,
     pub machine: Machine,
+    /// `--instance`: which generator wrote this (when several run together).
+    #[serde(default)]
+    pub instance: Option<String>,
     pub runs: Vec<RunResult>,
 }
 

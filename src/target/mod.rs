@@ -6,6 +6,7 @@ pub mod handlersocket;
 pub mod http;
 pub mod memcached;
 pub mod mysql;
+pub mod pgwire;
 pub mod postgres;
 pub mod stream;
 pub mod url;

@@ -1,0 +1,266 @@
+//! PostgreSQL without a client library on the hot path (`?driver=wire`): the request loop owns
+//! the socket (`StreamConn<PgCodec>`), so a lookup costs one memcpy to encode and an in-place
+//! parse of the reply, with no connection task, channel hop or wakeup in between.
+//! The handshake here (startup, trust/cleartext/MD5/SCRAM-SHA-256 auth, Parse + Describe of the
+//! statement) uses postgres-protocol's encoders and parser; settings and error messages are the
+//! tokio-postgres driver's (`target::postgres`). Prepared mode only: `--mode simple` is refused.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use postgres_protocol::authentication::md5_hash;
+use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::message::backend::{Header, Message};
+use postgres_protocol::message::frontend;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::fallible_iterator::FallibleIterator;
+use tokio_postgres::types::Type;
+
+use crate::outcome::{ErrorKind, LookupError};
+use crate::plan::{Mode, Plan};
+use crate::target::postgres::{explain_db, lookup_sql, pg_config, stat_calls};
+use crate::target::stream::{connect_error, StreamConn};
+use crate::target::{ServerCount, SetupError, Target, TargetUrl};
+use crate::wire::postgres::{KeyType, PgCodec, ServerError, STATEMENT};
+use crate::wire::MAX_FRAME;
+
+/// No Debug: `config` holds the password.
+pub struct PgWireTarget {
+    addr: String,
+    /// User, password and database as the tokio-postgres driver resolves them (URL, PG* env).
+    config: tokio_postgres::Config,
+    sql: String,
+    verify: bool,
+    timeout: Duration,
+    label: String,
+}
+
+impl PgWireTarget {
+    pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
+        if plan.mode == Mode::Simple {
+            return Err(SetupError(
+                "the wire driver only runs prepared lookups; use ?driver=tokio for --mode simple"
+                    .into(),
+            ));
+        }
+        Ok(PgWireTarget {
+            addr: url.host_port(5432),
+            config: pg_config(url, plan.timeout),
+            sql: lookup_sql(plan)?,
+            verify: plan.verify,
+            timeout: plan.timeout,
+            label: url.redacted(),
+        })
+    }
+
+    async fn open(&self) -> Result<StreamConn<PgCodec>, LookupError> {
+        let sock = TcpStream::connect(&self.addr)
+            .await
+            .map_err(|e| connect_error(&self.addr, &e))?;
+        let mut s = Session {
+            sock,
+            rbuf: BytesMut::with_capacity(4096),
+            wbuf: BytesMut::with_capacity(512),
+        };
+        let user = self.config.get_user().unwrap_or_default();
+        let db = self.config.get_dbname().unwrap_or(user);
+        frontend::startup_message(
+            [
+                ("user", user),
+                ("database", db),
+                ("application_name", "loadgen"),
+                ("client_encoding", "UTF8"),
+            ],
+            &mut s.wbuf,
+        )
+        .map_err(|e| fail(format!("bad user or database name: {e}")))?;
+        s.send().await?;
+        self.authenticate(&mut s, user).await?;
+        // ParameterStatus and BackendKeyData (skipped by recv), then ReadyForQuery.
+        while !matches!(s.recv().await?, Message::ReadyForQuery(_)) {}
+
+        frontend::parse(STATEMENT, &self.sql, [], &mut s.wbuf)
+            .map_err(|e| fail(format!("bad --query: {e}")))?;
+        frontend::describe(b'S', STATEMENT, &mut s.wbuf).expect("no NUL in the name");
+        frontend::sync(&mut s.wbuf);
+        s.send().await?;
+        let mut key_type = Err(fail("the server did not describe the statement"));
+        loop {
+            match s.recv().await? {
+                Message::ParameterDescription(body) => {
+                    let types: Vec<u32> = body.parameters().collect().map_err(protocol)?;
+                    key_type = key_type_of(&types);
+                }
+                Message::ReadyForQuery(_) => break,
+                // ParseComplete, RowDescription or NoData (a --query that returns no rows)
+                _ => {}
+            }
+        }
+        Ok(StreamConn::new(
+            s.sock,
+            PgCodec::new(key_type?),
+            self.verify,
+        ))
+    }
+
+    async fn authenticate(&self, s: &mut Session, user: &str) -> Result<(), LookupError> {
+        let password = || {
+            self.config.get_password().ok_or_else(|| {
+                fail(format!("the server asks for a password for user \"{user}\": set it in the URL or PGPASSWORD"))
+            })
+        };
+        loop {
+            match s.recv().await? {
+                Message::AuthenticationOk => return Ok(()),
+                Message::AuthenticationCleartextPassword => {
+                    frontend::password_message(password()?, &mut s.wbuf).map_err(protocol)?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let hash = md5_hash(user.as_bytes(), password()?, body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut s.wbuf).map_err(protocol)?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let mut offered = body.mechanisms();
+                    if !offered.any(|m| Ok(m == SCRAM_SHA_256)).map_err(protocol)? {
+                        return Err(fail("the server offers no SASL mechanism loadgen supports (SCRAM-SHA-256 without channel binding)"));
+                    }
+                    scram(s, password()?).await?;
+                    continue; // the server's next message is AuthenticationOk or an error
+                }
+                _ => {
+                    return Err(fail(
+                        "the server asks for an authentication method loadgen does not support (trust, password, md5 and scram-sha-256 are)",
+                    ))
+                }
+            }
+            s.send().await?;
+        }
+    }
+}
+
+/// SCRAM-SHA-256 (RFC 5802/7677) without channel binding: we speak plain TCP, never TLS.
+async fn scram(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
+    let mut scram = ScramSha256::new(password, ChannelBinding::unsupported());
+    frontend::sasl_initial_response(SCRAM_SHA_256, scram.message(), &mut s.wbuf)
+        .map_err(protocol)?;
+    s.send().await?;
+    let Message::AuthenticationSaslContinue(body) = s.recv().await? else {
+        return Err(fail("unexpected reply in the SCRAM exchange"));
+    };
+    scram.update(body.data()).map_err(protocol)?;
+    frontend::sasl_response(scram.message(), &mut s.wbuf).map_err(protocol)?;
+    s.send().await?;
+    // A wrong password is an ErrorResponse here (28P01), turned into a message by recv.
+    let Message::AuthenticationSaslFinal(body) = s.recv().await? else {
+        return Err(fail("unexpected reply in the SCRAM exchange"));
+    };
+    scram
+        .finish(body.data())
+        .map_err(|e| fail(format!("the server failed SCRAM verification: {e}")))
+}
+
+/// The key's encoding from the statement's parameter types; errors say what to change.
+fn key_type_of(types: &[u32]) -> Result<KeyType, LookupError> {
+    match types {
+        [] => Err(fail("--query has no parameter $1")),
+        [oid] => KeyType::from_oid(*oid).ok_or_else(|| {
+            let name = Type::from_oid(*oid).map_or_else(|| format!("oid {oid}"), |t| t.to_string());
+            fail(format!(
+                "the key parameter $1 has type {name}; use an integer or text key column"
+            ))
+        }),
+        more => Err(fail(format!(
+            "--query has {} parameters; it must have exactly one, $1",
+            more.len()
+        ))),
+    }
+}
+
+/// The socket during the handshake, before it becomes a `StreamConn`.
+struct Session {
+    sock: TcpStream,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+}
+
+impl Session {
+    async fn send(&mut self) -> Result<(), LookupError> {
+        self.sock
+            .write_all(&self.wbuf)
+            .await
+            .map_err(|e| fail(format!("cannot send the startup: {e}")))?;
+        self.wbuf.clear();
+        Ok(())
+    }
+
+    /// The next message that matters: notices and parameter statuses are skipped, and an
+    /// ErrorResponse becomes the same one-line message the tokio-postgres driver gives.
+    async fn recv(&mut self) -> Result<Message, LookupError> {
+        loop {
+            // Bound the length first: Message::parse would wait for a 2 GB "message" from a
+            // server that is not PostgreSQL.
+            if let Ok(Some(h)) = Header::parse(&self.rbuf) {
+                if h.len() as usize > MAX_FRAME {
+                    return Err(fail("the server's reply is not PostgreSQL protocol (is this a PostgreSQL port?)"));
+                }
+                if h.tag() == b'E' && self.rbuf.len() > h.len() as usize {
+                    let e = ServerError::parse(&self.rbuf[5..h.len() as usize + 1]);
+                    let code = SqlState::from_code(&e.code);
+                    return Err(fail(explain_db(&code, &e.message, "lookup")));
+                }
+            }
+            match Message::parse(&mut self.rbuf).map_err(protocol)? {
+                Some(Message::NoticeResponse(_))
+                | Some(Message::ParameterStatus(_))
+                | Some(Message::BackendKeyData(_))
+                | Some(Message::NotificationResponse(_)) => continue,
+                Some(m) => return Ok(m),
+                None => {}
+            }
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| fail(format!("connection lost during startup: {e}")))?;
+            if n == 0 {
+                return Err(fail("the server closed the connection during startup"));
+            }
+        }
+    }
+}
+
+fn fail(msg: impl Into<String>) -> LookupError {
+    LookupError::new(ErrorKind::Connect, true, msg)
+}
+
+fn protocol(e: std::io::Error) -> LookupError {
+    fail(format!("bad PostgreSQL reply during startup: {e}"))
+}
+
+impl Target for PgWireTarget {
+    type Conn = StreamConn<PgCodec>;
+
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn connect(&self) -> Result<StreamConn<PgCodec>, LookupError> {
+        // The whole handshake gets --timeout, as the pool's create timeout does for tokio.
+        tokio::time::timeout(self.timeout, self.open())
+            .await
+            .unwrap_or_else(|_| {
+                Err(fail(format!("no connection to {} within --timeout (is the server up and accepting connections?)", self.addr)))
+            })
+    }
+
+    /// Each lookup ends with its own Sync, so any number can be in flight.
+    fn max_pipeline(&self) -> usize {
+        usize::MAX
+    }
+
+    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        stat_calls(&self.config, &self.sql, &self.label).await
+    }
+}
