@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use loadgen::app::{self, Format, RunOptions};
+use loadgen::app::{self, Format, Model, RunOptions};
 use loadgen::keys::Dist;
 use loadgen::pacer::Arrival;
 use loadgen::plan::{
     parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
 };
+use loadgen::sweep::Slo;
 
 #[derive(Parser)]
 #[command(
@@ -139,6 +140,29 @@ struct RunArgs {
     /// Also write the latency as an HdrHistogram interval log (V2, compressed) to this file.
     #[arg(long)]
     hdr_log: Option<PathBuf>,
+    /// One closed-loop step per connection count (e.g. 1,2,4,8,16,32,64,128,256): table of QPS, p50, p99 and the peak.
+    #[arg(long, value_parser = parse_sweep, conflicts_with_all = ["slo", "rate"])]
+    sweep: Option<Counts>,
+    /// Find the highest fixed rate whose latency percentile stays under a bound, e.g. p99=1ms (bisection; each step runs -d).
+    #[arg(long, value_parser = Slo::parse, conflicts_with = "rate")]
+    slo: Option<Slo>,
+}
+
+/// Connection counts of a sweep (a newtype so clap takes the list as one value).
+#[derive(Clone, Debug)]
+struct Counts(Vec<usize>);
+
+fn parse_sweep(s: &str) -> Result<Counts, String> {
+    let bad = || format!("bad --sweep '{s}': use connection counts like 1,2,4,8,16");
+    let v: Vec<usize> = s
+        .split(',')
+        .map(|x| x.trim().parse::<usize>().ok().filter(|&n| n > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    if v.is_empty() {
+        return Err(bad());
+    }
+    Ok(Counts(v))
 }
 
 #[derive(Args)]
@@ -274,6 +298,11 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         metrics: metrics_config(&a)?,
         hdr_log: a.hdr_log.clone(),
         start_at: a.start_at,
+        model: match (&a.sweep, &a.slo) {
+            (Some(c), _) => Model::Sweep(c.0.clone()),
+            (None, Some(s)) => Model::Slo(s.clone()),
+            (None, None) => Model::Single,
+        },
     };
     let rt = runtime()?;
     let out = rt.block_on(async {

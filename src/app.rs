@@ -37,6 +37,15 @@ pub struct RunOptions {
     pub hdr_log: Option<PathBuf>,
     /// Begin at this Unix time, seconds (`--start-at`), so several generators start together.
     pub start_at: Option<f64>,
+    /// One run per target, a sweep over connection counts, or an SLO search.
+    pub model: Model,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Model {
+    Single,
+    Sweep(Vec<usize>),
+    Slo(crate::sweep::Slo),
 }
 
 pub struct Outcome {
@@ -200,6 +209,8 @@ async fn execute_targets(
         machine: Machine::here(),
         instance: opts.instance.clone(),
         runs: Vec::new(),
+        sweeps: Vec::new(),
+        slo: Vec::new(),
     };
     let mut path: Option<PathBuf> = None;
     let mut exit_code = 0;
@@ -211,22 +222,35 @@ async fn execute_targets(
         if opts.progress && targets.len() > 1 {
             eprintln!("loadgen: running {}", crate::target::url::redact_str(t));
         }
-        let r = run_target(t, plan, &control, embedded.as_ref()).await;
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                // Keep what earlier targets measured, then report the setup error.
-                if !file.runs.is_empty() {
-                    write_result(&file, opts, &mut path);
-                }
-                return Err(e);
+        let before = file.runs.len();
+        let r = match &opts.model {
+            Model::Single => run_target(t, plan, &control, embedded.as_ref())
+                .await
+                .map(|r| file.runs.push(r)),
+            Model::Sweep(counts) => {
+                crate::sweep::sweep(t, plan, counts, &control, embedded.as_ref(), &mut file.runs)
+                    .await
+                    .map(|s| file.sweeps.push(s))
+            }
+            Model::Slo(slo) => {
+                crate::sweep::slo_search(t, plan, slo, &control, embedded.as_ref(), &mut file.runs)
+                    .await
+                    .map(|s| file.slo.push(s))
             }
         };
-        if r.error_total > 0 || r.stopped_early.is_some() {
-            exit_code = 1;
+        if let Err(e) = r {
+            // Keep what earlier targets measured, then report the setup error.
+            if !file.runs.is_empty() {
+                write_result(&file, opts, &mut path);
+            }
+            return Err(e);
         }
-        file.interrupted |= r.interrupted;
-        file.runs.push(r);
+        for r in &file.runs[before..] {
+            if r.error_total > 0 || r.stopped_early.is_some() {
+                exit_code = 1;
+            }
+            file.interrupted |= r.interrupted;
+        }
         write_result(&file, opts, &mut path);
     }
     Ok(Outcome {
@@ -254,5 +278,64 @@ fn write_result(file: &ResultFile, opts: &RunOptions, path: &mut Option<PathBuf>
     let json = serde_json::to_vec_pretty(file).expect("result serializes");
     if let Err(e) = crate::report::write_atomic(p, &json) {
         eprintln!("loadgen: cannot write {}: {e}", p.display());
+    }
+    // Charts beside the JSON: the comparison as bars, a sweep as QPS against connections.
+    let chart = if !file.sweeps.is_empty() {
+        let series: Vec<(String, Vec<(f64, f64)>)> = file
+            .sweeps
+            .iter()
+            .map(|s| {
+                (
+                    s.kind.clone(),
+                    s.steps
+                        .iter()
+                        .map(|st| (st.connections as f64, st.qps))
+                        .collect(),
+                )
+            })
+            .collect();
+        Some(crate::report::svg::line_chart_log_x(
+            "QPS by connection count",
+            "connections",
+            "lookups/s",
+            &series,
+        ))
+    } else if file.runs.len() > 1 && file.slo.is_empty() {
+        let bars: Vec<(String, f64)> = file
+            .runs
+            .iter()
+            .map(|r| (run_name(r, &file.runs), r.qps))
+            .collect();
+        Some(crate::report::svg::bar_chart(
+            "Point lookups per second",
+            "lookups/s",
+            &bars,
+        ))
+    } else {
+        None
+    };
+    if let Some(svg) = chart {
+        let svg_path = p.with_extension("svg");
+        if let Err(e) = crate::report::write_atomic(&svg_path, svg.as_bytes()) {
+            eprintln!("loadgen: cannot write {}: {e}", svg_path.display());
+        }
+    }
+}
+
+/// A short bar label: the kind, plus the pipeline depth or index when kinds repeat.
+fn run_name(
+    r: &crate::report::result::RunResult,
+    all: &[crate::report::result::RunResult],
+) -> String {
+    let same = all.iter().filter(|o| o.kind == r.kind).count();
+    if same > 1 {
+        let i = all
+            .iter()
+            .filter(|o| o.kind == r.kind)
+            .position(|o| std::ptr::eq(o, r))
+            .unwrap_or(0);
+        format!("{} #{}", r.kind, i + 1)
+    } else {
+        r.kind.clone()
     }
 }

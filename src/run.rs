@@ -87,6 +87,7 @@ pub async fn run<T: Target>(
     let cpu_before = process_cpu_ns();
     let started_at = crate::report::now_rfc3339();
 
+    let start_mono_ns = crate::timer::monotonic_ns();
     let start = Instant::now();
     let run_start_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -102,6 +103,7 @@ pub async fn run<T: Target>(
         plan: plan.clone(),
         keys: KeySpace::new(plan.keys.0, plan.keys.1, plan.dist.clone()),
         start,
+        start_mono_ns,
         warm_end_ns: warm_ns,
         end_ns,
     });

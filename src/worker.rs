@@ -25,6 +25,8 @@ pub struct Ctx<T> {
     pub plan: Plan,
     pub keys: KeySpace,
     pub start: Instant,
+    /// `start` on CLOCK_MONOTONIC, for the precise pacing timer.
+    pub start_mono_ns: u64,
     /// Requests sent before this (ns since start) are warm-up: completed but not counted.
     pub warm_end_ns: u64,
     /// No request is sent at or after this (duration runs).
@@ -137,6 +139,12 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
+    // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
+    let mut pace_timer = if pacer.is_paced() {
+        crate::timer::PreciseSleep::new().ok()
+    } else {
+        None
+    };
     let mut timer_at = u64::MAX;
 
     loop {
@@ -213,7 +221,11 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
         let Some(&front) = window.front() else {
             match wait_for {
                 Some(d) => {
-                    sleep_until(ctx.at(d.min(ctx.end_ns.unwrap_or(u64::MAX)))).await;
+                    let d = d.min(ctx.end_ns.unwrap_or(u64::MAX));
+                    match pace_timer.as_mut() {
+                        Some(t) => t.until(ctx.start_mono_ns + d).await,
+                        None => sleep_until(ctx.at(d)).await,
+                    }
                     continue;
                 }
                 None => break, // time or quota reached, nothing in flight
@@ -235,7 +247,7 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
                 }
                 None
             }
-            _ = sleep_until(ctx.at(wait_for.unwrap_or(0))), if wait_for.is_some() => continue,
+            _ = pace(&mut pace_timer, &ctx, wait_for.unwrap_or(0)), if wait_for.is_some() => continue,
         };
         let done = ctx.now_ns();
         let mut r = rec.borrow_mut();
@@ -273,5 +285,13 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
     }
     if conn.is_some() {
         rec.borrow_mut().connections -= 1;
+    }
+}
+
+/// Waits for a due time, on the precise timer when there is one.
+async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, due_ns: u64) {
+    match timer.as_mut() {
+        Some(t) => t.until(ctx.start_mono_ns + due_ns).await,
+        None => sleep_until(ctx.at(due_ns)).await,
     }
 }

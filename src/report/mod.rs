@@ -1,6 +1,7 @@
 //! Reports: the result model (JSON), the text summary and the comparison table, file output.
 
 pub mod result;
+pub mod svg;
 pub mod text;
 
 use std::io::Write;

@@ -19,6 +19,12 @@ pub struct ResultFile {
     #[serde(default)]
     pub instance: Option<String>,
     pub runs: Vec<RunResult>,
+    /// `--sweep`: one table per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<crate::sweep::SweepResult>,
+    /// `--slo`: the search per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<crate::sweep::SloResult>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

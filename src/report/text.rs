@@ -67,11 +67,77 @@ pub fn render(file: &ResultFile) -> String {
         rate,
         s.seed
     );
-    for r in &file.runs {
-        out.push('\n');
-        out.push_str(&render_run(r));
+    // Sweeps and SLO searches print their own tables instead of one block per step.
+    if file.sweeps.is_empty() && file.slo.is_empty() {
+        for r in &file.runs {
+            out.push('\n');
+            out.push_str(&render_run(r));
+        }
     }
-    if file.runs.len() > 1 {
+    for sw in &file.sweeps {
+        let _ = writeln!(out, "\nsweep      {} ({})", sw.target, sw.kind);
+        let _ = writeln!(
+            out,
+            "{:>11}  {:>11}  {:>9}  {:>9}  {:>8}",
+            "connections", "qps", "p50", "p99", "errors"
+        );
+        for st in &sw.steps {
+            let _ = writeln!(
+                out,
+                "{:>11}  {:>11}  {:>9}  {:>9}  {:>8}{}",
+                st.connections,
+                thousands(st.qps.round() as u64),
+                micros(st.p50_us),
+                micros(st.p99_us),
+                thousands(st.errors),
+                if st.connections == sw.peak_connections {
+                    "  <- peak"
+                } else {
+                    ""
+                }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "peak       {} qps at {} connections",
+            thousands(sw.peak_qps.round() as u64),
+            sw.peak_connections
+        );
+    }
+    for slo in &file.slo {
+        let _ = writeln!(
+            out,
+            "\nslo        {} ({}): {}",
+            slo.target, slo.kind, slo.slo
+        );
+        for st in &slo.steps {
+            let _ = writeln!(
+                out,
+                "  {:>16}  achieved {:>9}/s  {:>9}  {}",
+                st.rate
+                    .map(|r| format!("rate {}/s", thousands(r as u64)))
+                    .unwrap_or_else(|| "closed loop".into()),
+                thousands(st.achieved_qps.round() as u64),
+                micros(st.percentile_us),
+                if st.pass { "pass" } else { "fail" }
+            );
+        }
+        match slo.best_rate {
+            Some(r) => {
+                let _ = writeln!(
+                    out,
+                    "best       {}/s meets {} (closed-loop maximum {}/s)",
+                    thousands(r as u64),
+                    slo.slo,
+                    thousands(slo.max_qps as u64)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "best       no rate tried meets {}", slo.slo);
+            }
+        }
+    }
+    if file.runs.len() > 1 && file.sweeps.is_empty() && file.slo.is_empty() {
         out.push('\n');
         out.push_str(&comparison(&file.runs));
     }

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
+#
+#   scripts/bench.sh [pg|mysql|hs|memcache|embedded|rss|all]...   (default: all)
+#
+#   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
+#   BENCH_SECONDS=10  length of every measured run
+#   LOADGEN_BIN       use this binary instead of `cargo build --release` + target/release/loadgen
+#
+# Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
+# have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
+# lookups it completed. Tables show medians over the pairs; "ratio" is the median of the per-pair
+# ratios loadgen/peer. The machine is shared and noisy: compare ratios, not absolute numbers.
+# Method and caveats: docs/benchmarks.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PAIRS=${BENCH_PAIRS:-3}
+SECS=${BENCH_SECONDS:-10}
+B=scripts/bench
+LIB="python3 $B/benchlib.py"
+ALL=(pg mysql hs memcache embedded rss)
+
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+[[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
+SECTIONS=("$@")
+[[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
+for s in "${SECTIONS[@]}"; do
+  case $s in pg | mysql | hs | memcache | embedded | rss) ;; -h | --help) usage ;; *) usage 2 >&2 ;; esac
+done
+
+have() { command -v "$1" >/dev/null 2>&1; }
+skip() { printf '\n== %s\n   skipped: %s\n' "$1" "$2"; }
+for t in python3 /usr/bin/time; do have "$t" || { echo "bench: $t is required" >&2; exit 1; }; done
+
+scripts/servers.sh up >&2
+eval "$(scripts/servers.sh env)"
+if [[ -z ${LOADGEN_BIN:-} ]]; then
+  cargo build --release --quiet >&2
+  LOADGEN_BIN=target/release/loadgen
+fi
+WORK=$(mktemp -d /tmp/loadgen-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+echo "loadgen benchmarks  $(date -u '+%Y-%m-%d %H:%M:%S UTC')  ($("$LOADGEN_BIN" --version 2>/dev/null || echo loadgen))"
+echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+echo "pairs per cell: $PAIRS, seconds per run: $SECS, no warm-up on either side"
+
+# ---------------------------------------------------------------- running one client
+N=0 # run counter: unique file names
+
+# timed OUT -- CMD...: stdout to OUT, stderr to OUT.err, "user sys maxrss" to OUT.time.
+# Never fails: a client that fails shows up as "fail" in its table, with its last stderr line.
+timed() {
+  local out=$1
+  shift 2
+  /usr/bin/time -f '%U %S %M' -o "$out.time" "$@" >"$out" 2>"$out.err" </dev/null || true
+}
+
+# lg TSV CELLS ROLE PAIR URL ARGS...: one loadgen run (URL "" = embedded server).
+lg() {
+  local tsv=$1 cells=$2 role=$3 pair=$4 url=$5 out=$WORK/run$((++N))
+  shift 5
+  timed "$out" -- "$LOADGEN_BIN" run ${url:+"$url"} -d "${LG_DURATION:-${SECS}s}" --warmup 0 -q --format json -o - "$@"
+  $LIB record "$tsv" "$cells" "$role" "$pair" loadgen "$out" "$out.time"
+}
+
+# pgb TSV CELLS PAIR SCRIPT LOOKUPS_PER_TX CONNS: one pgbench run; 10% of transactions logged for p99.
+pgb() {
+  local tsv=$1 cells=$2 pair=$3 script=$4 factor=$5 c=$6 out=$WORK/run$((++N))
+  mkdir "$out.log"
+  timed "$out" -- pgbench -n -M prepared -f "$script" -c "$c" -j 2 -T "$SECS" \
+    -l --sampling-rate=0.1 --log-prefix="$out.log/pg" -h 127.0.0.1 -p "$LOADGEN_PG_PORT" -U loadgen loadgen
+  $LIB record "$tsv" "$cells" peer "$pair" pgbench "$out" "$out.time" "$factor" "$out.log/pg"
+}
+
+sysb() { # sysb TSV CELL PAIR CONNS
+  local out=$WORK/run$((++N))
+  timed "$out" -- sysbench $B/sysbench-point-select.lua --db-driver=mysql --mysql-host=127.0.0.1 \
+    --mysql-port="$LOADGEN_MY_PORT" --mysql-user=loadgen --mysql-password="${MYSQL_PWD:-}" \
+    --mysql-db=loadgen --threads="$4" --time="$SECS" --percentile=99 run
+  $LIB record "$1" "$2" peer "$3" sysbench "$out" "$out.time"
+}
+
+memas() { # memas TSV CELL PAIR CONNS
+  local out=$WORK/run$((++N))
+  timed "$out" -- memcaslap -s "127.0.0.1:$LOADGEN_MC_PORT" -T 2 -c "$4" -t "${SECS}s" -w 1k \
+    -S "$((SECS + 3600))s" -F $B/memaslap-get.cfg
+  $LIB record "$1" "$2" peer "$3" memaslap "$out" "$out.time"
+}
+
+# rotate PAIR CMD...: eval the command strings in an order rotated by the pair number,
+# so with two tools the order alternates: A B, B A, A B, ...
+rotate() {
+  local pair=$1 i n
+  shift
+  n=$#
+  local cmds=("$@")
+  for ((i = 0; i < n; i++)); do eval "${cmds[(pair - 1 + i) % n]}"; done
+}
+
+# ---------------------------------------------------------------- sections
+bench_pg() {
+  have pgbench || { skip "pg" "pgbench not installed"; return; }
+  local tsv=$WORK/pg.tsv c p wire="" url=$LOADGEN_PG_URL
+  # The wire driver is still being added: use it only if it runs and unknown drivers are refused.
+  if "$LOADGEN_BIN" run "$url?driver=wire" -n 10 -q -o - >/dev/null 2>&1; then
+    if "$LOADGEN_BIN" run "$url?driver=no-such-driver" -n 10 -q -o - >/dev/null 2>&1; then
+      WIRE_NOTE="?driver= is not interpreted by this build (an unknown driver is accepted): wire rows skipped"
+    else wire=1; fi
+  else WIRE_NOTE="loadgen run '$url?driver=wire' -n 10 failed: wire rows skipped"; fi
+  for c in 4 16 64; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      local cmds=("lg $tsv '$c' lg $p '$url' -c $c -t 2"
+        "pgb $tsv '$c${wire:+,$c wire}' $p $B/pg-select.sql 1 $c")
+      [[ -n $wire ]] && cmds+=("lg $tsv '$c wire' lg $p '$url?driver=wire' -c $c -t 2")
+      rotate "$p" "${cmds[@]}"
+    done
+  done
+  for ((p = 1; p <= PAIRS; p++)); do
+    local cmds=("lg $tsv '4x16 pipe' lg $p '$url' -c 4 -p 16 -t 2"
+      "pgb $tsv '4x16 pipe${wire:+,4x16 pipe wire}' $p $B/pg-select-pipeline10.sql 10 4")
+    [[ -n $wire ]] && cmds+=("lg $tsv '4x16 pipe wire' lg $p '$url?driver=wire' -c 4 -p 16 -t 2")
+    rotate "$p" "${cmds[@]}"
+  done
+  $LIB pairs "$tsv" "pg: loadgen -t 2 vs pgbench -M prepared -j 2 (wire: loadgen ?driver=wire; pipe: loadgen -p 16 vs pgbench pipeline of 10, lookups/s = tps x 10)" loadgen pgbench
+  [[ -n $wire ]] || echo "   note: $WIRE_NOTE"
+}
+
+bench_mysql() {
+  have sysbench || { skip "mysql" "sysbench not installed"; return; }
+  local tsv=$WORK/mysql.tsv c p
+  for c in 4 16 64; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MY_URL' -c $c -t 2" "sysb $tsv $c $p $c"
+    done
+  done
+  $LIB pairs "$tsv" "mysql: loadgen -t 2 vs sysbench point-select (prepared, same table and query)" loadgen sysbench
+}
+
+bench_hs() {
+  local tsv=$WORK/hs.tsv cfg p
+  for cfg in "2 1" "2 16" "16 1"; do
+    set -- $cfg
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv 'c$1 p$2' lg $p '$LOADGEN_HS_URL' -c $1 -p $2 -t 2" \
+        "lg $tsv 'c$1 p$2' peer $p '$LOADGEN_MY_URL' -c 16 -t 2"
+    done
+  done
+  $LIB pairs "$tsv" "hs: loadgen HandlerSocket vs loadgen MariaDB SQL -c 16 (ratio = HS/SQL; CPU ms/1k = µs/lookup)" \
+    hs sql-c16 "HS c2 p16 >= 7x SQL c16; client CPU per pipelined lookup <= 2 µs"
+}
+
+bench_memcache() {
+  have memcaslap || { skip "memcache" "memcaslap (libmemcached-tools) not installed"; return; }
+  local tsv=$WORK/mc.tsv c p
+  for c in 4 16 64; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MC_URL' -c $c -t 2" "memas $tsv $c $p $c"
+    done
+  done
+  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets only (memaslap p99: upper bound of its log2 bucket)" loadgen memaslap
+}
+
+bench_embedded() {
+  local tsv=$WORK/emb.tsv c p
+  for c in 4 16 64; do
+    for ((p = 1; p <= PAIRS; p++)); do lg "$tsv" "$c" lg "$p" "" -c "$c"; done
+  done
+  $LIB solo "$tsv" "embedded: loadgen against its own embedded HTTP server (the generator's ceiling; process CPU includes the server)" embedded
+}
+
+bench_rss() {
+  local tsv=$WORK/rss.tsv c p
+  for c in 16 256 1000; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      # 1000 backends fork slowly here: allow connects 15s instead of --timeout's 5s.
+      LG_DURATION=5s lg "$tsv" "$c" lg "$p" "$LOADGEN_PG_URL" -c "$c" -t 2 --timeout 15s
+    done
+  done
+  $LIB solo "$tsv" "rss: peak RSS of loadgen against PostgreSQL, -t 2 -d 5s" rss "< 64 MiB at 1000 connections"
+}
+
+for s in "${SECTIONS[@]}"; do "bench_$s"; done

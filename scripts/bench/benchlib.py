@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Helpers for scripts/bench.sh: parse one run of a tool into a TSV record, print tables.
+
+  benchlib.py record TSV CELLS ROLE PAIR KIND OUT TIMEFILE [FACTOR] [PGLOG_PREFIX]
+      Append one record per cell in CELLS (comma-separated) for the run whose stdout is OUT
+      (stderr in OUT.err) and whose `/usr/bin/time -f '%U %S %M'` line is in TIMEFILE.
+      ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap.
+      FACTOR: lookups per pgbench transaction (pipelined script: 10).
+  benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [goal text]   loadgen-vs-peer table
+  benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
+
+Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us note.
+CPU is user+sys of the whole client process (GNU time) over every lookup it completed;
+ms per 1,000 lookups is numerically the same as µs per lookup.
+"""
+import glob
+import json
+import math
+import re
+import statistics
+import sys
+
+NAN = float("nan")
+FIELDS = ["cell", "role", "pair", "qps", "p99", "cpu", "lookups", "errors", "rss", "worker", "note"]
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def last_line(text):
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[-1][:120] if lines else "no output"
+
+
+def pct(values, q):
+    """Nearest-rank percentile."""
+    if not values:
+        return NAN
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)]
+
+
+def parse_loadgen(out, err):
+    r = json.loads(out)["runs"][0]
+    lookups = r["requests"] + r["warmup_requests"]
+    worker = r["client_cpu"]["worker_s"] * 1e6 / lookups if lookups else NAN
+    return r["qps"], r["latency_us"]["p99"], lookups, r["error_total"], worker, ""
+
+
+def parse_pgbench(out, err, factor, logprefix):
+    n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    tps = float(re.search(r"tps = ([\d.]+)", out).group(1))
+    failed = re.search(r"number of failed transactions: (\d+)", out)
+    lat = []
+    for path in glob.glob(logprefix + ".*"):  # one file per pgbench thread
+        for line in read(path).splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[2].isdigit():
+                lat.append(int(f[2]))  # latency of the whole transaction, µs
+    return tps * factor, pct(lat, 0.99), n * factor, int(failed.group(1)) if failed else 0, NAN, ""
+
+
+def parse_sysbench(out, err):
+    n = int(re.search(r"transactions:\s+(\d+)", out).group(1))
+    qps = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", out).group(1))
+    p99 = float(re.search(r"99th percentile:\s+([\d.]+)", out).group(1)) * 1000
+    errs = int(re.search(r"ignored errors:\s+(\d+)", out).group(1))
+    return qps, p99, n, errs, NAN, ""
+
+
+def parse_memaslap(out, err):
+    text = out + err
+    m = re.search(r"Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", text)
+    ops, tps = int(m.group(2)), float(m.group(3))
+    misses = int(re.search(r"get_misses: (\d+)", text).group(1))
+    # "Log2 Dist" of the final "Get Statistics": rows "E: c(E) c(E+1) ...", bucket E holds
+    # latencies in (2^(E-1), 2^E] µs, so the p99 is known only up to that power of two.
+    block = text.split("Get Statistics (")[-1].split("Total Statistics")[0]
+    buckets = []
+    for row in re.findall(r"^\s+(\d+):((?:\s+\d+)+)\s*$", block, re.M):
+        for i, c in enumerate(row[1].split()):
+            buckets.append((int(row[0]) + i, int(c)))
+    total, seen, p99 = sum(c for _, c in buckets), 0, NAN
+    for e, c in buckets:
+        seen += c
+        if total and seen >= 0.99 * total:
+            p99 = 2.0 ** e
+            break
+    return tps, p99, ops, misses, NAN, "<="
+
+
+def record(args):
+    tsv, cells, role, pair, kind, out_path, time_path = args[:7]
+    factor = int(args[7]) if len(args) > 7 and args[7] else 1
+    logprefix = args[8] if len(args) > 8 else ""
+    out, err = read(out_path), read(out_path + ".err")
+    t = read(time_path).split()
+    try:
+        # GNU time puts "Command exited with non-zero status N" first when the client failed.
+        user, sys_, rss = float(t[-3]), float(t[-2]), int(t[-1])
+        if kind == "loadgen":
+            qps, p99, lookups, errors, worker, note = parse_loadgen(out, err)
+        elif kind == "pgbench":
+            qps, p99, lookups, errors, worker, note = parse_pgbench(out, err, factor, logprefix)
+        elif kind == "sysbench":
+            qps, p99, lookups, errors, worker, note = parse_sysbench(out, err)
+        else:
+            qps, p99, lookups, errors, worker, note = parse_memaslap(out, err)
+        cpu = (user + sys_) * 1e6 / lookups if lookups else NAN  # µs per lookup = ms per 1k
+    except Exception:  # a failed run: keep the reason, show "fail" in the table
+        qps = p99 = cpu = worker = NAN
+        lookups, errors, rss = 0, -1, 0
+        note = "fail: " + last_line(err or out)
+    with open(tsv, "a") as f:
+        for cell in cells.split(","):
+            f.write("\t".join(str(v) for v in
+                              [cell, role, pair, qps, p99, cpu, lookups, errors, rss, worker, note]) + "\n")
+
+
+def load(tsv):
+    rows = []
+    for line in read(tsv).splitlines():
+        r = dict(zip(FIELDS, line.split("\t")))
+        for k in ("qps", "p99", "cpu", "worker"):
+            r[k] = float(r[k])
+        for k in ("pair", "lookups", "errors", "rss"):
+            r[k] = int(r[k])
+        rows.append(r)
+    return rows
+
+
+def med(values):
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.median(values) if values else NAN
+
+
+def fmt(v, digits=0, prefix=""):
+    if math.isnan(v):
+        return "fail"
+    return prefix + (f"{v:,.{digits}f}" if digits or abs(v) >= 1000 else f"{v:.0f}")
+
+
+def show(title, goal, header, lines, notes):
+    widths = [max(len(str(r[i])) for r in [header] + lines) for i in range(len(header))]
+    print(f"\n== {title}")
+    if goal:
+        print(f"   goal: {goal}")
+    for r in [header] + lines:
+        print("  " + "  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+    for n in notes:
+        print(f"   note: {n}")
+
+
+def problems(rows):
+    notes = []
+    for r in rows:
+        if r["note"].startswith("fail"):
+            notes.append(f"{r['cell']} {r['role']} pair {r['pair']}: {r['note']}")
+        elif r["errors"] > 0:
+            notes.append(f"{r['cell']} {r['role']} pair {r['pair']}: {r['errors']} errors/misses")
+    return sorted(set(notes))
+
+
+def pairs_table(tsv, title, lg_name, peer_name, goal=""):
+    rows = load(tsv)
+    cells = list(dict.fromkeys(r["cell"] for r in rows))
+    lines = []
+    for cell in cells:
+        lg = {r["pair"]: r for r in rows if r["cell"] == cell and r["role"] == "lg"}
+        peer = {r["pair"]: r for r in rows if r["cell"] == cell and r["role"] == "peer"}
+        ratios = [lg[p]["qps"] / peer[p]["qps"] for p in lg if p in peer and peer[p]["qps"] > 0]
+        pnote = next((r["note"] for r in peer.values() if r["note"] == "<="), "")
+        lines.append([cell,
+                      fmt(med([r["qps"] for r in lg.values()])),
+                      fmt(med([r["qps"] for r in peer.values()])),
+                      fmt(med(ratios), 2) + f" (n={len(ratios)})",
+                      fmt(med([r["p99"] for r in lg.values()])),
+                      fmt(med([r["p99"] for r in peer.values()]), prefix=pnote),
+                      fmt(med([r["cpu"] for r in lg.values()]), 1),
+                      fmt(med([r["cpu"] for r in peer.values()]), 1)])
+    header = ["conns", f"{lg_name} qps", f"{peer_name} qps", "ratio", f"{lg_name} p99 µs",
+              f"{peer_name} p99 µs", f"{lg_name} CPU ms/1k", f"{peer_name} CPU ms/1k"]
+    show(title, goal, header, lines, problems(rows))
+
+
+def solo_table(tsv, title, kind, goal=""):
+    rows = load(tsv)
+    lines = []
+    for cell in dict.fromkeys(r["cell"] for r in rows):
+        rs = [r for r in rows if r["cell"] == cell]
+        if kind == "rss":
+            rss = [r["rss"] / 1024 for r in rs if r["rss"]]
+            lines.append([cell, fmt(med([r["qps"] for r in rs])), str(sum(max(r["errors"], 0) for r in rs)),
+                          fmt(med(rss), 1), fmt(max(rss) if rss else NAN, 1)])
+        else:
+            lines.append([cell, fmt(med([r["qps"] for r in rs])), fmt(med([r["p99"] for r in rs])),
+                          fmt(med([r["worker"] for r in rs]), 2), fmt(med([r["cpu"] for r in rs]), 2)])
+    header = (["conns", "qps", "errors", "peak RSS MiB (median)", "max"] if kind == "rss" else
+              ["conns", "qps", "p99 µs", "worker CPU µs/lookup", "process CPU µs/lookup"])
+    show(title, goal, header, lines, problems(rows))
+
+
+if __name__ == "__main__":
+    cmd, rest = sys.argv[1], sys.argv[2:]
+    if cmd == "record":
+        record(rest)
+    elif cmd == "pairs":
+        pairs_table(*rest)
+    elif cmd == "solo":
+        solo_table(*rest)
+    else:
+        sys.exit(__doc__)
