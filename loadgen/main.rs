@@ -309,7 +309,7 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         let stop = app::stop_on_signals();
         app::execute(&plan, opts, stop).await
     });
-    let out = out.map_err(|e| e.0)?;
+    let mut out = out.map_err(|e| e.0)?;
     match format {
         Format::Text => print!("{}", loadgen::report::text::render(&out.file)),
         Format::Json => println!(
@@ -319,6 +319,11 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
     }
     if let Some(p) = &out.path {
         eprintln!("loadgen: result written to {}", p.display());
+    }
+    if let Some(e) = out.exporter.take() {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        rt.block_on(e.finish());
     }
     // Leave without waiting for the embedded server's threads.
     Ok(out.exit_code)
@@ -409,4 +414,11 @@ fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
         eprintln!("loadgen: merged result written to {}", p.display());
     }
     Ok(0)
+}
+
+/// Writes the report to stdout; a closed pipe (`loadgen run | head`) is not an error.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }

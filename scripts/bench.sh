@@ -26,7 +26,11 @@ usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
-  case $s in pg | mysql | hs | memcache | embedded | rss) ;; -h | --help) usage ;; *) usage 2 >&2 ;; esac
+  case $s in
+    pg | mysql | hs | memcache | embedded | rss) ;;
+    -h | --help) usage ;;
+    *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
+  esac
 done
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -148,7 +152,7 @@ bench_hs() {
     done
   done
   $LIB pairs "$tsv" "hs: loadgen HandlerSocket vs loadgen MariaDB SQL -c 16 (ratio = HS/SQL; CPU ms/1k = µs/lookup)" \
-    hs sql-c16 "HS c2 p16 >= 7x SQL c16; client CPU per pipelined lookup <= 2 µs"
+    hs sql-c16 "HS c2 p16 >= 7x SQL c16; client CPU per pipelined lookup <= 2 µs" "hs config"
 }
 
 bench_memcache() {
@@ -159,7 +163,7 @@ bench_memcache() {
       rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MC_URL' -c $c -t 2" "memas $tsv $c $p $c"
     done
   done
-  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets only (memaslap p99: upper bound of its log2 bucket)" loadgen memaslap
+  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets (memaslap: its ops include C x 1000 preload sets; p99 = log2 bucket upper bound)" loadgen memaslap
 }
 
 bench_embedded() {

@@ -74,7 +74,7 @@ packages_for() {
     postgres) echo postgresql postgresql-contrib sysbench ;;
     mariadb) echo mariadb-server mariadb-client sysbench ;;
     memcached) echo memcached libmemcached-tools ;;
-    prometheus) echo prometheus ;;
+    prometheus) echo prometheus python3-yaml ;;
   esac
 }
 ensure_packages() {

@@ -53,6 +53,9 @@ pub struct Outcome {
     pub path: Option<PathBuf>,
     /// 0 clean, 1 errors seen or stopped early.
     pub exit_code: i32,
+    /// The metrics endpoint, still serving: call `finish` after printing the report, so
+    /// `--metrics-linger` keeps the last values up without holding the report back.
+    pub exporter: Option<crate::metrics::Exporter>,
 }
 
 pub fn settings_of(plan: &Plan) -> Settings {
@@ -143,10 +146,18 @@ pub async fn execute(
             eprintln!("loadgen: {e}");
         }
     }
-    if let Some(e) = exporter {
-        e.finish().await;
+    match result {
+        Ok(mut out) => {
+            out.exporter = exporter;
+            Ok(out)
+        }
+        Err(e) => {
+            if let Some(x) = exporter {
+                x.finish().await;
+            }
+            Err(e)
+        }
     }
-    result
 }
 
 /// Sleeps until Unix time `at` (or Ctrl-C).
@@ -257,6 +268,7 @@ async fn execute_targets(
         file,
         path,
         exit_code,
+        exporter: None,
     })
 }
 

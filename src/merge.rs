@@ -1,8 +1,490 @@
-//! Placeholder: `loadgen merge` lands here (issue 9).
-use std::path::PathBuf;
+//! `loadgen merge a.json b.json ...`: one result from the result files of several generators
+//! that loaded the same target(s), e.g. N pods of a Kubernetes Indexed Job.
+//!
+//! Runs are grouped by position: run *i* of every file must be the same kind of target (the
+//! generators ran the same command). For each group:
+//!
+//! - requests, hits, misses, errors (per kind), reconnects and warm-up requests are summed;
+//! - latency percentiles come from the merged latency histogram (`runs[].histogram` of every file,
+//!   decoded and added bucket by bucket), never from averaging percentiles;
+//! - **QPS**: each run measured over its own window `[started_at + warm-up, + duration_s]`. When
+//!   the windows overlap (the generators ran together, the normal case with `--start-at`), the
+//!   merged QPS is the **sum of the runs' QPS**: the aggregate rate the target served while they
+//!   all ran. With identical windows that is exactly total answered / window. `duration_s` is the
+//!   longest window. When the windows do not overlap (the generators ran one after another)
+//!   summing would invent load that never happened at once, so QPS is total answered / summed
+//!   windows and `duration_s` is the summed windows (with a warning). `started_at` has one-second
+//!   resolution, so windows closer than 1 s count as overlapping.
+//! - the timeline is merged by `t_s` (seconds since each generator's warm-up end): rows with equal
+//!   `t_s` are summed (qps, hits, misses, errors, in-flight, connections, reconnects); their p50/p99
+//!   are the maximum of the rows' (an upper bound: the files hold no per-interval histograms);
+//! - service and lag percentiles: in closed loop service time equals latency, so they come from
+//!   the merged histogram too; for paced runs (`-R`) the files carry no service/lag histogram, so
+//!   count, min, mean and max are exact and p50..p99.9 are the maximum over the generators, an
+//!   upper bound of the true merged percentile (with a warning);
+//! - `server_observed` is dropped: each generator read the server's counter over its own window,
+//!   which includes the other generators' lookups;
+//! - client CPU: times summed, per-request CPU recomputed, utilization the highest of any
+//!   generator (the one closest to saturation), `saturated` if any was.
+//!
+//! Files whose workloads differ (key range, distribution, query mode, SQL) are refused;
+//! differing connection counts or pipeline depths only warn. Settings of the merged file:
+//! connections, threads, `requests` and `rate` summed, the rest from the first file. `machine`
+//! sums the cores and lists the hostnames; `instance` is `merged(a,b,...)`, naming each input by
+//! its `instance` or, without one, its file name.
 
-use crate::report::result::ResultFile;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-pub fn merge_files(_paths: &[PathBuf]) -> Result<ResultFile, String> {
-    Err("merge is not implemented yet".into())
+use crate::report::result::{
+    decode_histogram, encode_histogram, ClientCpu, Machine, RateResult, ResultFile, RunResult,
+    TimelineRow,
+};
+use crate::totals::Percentiles;
+
+/// One input: a name (its instance or file name) and the parsed file.
+pub struct Input {
+    pub name: String,
+    pub file: ResultFile,
+}
+
+/// What `loadgen merge` does: reads, merges, prints the warnings on stderr.
+pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, String> {
+    let inputs = paths
+        .iter()
+        .map(|p| read_input(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (file, warnings) = merge(&inputs)?;
+    for w in warnings {
+        eprintln!("loadgen: warning: {w}");
+    }
+    Ok(file)
+}
+
+pub fn read_input(path: &Path) -> Result<Input, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file: ResultFile = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is not a loadgen result file: {e}", path.display()))?;
+    let name = file.instance.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string())
+    });
+    Ok(Input { name, file })
+}
+
+/// Merges parsed result files; returns the merged file and warnings for stderr.
+pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
+    let mut warnings = Vec::new();
+    let first = inputs
+        .first()
+        .ok_or("nothing to merge: give result files")?;
+    check_compatible(inputs, &mut warnings)?;
+
+    let mut runs = Vec::new();
+    for i in 0..first.file.runs.len() {
+        runs.push(merge_group(inputs, i, &mut warnings)?);
+    }
+
+    let files: Vec<&ResultFile> = inputs.iter().map(|x| &x.file).collect();
+    let mut settings = first.file.settings.clone();
+    settings.connections = files.iter().map(|f| f.settings.connections).sum();
+    settings.threads = files.iter().map(|f| f.settings.threads).sum();
+    settings.duration_s = files
+        .iter()
+        .filter_map(|f| f.settings.duration_s)
+        .reduce(f64::max);
+    settings.requests = files
+        .iter()
+        .map(|f| f.settings.requests)
+        .sum::<Option<u64>>();
+    settings.rate = files.iter().map(|f| f.settings.rate).sum::<Option<f64>>();
+    settings.warmup_s = files
+        .iter()
+        .map(|f| f.settings.warmup_s)
+        .fold(0.0, f64::max);
+
+    let mut hostnames: Vec<String> = Vec::new();
+    for f in &files {
+        if !f.machine.hostname.is_empty() && !hostnames.contains(&f.machine.hostname) {
+            hostnames.push(f.machine.hostname.clone());
+        }
+    }
+    let machine = Machine {
+        cores: files.iter().map(|f| f.machine.cores).sum(),
+        os: first.file.machine.os.clone(),
+        hostname: hostnames.join(","),
+    };
+    let names: Vec<&str> = inputs.iter().map(|x| x.name.as_str()).collect();
+    let merged = ResultFile {
+        loadgen_version: first.file.loadgen_version.clone(),
+        started_at: earliest(files.iter().map(|f| f.started_at.as_str())),
+        interrupted: files.iter().any(|f| f.interrupted),
+        settings,
+        machine,
+        instance: Some(format!("merged({})", names.join(","))),
+        runs,
+        sweeps: Vec::new(),
+        slo: Vec::new(),
+    };
+    Ok((merged, warnings))
+}
+
+/// One setting of an input, as text for comparison and messages.
+type Field<'a> = dyn Fn(&Input) -> String + 'a;
+
+fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), String> {
+    let first = &inputs[0];
+    for x in inputs {
+        if !x.file.sweeps.is_empty() || !x.file.slo.is_empty() {
+            return Err(format!(
+                "{}: holds a --sweep or --slo result; merge combines plain runs only",
+                x.name
+            ));
+        }
+        if x.file.runs.is_empty() {
+            return Err(format!("{}: holds no runs", x.name));
+        }
+    }
+    let differ = |what: &str, f: &Field<'_>| -> Option<String> {
+        let v0 = f(first);
+        if inputs.iter().all(|x| f(x) == v0) {
+            return None;
+        }
+        let all: Vec<String> = inputs
+            .iter()
+            .map(|x| format!("{}: {}", x.name, f(x)))
+            .collect();
+        Some(format!("{what} differ ({})", all.join(", ")))
+    };
+    // Different workloads: a merged latency distribution or QPS would describe nothing real.
+    let refuse: [(&str, &Field); 4] = [
+        ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
+        ("key distributions (--dist)", &|x| {
+            x.file.settings.dist.clone()
+        }),
+        ("query modes (--mode)", &|x| x.file.settings.mode.clone()),
+        ("queries (--query)", &|x| {
+            x.file.settings.query.clone().unwrap_or_default()
+        }),
+    ];
+    for (what, f) in refuse {
+        if let Some(m) = differ(what, f) {
+            return Err(format!(
+                "cannot merge: {m}; the generators ran different workloads"
+            ));
+        }
+    }
+    if let Some(m) = differ("run counts", &|x| x.file.runs.len().to_string()) {
+        return Err(format!(
+            "cannot merge: {m}; every generator must run the same targets in the same order"
+        ));
+    }
+    for i in 0..first.file.runs.len() {
+        if let Some(m) = differ(&format!("kinds of target #{}", i + 1), &|x| {
+            x.file.runs[i].kind.clone()
+        }) {
+            return Err(format!(
+                "cannot merge: {m}; every generator must run the same targets in the same order"
+            ));
+        }
+    }
+    // Same workload, different shape: fine to add up, but worth a note.
+    let warn: [(&str, &Field); 4] = [
+        ("connection counts (-c)", &|x| {
+            x.file.settings.connections.to_string()
+        }),
+        ("pipeline depths (-p)", &|x| {
+            x.file.settings.pipeline.to_string()
+        }),
+        ("loop models (-R)", &|x| match x.file.settings.rate {
+            Some(r) => format!("{r}/s"),
+            None => "closed loop".into(),
+        }),
+        ("loadgen versions", &|x| x.file.loadgen_version.clone()),
+    ];
+    for (what, f) in warn {
+        if let Some(m) = differ(what, f) {
+            warnings.push(m);
+        }
+    }
+    if inputs.len() > 1 && differ("seeds", &|x| x.file.settings.seed.to_string()).is_none() {
+        warnings.push(format!(
+            "all generators used --seed {}: they sent the same key sequences (use a different --seed per generator)",
+            first.file.settings.seed
+        ));
+    }
+    Ok(())
+}
+
+/// Measured window of a run, Unix seconds.
+fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), String> {
+    let t = crate::plan::parse_rfc3339(&r.started_at)
+        .map_err(|e| format!("{}: run started_at: {e}", x.name))?;
+    let s = t + x.file.settings.warmup_s;
+    Ok((s, s + r.duration_s))
+}
+
+fn merge_group(
+    inputs: &[Input],
+    i: usize,
+    warnings: &mut Vec<String>,
+) -> Result<RunResult, String> {
+    let runs: Vec<&RunResult> = inputs.iter().map(|x| &x.file.runs[i]).collect();
+    let r0 = runs[0];
+    let label = format!("{} (target #{})", r0.kind, i + 1);
+
+    // Latency: one histogram of every sample.
+    let mut hist = crate::recorder::new_histogram();
+    for (x, r) in inputs.iter().zip(&runs) {
+        if r.histogram.is_empty() {
+            return Err(format!(
+                "{}: run #{} has no latency histogram",
+                x.name,
+                i + 1
+            ));
+        }
+        let h = decode_histogram(&r.histogram)
+            .map_err(|e| format!("{}: run #{}: {e}", x.name, i + 1))?;
+        hist.add(&h).map_err(|e| {
+            format!(
+                "{}: run #{}: histogram does not merge: {e:?}",
+                x.name,
+                i + 1
+            )
+        })?;
+    }
+    let latency_us = Percentiles::of(&hist);
+
+    // Windows and QPS.
+    let wins = inputs
+        .iter()
+        .zip(&runs)
+        .map(|(x, r)| window(x, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
+    let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
+    // started_at has one-second resolution.
+    let concurrent = common_end - common_start > -1.0;
+    let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
+    let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
+    let (qps, duration_s) = if concurrent {
+        let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
+        let overlap = (common_end - common_start).max(0.0);
+        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - 1.0 {
+            warnings.push(format!(
+                "{label}: the generators' windows overlap for only {overlap:.0}s of {shortest:.0}s; \
+                 the merged QPS (their sum) assumes they ran together"
+            ));
+        }
+        (
+            runs.iter().map(|r| r.qps).sum::<f64>(),
+            durations.iter().copied().fold(0.0, f64::max),
+        )
+    } else {
+        warnings.push(format!(
+            "{label}: the generators' measured windows do not overlap (they ran one after another); \
+             QPS is total answered / summed windows, not the sum of their QPS"
+        ));
+        let total: f64 = durations.iter().sum();
+        (
+            if total > 0.0 {
+                answered as f64 / total
+            } else {
+                0.0
+            },
+            total,
+        )
+    };
+
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &runs {
+        for (k, v) in &r.errors {
+            *errors.entry(k.clone()).or_default() += v;
+        }
+    }
+    let mut error_samples: Vec<String> = Vec::new();
+    for r in &runs {
+        for s in &r.error_samples {
+            if error_samples.len() < 8 && !error_samples.contains(s) {
+                error_samples.push(s.clone());
+            }
+        }
+    }
+    let stopped: Vec<String> = inputs
+        .iter()
+        .zip(&runs)
+        .filter_map(|(x, r)| r.stopped_early.as_ref().map(|s| format!("{}: {s}", x.name)))
+        .collect();
+    let targets_differ = runs.iter().any(|r| r.target != r0.target);
+    if targets_differ {
+        let all: Vec<&str> = runs.iter().map(|r| r.target.as_str()).collect();
+        warnings.push(format!(
+            "{label}: the generators name the target differently ({}); check they loaded the same server",
+            all.join(", ")
+        ));
+    }
+
+    let paced = runs.iter().any(|r| r.rate.is_some());
+    let service_us = if paced {
+        bound(runs.iter().map(|r| &r.service_us))
+    } else {
+        // Closed loop: due = sent, so service time is the latency.
+        latency_us.clone()
+    };
+    let lags: Vec<&Percentiles> = runs.iter().filter_map(|r| r.lag_us.as_ref()).collect();
+    let lag_us = (!lags.is_empty()).then(|| bound(lags.iter().copied()));
+    if paced && runs.len() > 1 {
+        warnings.push(format!(
+            "{label}: service and lag percentiles of paced runs are upper bounds (the highest of any \
+             generator); latency percentiles are exact"
+        ));
+    }
+    let rate = if runs.iter().all(|r| r.rate.is_some()) {
+        let rs: Vec<&RateResult> = runs.iter().filter_map(|r| r.rate.as_ref()).collect();
+        let combine = |f: &dyn Fn(&RateResult) -> f64| -> f64 {
+            if concurrent {
+                rs.iter().map(|r| f(r)).sum()
+            } else {
+                let total: f64 = durations.iter().sum();
+                if total > 0.0 {
+                    rs.iter()
+                        .zip(&durations)
+                        .map(|(r, d)| f(r) * d)
+                        .sum::<f64>()
+                        / total
+                } else {
+                    0.0
+                }
+            }
+        };
+        Some(RateResult {
+            asked: combine(&|r| r.asked),
+            achieved: round1(combine(&|r| r.achieved)),
+            late: rs.iter().map(|r| r.late).sum(),
+            kept: rs.iter().all(|r| r.kept),
+        })
+    } else {
+        None
+    };
+
+    let requests: u64 = runs.iter().map(|r| r.requests).sum();
+    let warmup_requests: u64 = runs.iter().map(|r| r.warmup_requests).sum();
+    let worker_s: f64 = runs.iter().map(|r| r.client_cpu.worker_s).sum();
+    let all_requests = requests + warmup_requests;
+    let client_cpu = ClientCpu {
+        worker_s: round3(worker_s),
+        process_s: round3(runs.iter().map(|r| r.client_cpu.process_s).sum()),
+        per_request_us: if all_requests > 0 {
+            round3(worker_s * 1e6 / all_requests as f64)
+        } else {
+            0.0
+        },
+        utilization: runs
+            .iter()
+            .map(|r| r.client_cpu.utilization)
+            .fold(0.0, f64::max),
+        saturated: runs.iter().any(|r| r.client_cpu.saturated),
+    };
+
+    Ok(RunResult {
+        target: r0.target.clone(),
+        kind: r0.kind.clone(),
+        started_at: earliest(runs.iter().map(|r| r.started_at.as_str())),
+        interrupted: runs.iter().any(|r| r.interrupted),
+        stopped_early: (!stopped.is_empty()).then(|| stopped.join("; ")),
+        duration_s: round3(duration_s),
+        qps: round1(qps),
+        requests,
+        hits: runs.iter().map(|r| r.hits).sum(),
+        misses: runs.iter().map(|r| r.misses).sum(),
+        error_total: errors.values().sum(),
+        errors,
+        error_samples,
+        reconnects: runs.iter().map(|r| r.reconnects).sum(),
+        warmup_requests,
+        latency_us,
+        service_us,
+        lag_us,
+        rate,
+        client_cpu,
+        server_observed: None,
+        timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
+        histogram: encode_histogram(&hist),
+        totals: None,
+    })
+}
+
+/// Rows with equal `t_s` (to the millisecond) summed; p50/p99 the highest of the rows.
+pub fn merge_timelines<'a>(timelines: impl Iterator<Item = &'a [TimelineRow]>) -> Vec<TimelineRow> {
+    let mut by_t: BTreeMap<i64, TimelineRow> = BTreeMap::new();
+    for rows in timelines {
+        for row in rows {
+            let key = (row.t_s * 1000.0).round() as i64;
+            match by_t.get_mut(&key) {
+                None => {
+                    by_t.insert(key, row.clone());
+                }
+                Some(m) => {
+                    m.qps += row.qps;
+                    m.hits += row.hits;
+                    m.misses += row.misses;
+                    m.errors += row.errors;
+                    m.p50_us = m.p50_us.max(row.p50_us);
+                    m.p99_us = m.p99_us.max(row.p99_us);
+                    m.in_flight += row.in_flight;
+                    m.connections += row.connections;
+                    m.reconnects += row.reconnects;
+                }
+            }
+        }
+    }
+    by_t.into_values().collect()
+}
+
+/// Percentiles of several generators without their histograms: count, min, mean, max exact;
+/// each percentile the highest of any generator, which bounds the merged one from above.
+fn bound<'a>(ps: impl Iterator<Item = &'a Percentiles>) -> Percentiles {
+    let ps: Vec<&Percentiles> = ps.filter(|p| p.count > 0).collect();
+    if ps.is_empty() {
+        return Percentiles::default();
+    }
+    let count: u64 = ps.iter().map(|p| p.count).sum();
+    let max = |f: fn(&Percentiles) -> f64| ps.iter().map(|p| f(p)).fold(0.0, f64::max);
+    Percentiles {
+        count,
+        min: ps.iter().map(|p| p.min).fold(f64::MAX, f64::min),
+        mean: round3(ps.iter().map(|p| p.mean * p.count as f64).sum::<f64>() / count as f64),
+        p50: max(|p| p.p50),
+        p90: max(|p| p.p90),
+        p99: max(|p| p.p99),
+        p999: max(|p| p.p999),
+        max: max(|p| p.max),
+    }
+}
+
+/// The earliest of RFC 3339 times (falls back to the first when one does not parse).
+fn earliest<'a>(times: impl Iterator<Item = &'a str>) -> String {
+    let mut best: Option<(f64, &str)> = None;
+    let mut first: Option<&str> = None;
+    for t in times {
+        first.get_or_insert(t);
+        if let Ok(v) = crate::plan::parse_rfc3339(t) {
+            match best {
+                Some((b, _)) if b <= v => {}
+                _ => best = Some((v, t)),
+            }
+        }
+    }
+    best.map(|(_, t)| t)
+        .or(first)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }

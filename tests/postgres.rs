@@ -109,6 +109,22 @@ fn missing_table_says_to_run_prepare() {
 }
 
 #[test]
+fn tokio_postgres_driver_counts_and_verifies_too() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let url = format!("{url}?driver=tokio");
+    let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "16", "--verify"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 20000);
+    assert_eq!(u(&r["server_observed"], "delta"), 20000);
+    let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "4", "-p", "16"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0]["server_observed"], "delta"), 20000);
+}
+
+#[test]
 fn pipelined_run_counts_exactly() {
     let Some(url) = server("LOADGEN_PG_URL") else {
         return;

@@ -6,7 +6,7 @@
       (stderr in OUT.err) and whose `/usr/bin/time -f '%U %S %M'` line is in TIMEFILE.
       ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap.
       FACTOR: lookups per pgbench transaction (pipelined script: 10).
-  benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [goal text]   loadgen-vs-peer table
+  benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [GOAL [FIRST_COLUMN]]   loadgen-vs-peer table
   benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
 
 Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us note.
@@ -166,7 +166,7 @@ def problems(rows):
     return sorted(set(notes))
 
 
-def pairs_table(tsv, title, lg_name, peer_name, goal=""):
+def pairs_table(tsv, title, lg_name, peer_name, goal="", first="conns"):
     rows = load(tsv)
     cells = list(dict.fromkeys(r["cell"] for r in rows))
     lines = []
@@ -183,7 +183,7 @@ def pairs_table(tsv, title, lg_name, peer_name, goal=""):
                       fmt(med([r["p99"] for r in peer.values()]), prefix=pnote),
                       fmt(med([r["cpu"] for r in lg.values()]), 1),
                       fmt(med([r["cpu"] for r in peer.values()]), 1)])
-    header = ["conns", f"{lg_name} qps", f"{peer_name} qps", "ratio", f"{lg_name} p99 µs",
+    header = [first, f"{lg_name} qps", f"{peer_name} qps", "ratio", f"{lg_name} p99 µs",
               f"{peer_name} p99 µs", f"{lg_name} CPU ms/1k", f"{peer_name} CPU ms/1k"]
     show(title, goal, header, lines, problems(rows))
 

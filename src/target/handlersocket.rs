@@ -123,9 +123,14 @@ impl HsTarget {
         })?;
         check_ok(&resp).map_err(|e| {
             let hint = if e.is_auth() {
-                " (the server wants a secret: give secret= in the URL or LOADGEN_HS_SECRET)".to_string()
+                " (secret= in the URL or LOADGEN_HS_SECRET)".to_string()
+            } else if e.code == 1 {
+                format!(
+                    " opening {}.{}: to create the usr table run `loadgen prepare mysql://...`",
+                    self.db, self.table
+                )
             } else {
-                format!(" (opening {}.{} index {}: does the table exist? run `loadgen prepare mysql://...`)", self.db, self.table, self.index)
+                format!(" opening {}.{} index {}", self.db, self.table, self.index)
             };
             fail(format!("{}: {}{hint}", self.addr, e.describe()))
         })

@@ -264,3 +264,103 @@ impl Target for PgWireTarget {
         stat_calls(&self.config, &self.sql, &self.label).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The auth methods the local server does not use (trust, cleartext, MD5), against a fake
+    //! server that checks what the client sends. SCRAM runs against the real one in tests/pgwire.rs.
+    use super::*;
+    use crate::outcome::Outcome;
+    use crate::target::Conn;
+    use tokio::net::TcpListener;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(4 + body.len() as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn auth(code: i32, extra: &[u8]) -> Vec<u8> {
+        msg(b'R', &[&code.to_be_bytes()[..], extra].concat())
+    }
+
+    async fn read_msg(sock: &mut TcpStream) -> (u8, Vec<u8>) {
+        let tag = sock.read_u8().await.unwrap();
+        let len = sock.read_i32().await.unwrap() as usize;
+        let mut body = vec![0; len - 4];
+        sock.read_exact(&mut body).await.unwrap();
+        (tag, body)
+    }
+
+    /// A server that answers the startup with `challenge`, expects `password` (None: no
+    /// password message), then prepares an int4 statement and answers one lookup with a row.
+    async fn fake_server(challenge: Vec<u8>, password: Option<Vec<u8>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let len = sock.read_i32().await.unwrap() as usize;
+            let mut startup = vec![0; len - 4];
+            sock.read_exact(&mut startup).await.unwrap();
+            assert!(startup.windows(8).any(|w| w == b"user\0bob"));
+            sock.write_all(&challenge).await.unwrap();
+            if let Some(want) = password {
+                let (tag, body) = read_msg(&mut sock).await;
+                assert_eq!((tag, body), (b'p', [&want[..], b"\0"].concat()));
+            }
+            let mut out = auth(0, b"");
+            out.extend(msg(b'S', b"server_version\x0016\0"));
+            out.extend(msg(b'K', &[0; 8]));
+            out.extend(msg(b'Z', b"I"));
+            sock.write_all(&out).await.unwrap();
+            for want in [b'P', b'D', b'S'] {
+                assert_eq!(read_msg(&mut sock).await.0, want);
+            }
+            let mut out = msg(b'1', b"");
+            out.extend(msg(b't', &[0, 1, 0, 0, 0, 23])); // one parameter: int4
+            out.extend(msg(b'n', b""));
+            out.extend(msg(b'Z', b"I"));
+            sock.write_all(&out).await.unwrap();
+            for want in [b'B', b'E', b'S'] {
+                assert_eq!(read_msg(&mut sock).await.0, want);
+            }
+            let mut out = msg(b'2', b"");
+            out.extend(msg(b'D', &[0, 1, 0, 0, 0, 1, b'x']));
+            out.extend(msg(b'C', b"SELECT 1\0"));
+            out.extend(msg(b'Z', b"I"));
+            sock.write_all(&out).await.unwrap();
+        });
+        format!("postgres://bob:pw@{addr}/db")
+    }
+
+    async fn one_lookup(url: &str) -> Result<Outcome, LookupError> {
+        let t = PgWireTarget::new(&TargetUrl::parse(url).unwrap(), &Plan::default()).unwrap();
+        let mut conn = t.connect().await?;
+        conn.send(1);
+        conn.recv(1).await
+    }
+
+    #[tokio::test]
+    async fn trust_cleartext_and_md5() {
+        let url = fake_server(auth(0, b""), None).await;
+        assert_eq!(one_lookup(&url).await.unwrap(), Outcome::Hit);
+        let url = fake_server(auth(3, b""), Some(b"pw".to_vec())).await;
+        assert_eq!(one_lookup(&url).await.unwrap(), Outcome::Hit);
+        let salt = [1, 2, 3, 4];
+        let want = md5_hash(b"bob", b"pw", salt).into_bytes();
+        let url = fake_server(auth(5, &salt), Some(want)).await;
+        assert_eq!(one_lookup(&url).await.unwrap(), Outcome::Hit);
+    }
+
+    #[tokio::test]
+    async fn unsupported_auth_and_non_postgres_servers_fail_cleanly() {
+        let url = fake_server(auth(7, b""), None).await; // GSSAPI
+        let e = one_lookup(&url).await.unwrap_err();
+        assert!(e.message.contains("does not support"), "{}", e.message);
+        let url = fake_server(b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec(), None).await;
+        let e = one_lookup(&url).await.unwrap_err();
+        assert!(e.message.contains("not PostgreSQL"), "{}", e.message);
+        assert!(!e.message.contains("pw"));
+    }
+}

@@ -2,7 +2,8 @@
 //! scripts/servers.sh started (their URLs come from `scripts/servers.sh env`).
 #![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -95,4 +96,66 @@ pub fn assert_schema_valid(doc: &Value) {
         errors.is_empty(),
         "result does not match the schema: {errors:?}"
     );
+}
+
+/// A `loadgen serve` process of our own: a real server we may pause and kill by pid.
+pub struct Served {
+    pub child: Child,
+    pub url: String,
+}
+
+impl Served {
+    pub fn start(rows: u64) -> Served {
+        let port = free_port();
+        let child = Command::new(bin())
+            .args([
+                "serve",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+                "--rows",
+                &rows.to_string(),
+                "-t",
+                "1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("loadgen serve starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "loadgen serve did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Served {
+            child,
+            url: format!("http://127.0.0.1:{port}/usr/{{key}}"),
+        }
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -1,0 +1,303 @@
+//! The exposition text: Prometheus text format 0.0.4, or OpenMetrics 1.0 when the scraper asks
+//! for it (`# EOF`, counter families named without `_total`, `# UNIT` for the histogram).
+
+use std::fmt::{Display, Write};
+
+use super::Point;
+use crate::outcome::ErrorKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `text/plain; version=0.0.4`
+    Text,
+    /// `application/openmetrics-text; version=1.0.0`
+    OpenMetrics,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// OpenMetrics when the Accept header prefers `application/openmetrics-text` (version 1.0.0
+    /// or unversioned) at least as much as plain text; the text format otherwise.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Text;
+        };
+        let (mut om, mut text) = (0.0f64, 0.0f64);
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let (mut q, mut version) = (1.0f64, None);
+            for p in parts {
+                if let Some((k, v)) = p.split_once('=') {
+                    let v = v.trim().trim_matches('"');
+                    match k.trim().to_ascii_lowercase().as_str() {
+                        "q" => q = v.parse().unwrap_or(0.0),
+                        "version" => version = Some(v.to_string()),
+                        _ => {}
+                    }
+                }
+            }
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if matches!(version.as_deref(), None | Some("1.0.0")) =>
+                {
+                    om = om.max(q)
+                }
+                "text/plain" | "text/*" | "*/*" => text = text.max(q),
+                _ => {}
+            }
+        }
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// One metric family.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// The sample name (counters end in `_total`; OpenMetrics names the family without it).
+    pub name: &'static str,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    pub help: &'static str,
+}
+
+const BUILD_INFO: Family = Family {
+    name: "loadgen_build_info",
+    kind: "gauge",
+    help: "Always 1; the version label is the loadgen version.",
+};
+const REQUESTS: Family = Family {
+    name: "loadgen_requests_total",
+    kind: "counter",
+    help: "Completed requests by outcome (hit, miss, error), warm-up included.",
+};
+const ERRORS: Family = Family {
+    name: "loadgen_errors_total",
+    kind: "counter",
+    help: "Failed requests by kind (connect, io, timeout, server, protocol, verify), warm-up included.",
+};
+const RECONNECTS: Family = Family {
+    name: "loadgen_reconnects_total",
+    kind: "counter",
+    help: "Connections replaced after a failure.",
+};
+const DURATION: Family = Family {
+    name: "loadgen_request_duration_seconds",
+    kind: "histogram",
+    help: "Latency of counted requests (after the warm-up; warm-up requests are not in it), from due time to reply (corrected for coordinated omission with a rate), in seconds.",
+};
+const QPS: Family = Family {
+    name: "loadgen_qps",
+    kind: "gauge",
+    help: "Answered lookups (hits and misses) per second in the last interval, warm-up included; 0 once the target's run has ended.",
+};
+const IN_FLIGHT: Family = Family {
+    name: "loadgen_in_flight_requests",
+    kind: "gauge",
+    help: "Requests sent and not yet answered at the end of the last interval.",
+};
+const CONNECTIONS: Family = Family {
+    name: "loadgen_connections",
+    kind: "gauge",
+    help: "Open connections at the end of the last interval.",
+};
+const TARGET_RATE: Family = Family {
+    name: "loadgen_target_rate",
+    kind: "gauge",
+    help:
+        "The fixed rate asked for with --rate, in requests per second (absent in closed-loop runs).",
+};
+
+/// Every family loadgen exports, in exposition order.
+pub const FAMILIES: [Family; 9] = [
+    BUILD_INFO,
+    REQUESTS,
+    ERRORS,
+    RECONNECTS,
+    DURATION,
+    QPS,
+    IN_FLIGHT,
+    CONNECTIONS,
+    TARGET_RATE,
+];
+
+/// Latency bucket bounds: the `le` label (canonical float form) and the bound in nanoseconds.
+/// `+Inf` follows.
+pub const BUCKETS: [(&str, u64); 19] = [
+    ("1e-05", 10_000),
+    ("2e-05", 20_000),
+    ("5e-05", 50_000),
+    ("0.0001", 100_000),
+    ("0.0002", 200_000),
+    ("0.0005", 500_000),
+    ("0.001", 1_000_000),
+    ("0.002", 2_000_000),
+    ("0.005", 5_000_000),
+    ("0.01", 10_000_000),
+    ("0.02", 20_000_000),
+    ("0.05", 50_000_000),
+    ("0.1", 100_000_000),
+    ("0.2", 200_000_000),
+    ("0.5", 500_000_000),
+    ("1.0", 1_000_000_000),
+    ("2.0", 2_000_000_000),
+    ("5.0", 5_000_000_000),
+    ("10.0", 10_000_000_000),
+];
+
+struct Out<'a> {
+    s: String,
+    f: Format,
+    common: &'a [(String, String)],
+}
+
+impl Out<'_> {
+    fn family(&mut self, fam: &Family) {
+        let name = match self.f {
+            Format::OpenMetrics => fam.name.strip_suffix("_total").unwrap_or(fam.name),
+            Format::Text => fam.name,
+        };
+        let _ = writeln!(self.s, "# HELP {name} {}", fam.help);
+        let _ = writeln!(self.s, "# TYPE {name} {}", fam.kind);
+        if self.f == Format::OpenMetrics && name.ends_with("_seconds") {
+            let _ = writeln!(self.s, "# UNIT {name} seconds");
+        }
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl Display) {
+        self.s.push_str(name);
+        let mut first = true;
+        let common = self.common.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        for (k, v) in labels.iter().copied().chain(common) {
+            self.s.push(if first { '{' } else { ',' });
+            first = false;
+            self.s.push_str(k);
+            self.s.push_str("=\"");
+            escape_into(&mut self.s, v);
+            self.s.push('"');
+        }
+        if !first {
+            self.s.push('}');
+        }
+        let _ = writeln!(self.s, " {value}");
+    }
+}
+
+/// Label value escaping, the same in both formats: backslash, double quote, line feed.
+fn escape_into(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A float as both formats spell it (`+Inf`, `-Inf`, `NaN`, otherwise the shortest form).
+fn float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -> String {
+    let mut o = Out {
+        s: String::with_capacity(2048 + points.len() * 4096),
+        f,
+        common,
+    };
+    o.family(&BUILD_INFO);
+    o.sample(
+        BUILD_INFO.name,
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1,
+    );
+    if !points.is_empty() {
+        o.family(&REQUESTS);
+        for p in points {
+            let errors: u64 = p.c.errors.iter().sum();
+            for (outcome, n) in [("hit", p.c.hits), ("miss", p.c.misses), ("error", errors)] {
+                o.sample(
+                    REQUESTS.name,
+                    &[("target", &p.target), ("outcome", outcome)],
+                    n,
+                );
+            }
+        }
+        o.family(&ERRORS);
+        for p in points {
+            for k in ErrorKind::ALL {
+                o.sample(
+                    ERRORS.name,
+                    &[("target", &p.target), ("kind", k.name())],
+                    p.c.errors[k.index()],
+                );
+            }
+        }
+        o.family(&RECONNECTS);
+        for p in points {
+            o.sample(RECONNECTS.name, &[("target", &p.target)], p.c.reconnects);
+        }
+        o.family(&DURATION);
+        let bucket = format!("{}_bucket", DURATION.name);
+        for p in points {
+            let mut acc = 0u64;
+            for (i, (le, _)) in BUCKETS.iter().enumerate() {
+                acc += p.c.buckets[i];
+                o.sample(&bucket, &[("target", &p.target), ("le", le)], acc);
+            }
+            acc += p.c.buckets[BUCKETS.len()];
+            o.sample(&bucket, &[("target", &p.target), ("le", "+Inf")], acc);
+            o.sample(
+                &format!("{}_sum", DURATION.name),
+                &[("target", &p.target)],
+                float(p.c.sum_ns as f64 / 1e9),
+            );
+            o.sample(
+                &format!("{}_count", DURATION.name),
+                &[("target", &p.target)],
+                p.c.count,
+            );
+        }
+        o.family(&QPS);
+        for p in points {
+            o.sample(QPS.name, &[("target", &p.target)], float(p.qps));
+        }
+        o.family(&IN_FLIGHT);
+        for p in points {
+            o.sample(IN_FLIGHT.name, &[("target", &p.target)], p.in_flight);
+        }
+        o.family(&CONNECTIONS);
+        for p in points {
+            o.sample(CONNECTIONS.name, &[("target", &p.target)], p.connections);
+        }
+        if points.iter().any(|p| p.rate.is_some()) {
+            o.family(&TARGET_RATE);
+            for p in points {
+                if let Some(r) = p.rate {
+                    o.sample(TARGET_RATE.name, &[("target", &p.target)], float(r));
+                }
+            }
+        }
+    }
+    if f == Format::OpenMetrics {
+        o.s.push_str("# EOF\n");
+    }
+    o.s
+}

@@ -1,0 +1,371 @@
+//! Faults: servers killed, restarted and paused mid-run; Ctrl-C; bad input; password redaction.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn servers(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/servers.sh"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "servers.sh {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn kill(sig: &str, pid: &str) {
+    assert!(Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Kills `name` 3 s into a 10 s run, restarts it, and checks the run kept counting.
+fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) {
+    let url = url.to_string();
+    let h = std::thread::spawn(move || {
+        run_json(&[
+            &url,
+            "-d",
+            "10s",
+            "--warmup",
+            "0s",
+            "-c",
+            "8",
+            "--timeout",
+            "2s",
+            "--reconnect-backoff",
+            "50ms,500ms",
+        ])
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = servers(&["pid", name]);
+    kill("-KILL", &pid);
+    std::thread::sleep(Duration::from_millis(500));
+    servers(&["up", name]);
+    after_restart();
+    let (code, doc, err) = h.join().unwrap();
+    assert!(code == 0 || code == 1, "exit {code}: {err}");
+    let r = &doc["runs"][0];
+    assert!(u(r, "error_total") > 0, "the kill must show as errors: {r}");
+    assert_eq!(
+        u(r, "hits") + u(r, "misses") + u(r, "error_total"),
+        u(r, "requests")
+    );
+    let timeline = r["timeline"].as_array().unwrap();
+    let last = timeline
+        .iter()
+        .filter(|row| f(row, "t_s") > 8.0)
+        .map(|row| u(row, "hits"))
+        .sum::<u64>();
+    assert!(last > 0, "hits after the restart: {timeline:?}");
+    assert!(u(r, "reconnects") > 0);
+}
+
+#[test]
+fn postgres_killed_and_restarted_mid_run() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    kill_and_restart("postgres", &url, || {});
+}
+
+#[test]
+fn memcached_killed_and_restarted_mid_run() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let reload = url.clone();
+    kill_and_restart("memcached", &url, move || {
+        // memcached keeps nothing across a restart: load the rows again so hits come back
+        let out = run(&["prepare", &reload, "--rows", "1000000"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+#[test]
+fn paused_server_gives_timeouts_then_recovers() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let u2 = url.clone();
+    let h = std::thread::spawn(move || {
+        run_json(&[
+            &u2,
+            "-d",
+            "8s",
+            "--warmup",
+            "0s",
+            "-c",
+            "4",
+            "--timeout",
+            "500ms",
+        ])
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = servers(&["pid", "memcached"]);
+    kill("-STOP", &pid);
+    std::thread::sleep(Duration::from_secs(2));
+    kill("-CONT", &pid);
+    let (code, doc, err) = h.join().unwrap();
+    assert!(code == 0 || code == 1, "{err}");
+    let r = &doc["runs"][0];
+    assert!(u(r, "errors.timeout") > 0, "{r}");
+    let timeline = r["timeline"].as_array().unwrap();
+    // the pause ends 4 s in; the intervals after 5 s carry traffic again
+    let after: u64 = timeline
+        .iter()
+        .filter(|row| f(row, "t_s") > 5.0)
+        .map(|row| u(row, "hits"))
+        .sum();
+    assert!(after > 0, "traffic recovers after SIGCONT: {timeline:?}");
+}
+
+#[test]
+fn sigint_stops_within_a_second_and_keeps_a_valid_result() {
+    let dir = std::env::temp_dir().join(format!("loadgen-sigint-{}", std::process::id()));
+    let path = dir.join("r.json");
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "-d",
+            "60s",
+            "--warmup",
+            "0s",
+            "--keys",
+            "1-100000",
+            "-c",
+            "4",
+            "-q",
+            "-o",
+            path.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let sent = Instant::now();
+    kill("-INT", &child.id().to_string());
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(1), "took {took:?} to stop");
+    assert!(
+        out.status.code().is_some(),
+        "exited, not killed by the signal"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["runs"][0]["interrupted"], true);
+    assert!(u(&doc["runs"][0], "hits") > 0);
+    assert_schema_valid(&doc);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_also_stops_and_keeps_results() {
+    let child = Command::new(bin())
+        .args([
+            "run", "-d", "60s", "--warmup", "0s", "--keys", "1-100000", "-c", "2", "-q", "-o", "-",
+            "--format", "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    kill("-TERM", &child.id().to_string());
+    let out = child.wait_with_output().unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the report is printed");
+    assert_eq!(doc["interrupted"], true);
+    assert!(u(&doc["runs"][0], "hits") > 0);
+}
+
+#[test]
+fn max_errors_ends_the_run_early_with_exit_1_and_keeps_results() {
+    let served = Served::start(10_000);
+    let url = served.url.clone();
+    let h = std::thread::spawn(move || {
+        run_json(&[
+            &url,
+            "-d",
+            "30s",
+            "--max-errors",
+            "20",
+            "--warmup",
+            "0s",
+            "--keys",
+            "1-10000",
+            "-c",
+            "2",
+            "--reconnect-backoff",
+            "10ms,50ms",
+        ])
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    drop(served); // the server dies: connects fail from now on
+    let started = Instant::now();
+    let (code, doc, err) = h.join().unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "ended early, not at -d"
+    );
+    let r = &doc["runs"][0];
+    assert!(
+        r["stopped_early"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--max-errors"),
+        "{r}"
+    );
+    assert!(
+        u(r, "hits") > 0,
+        "what was measured before the failure is kept"
+    );
+    assert!(u(r, "error_total") >= 20);
+}
+
+/// (arguments, expected fragment of the one-line message). Every case exits 2.
+const BAD_INPUTS: &[(&[&str], &str)] = &[
+    (&["run", "ftp://127.0.0.1/x"], "unknown target scheme"),
+    (&["run", "127.0.0.1:5432"], "bad target"),
+    (&["run", "postgres://h:99999/db"], "port"),
+    (&["run", "postgres://h:notaport/db"], "port"),
+    (&["run", "--keys", "10-1"], "key range"),
+    (&["run", "--keys", "a-b"], "key range"),
+    (&["run", "-d", "ten"], "duration"),
+    (&["run", "-d", "0s"], "--duration"),
+    (&["run", "--duration=-5s"], "duration"),
+    (&["run", "-n", "0"], "--requests"),
+    (&["run", "-n", "lots"], "count"),
+    (&["run", "-c", "0"], "--connections"),
+    (&["run", "-p", "0"], "--pipeline"),
+    (&["run", "-t", "0"], "--threads"),
+    (&["run", "--rate=-5"], "--rate"),
+    (&["run", "-R", "0"], "--rate"),
+    (&["run", "--dist", "gauss"], "--dist"),
+    (&["run", "--dist", "zipf:3"], "--dist"),
+    (&["run", "--dist", "hot:0.2"], "--dist"),
+    (&["run", "--timeout", "0s"], "--timeout"),
+    (&["run", "--interval", "1ms"], "--interval"),
+    (&["run", "-d", "5s", "-n", "100"], "cannot be used with"),
+    (&["run", "--sweep", "1,x"], "--sweep"),
+    (&["run", "--slo", "p98=1ms"], "--slo"),
+    (&["run", "--reconnect-backoff", "1s"], "--reconnect-backoff"),
+    (&["run", "--start-at", "tomorrow"], "RFC 3339"),
+    (&["run", "--run-label", "x=y"], "--metrics"),
+    (&["run", "--metrics", "nonsense"], "metrics"),
+    (
+        &["run", "http://127.0.0.1:1/usr/{key}", "-n", "5"],
+        "cannot connect",
+    ),
+    (&["run", "hs://127.0.0.1:9998/only_db"], "DATABASE/TABLE"),
+    (&["prepare", "http://127.0.0.1:1/x"], "cannot prepare"),
+    (
+        &["prepare", "postgres://127.0.0.1:1/db", "--rows", "0"],
+        "--rows",
+    ),
+    (&["serve", "--addr", "nowhere"], "--addr"),
+    (&["merge", "/no/such/file.json"], "file.json"),
+];
+
+#[test]
+fn bad_inputs_get_one_clear_line_and_exit_2() {
+    for (args, needle) in BAD_INPUTS {
+        let mut all: Vec<&str> = args.to_vec();
+        if all[0] == "run" {
+            all.extend_from_slice(&["-o", "-", "-q"]);
+        }
+        let out = run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected '{needle}' in: {stderr}"
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{args:?}: {stderr}"
+        );
+        // clap adds a usage hint after its error line; our own errors are exactly one line
+        let first = stderr.lines().next().unwrap_or("");
+        assert!(
+            first.contains("error") || first.starts_with("loadgen:"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn passwords_never_appear_in_any_output_or_file() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    const SECRET: &str = "S3cretProbe42x";
+    psql(&url, &format!("DROP ROLE IF EXISTS redact_probe; CREATE ROLE redact_probe LOGIN PASSWORD '{SECRET}'; GRANT SELECT ON usr TO redact_probe"));
+    let with_pw = url.replacen(
+        "postgres://loadgen@",
+        &format!("postgres://redact_probe:{SECRET}@"),
+        1,
+    );
+    let dir = std::env::temp_dir().join(format!("loadgen-redact-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let log = dir.join("r.hlog");
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &with_pw,
+            "-n",
+            "2000",
+            "-c",
+            "2",
+            "-o",
+            json.to_str().unwrap(),
+            "--hdr-log",
+            log.to_str().unwrap(),
+        ])
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("redact_probe:***@"),
+        "the URL is shown redacted: {stdout}"
+    );
+    // wrong password, too
+    let bad = with_pw.replace(SECRET, &format!("{SECRET}WRONG"));
+    let out2 = Command::new(bin())
+        .args(["run", &bad, "-n", "10", "-o", "-"])
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    let mut everything = format!(
+        "{stdout}{stderr}{}{}",
+        String::from_utf8_lossy(&out2.stdout),
+        String::from_utf8_lossy(&out2.stderr)
+    );
+    for f in std::fs::read_dir(&dir).unwrap() {
+        everything.push_str(&String::from_utf8_lossy(
+            &std::fs::read(f.unwrap().path()).unwrap(),
+        ));
+    }
+    assert!(!everything.contains(SECRET), "password leaked");
+    psql(&url, "DROP OWNED BY redact_probe; DROP ROLE redact_probe");
+    let _ = std::fs::remove_dir_all(&dir);
+}

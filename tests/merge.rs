@@ -1,0 +1,674 @@
+//! Several generators: two real loadgen processes against one real server (memcached from
+//! scripts/servers.sh) started together with --start-at, their interval logs, `loadgen merge`
+//! (exact percentiles from the merged histograms, QPS semantics, refusals), and the aggregate
+//! in Prometheus.
+
+mod common;
+use common::*;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use loadgen::report::result::{decode_histogram, encode_histogram};
+use loadgen::totals::Percentiles;
+use serde_json::{json, Value};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("loadgen-merge-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn rfc3339(unix: i64) -> String {
+    let (y, m, d, h, mi, s) = loadgen::row::civil(unix);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadgen starts")
+}
+
+/// Waits for a `loadgen run ... --format json` child: (exit code, stdout document, stderr).
+fn finish(c: Child) -> (i32, Value, String) {
+    let out = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}); stderr: {err}"));
+    (out.status.code().unwrap_or(-1), doc, err)
+}
+
+fn merge(files: &[&Path]) -> (i32, Option<Value>, String) {
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|p| p.to_str().unwrap().to_string()));
+    args.extend(["--format", "json", "-o", "-"].map(String::from));
+    let out = Command::new(bin()).args(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_slice(&out.stdout).ok(),
+        err,
+    )
+}
+
+fn hist(r: &Value) -> Histogram<u64> {
+    decode_histogram(r["histogram"].as_str().expect("histogram")).expect("decodes")
+}
+
+fn pct(v: &Value) -> Percentiles {
+    serde_json::from_value(v.clone()).expect("percentiles")
+}
+
+// ------------------------------------------------------------------ two real generators
+
+struct Pair {
+    dir: PathBuf,
+    start_at: i64,
+    a: Value,
+    b: Value,
+    elapsed: Duration,
+}
+
+/// Two `loadgen run` processes against the test memcached, both told to start 3 s from now,
+/// with different connection counts (so their latency distributions differ), run once and
+/// shared by the tests below.
+fn pair() -> Option<&'static Pair> {
+    static PAIR: OnceLock<Option<Pair>> = OnceLock::new();
+    PAIR.get_or_init(|| {
+        let url = server("LOADGEN_MC_URL")?;
+        let dir = tmpdir("pair");
+        let start_at = now_unix().ceil() as i64 + 3;
+        let at = rfc3339(start_at);
+        let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+        let (a_json, a_log, b_json, b_log) = (
+            path("a.json"),
+            path("a.hlog"),
+            path("b.json"),
+            path("b.hlog"),
+        );
+        let t0 = Instant::now();
+        #[rustfmt::skip]
+        let a = spawn(&[
+            "run", &url, "-n", "20000", "-c", "2", "--warmup", "0", "--seed", "1",
+            "--start-at", &at, "--instance", "a", "--hdr-log", &a_log, "-o", &a_json,
+            "--format", "json", "-q",
+        ]);
+        #[rustfmt::skip]
+        let b = spawn(&[
+            "run", &url, "-n", "40000", "-c", "64", "--warmup", "0", "--seed", "2",
+            "--start-at", &at, "--instance", "b", "--hdr-log", &b_log, "-o", &b_json,
+            "--format", "json", "-q",
+        ]);
+        let (ca, a, ea) = finish(a);
+        let (cb, b, eb) = finish(b);
+        let elapsed = t0.elapsed();
+        assert_eq!(ca, 0, "generator a: {ea}");
+        assert_eq!(cb, 0, "generator b: {eb}");
+        Some(Pair {
+            dir,
+            start_at,
+            a,
+            b,
+            elapsed,
+        })
+    })
+    .as_ref()
+}
+
+#[test]
+fn start_at_makes_both_generators_begin_together() {
+    let Some(p) = pair() else { return };
+    // Both waited (the runs themselves take well under 3 s here, so the wait dominates) ...
+    assert!(
+        p.elapsed >= Duration::from_millis(2000),
+        "finished after {:?}: --start-at did not wait",
+        p.elapsed
+    );
+    // ... and began at the agreed second or just after (started_at has second resolution).
+    for (name, doc) in [("a", &p.a), ("b", &p.b)] {
+        let started = loadgen::plan::parse_rfc3339(doc["runs"][0]["started_at"].as_str().unwrap())
+            .unwrap() as i64;
+        assert!(
+            (p.start_at..=p.start_at + 1).contains(&started),
+            "{name} started at {started}, asked for {}",
+            p.start_at
+        );
+        assert_eq!(doc["instance"], name);
+    }
+}
+
+#[test]
+fn merged_counts_and_p99_come_from_one_histogram_of_all_samples() {
+    let Some(p) = pair() else { return };
+    let (ra, rb) = (&p.a["runs"][0], &p.b["runs"][0]);
+    assert_eq!(u(ra, "requests"), 20000);
+    assert_eq!(u(rb, "requests"), 40000);
+    let (code, merged, err) = merge(&[&p.dir.join("a.json"), &p.dir.join("b.json")]);
+    assert_eq!(code, 0, "{err}");
+    let merged = merged.expect("merge printed JSON");
+    assert_schema_valid(&merged);
+    assert_eq!(merged["instance"], "merged(a,b)");
+    // Different -c on purpose: merge warns, and still merges.
+    assert!(err.contains("connection counts"), "{err}");
+    let m = &merged["runs"][0];
+    assert_eq!(m["kind"], "memcache");
+    for k in [
+        "requests",
+        "hits",
+        "misses",
+        "error_total",
+        "reconnects",
+        "warmup_requests",
+    ] {
+        assert_eq!(u(m, k), u(ra, k) + u(rb, k), "{k}");
+    }
+    assert_eq!(
+        u(m, "latency_us.count"),
+        u(ra, "latency_us.count") + u(rb, "latency_us.count")
+    );
+    assert_eq!(u(m, "latency_us.count"), 60000);
+
+    // The reference: one histogram built from both generators' samples.
+    let mut all = hist(ra);
+    all.add(hist(rb)).unwrap();
+    let reference = Percentiles::of(&all);
+    let got = pct(&m["latency_us"]);
+    assert_eq!(got.p99, reference.p99);
+    assert_eq!(got, reference);
+    assert_eq!(hist(m).len(), all.len());
+    assert_eq!(hist(m).value_at_quantile(0.99), all.value_at_quantile(0.99));
+    // Not the average of the two p99s (2 vs 64 connections: the two p99s differ).
+    let (pa, pb) = (f(ra, "latency_us.p99"), f(rb, "latency_us.p99"));
+    eprintln!(
+        "p99: a {pa}µs, b {pb}µs, merged {}µs, average {}µs",
+        got.p99,
+        (pa + pb) / 2.0
+    );
+    if pa != pb {
+        assert_ne!(got.p99, (pa + pb) / 2.0, "p99 averaged, not merged");
+    }
+    // They ran together: QPS is the sum of theirs.
+    let sum = f(ra, "qps") + f(rb, "qps");
+    assert!((f(m, "qps") - sum).abs() < 0.11, "{} vs {sum}", f(m, "qps"));
+    assert!(!err.contains("do not overlap"), "{err}");
+}
+
+#[test]
+fn interval_logs_round_trip_and_sum_to_the_counted_requests() {
+    let Some(p) = pair() else { return };
+    for (name, doc) in [("a", &p.a), ("b", &p.b)] {
+        let r = &doc["runs"][0];
+        let text = std::fs::read(p.dir.join(format!("{name}.hlog"))).unwrap();
+        let s = String::from_utf8_lossy(&text);
+        assert!(
+            s.starts_with("#[Histogram log format version 1.3]\n"),
+            "{s}"
+        );
+        assert!(s.contains("NANOSECONDS"));
+        assert!(s.contains(
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        ));
+        let mut sum = loadgen::recorder::new_histogram();
+        let (mut intervals, mut start_time, mut base_time) = (0, None, None);
+        for e in IntervalLogIterator::new(&text) {
+            match e.expect("the log parses") {
+                LogEntry::StartTime(t) => start_time = Some(t.as_secs_f64()),
+                LogEntry::BaseTime(t) => base_time = Some(t.as_secs_f64()),
+                LogEntry::Interval(ilh) => {
+                    intervals += 1;
+                    assert_eq!(ilh.tag().map(|t| t.as_str()), Some("memcache"));
+                    let bytes = loadgen::report::result::base64_decode(ilh.encoded_histogram())
+                        .expect("base64");
+                    let h: Histogram<u64> = Deserializer::new()
+                        .deserialize(&mut &bytes[..])
+                        .expect("a V2 deflate histogram");
+                    assert_eq!(ilh.max(), h.max() as f64, "Interval_Max is in ns");
+                    sum.add(&h).unwrap();
+                }
+            }
+        }
+        assert!(intervals >= 1);
+        let (st, bt) = (start_time.expect("StartTime"), base_time.expect("BaseTime"));
+        assert!((st - p.start_at as f64).abs() < 2.0, "StartTime {st}");
+        assert_eq!(st, bt);
+        // --warmup 0 and -n: every counted request lands in some interval.
+        assert_eq!(u(r, "error_total"), 0);
+        assert_eq!(sum.len(), u(r, "requests"), "{name}");
+        // And the intervals add up to the run's histogram exactly.
+        assert_eq!(Percentiles::of(&sum), Percentiles::of(&hist(r)), "{name}");
+    }
+}
+
+// ------------------------------------------------------------------ Prometheus
+
+/// GET on the test Prometheus' HTTP API; returns the JSON body.
+fn prom_query(prom_url: &str, query: &str) -> Value {
+    let hostport = prom_url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let enc: String = query
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let mut s = std::net::TcpStream::connect(&hostport).expect("prometheus answers");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /api/v1/query?query={enc} HTTP/1.0\r\nHost: {hostport}\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let body = resp.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("prometheus: {e}: {resp}"))
+}
+
+/// Waits (up to a minute) until nothing listens on `port`: other tests on this machine use the
+/// ports that the test Prometheus scrapes, one at a time.
+fn wait_port_free(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "127.0.0.1:{port} stays taken");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn prometheus_sum_of_rates_across_generators_matches_their_qps() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let dir = tmpdir("prom");
+    let (a_json, b_json) = (dir.join("a.json"), dir.join("b.json"));
+    let mut tries = 0;
+    let (start_at, a, b) = loop {
+        tries += 1;
+        // scripts/servers.sh's Prometheus scrapes 127.0.0.1:59464 and :59465 every second.
+        wait_port_free(59464);
+        wait_port_free(59465);
+        let start_at = now_unix().ceil() as i64 + 3;
+        let at = rfc3339(start_at);
+        #[rustfmt::skip]
+        let mut ca = spawn(&[
+            "run", &url, "-R", "2000", "-d", "12s", "-c", "8", "--seed", "1", "--start-at", &at,
+            "--instance", "prom-a", "--metrics", "127.0.0.1:59464", "-o", a_json.to_str().unwrap(),
+            "--format", "json", "-q",
+        ]);
+        #[rustfmt::skip]
+        let mut cb = spawn(&[
+            "run", &url, "-R", "2000", "-d", "12s", "-c", "8", "--seed", "2", "--start-at", &at,
+            "--instance", "prom-b", "--metrics", "127.0.0.1:59465", "-o", b_json.to_str().unwrap(),
+            "--format", "json", "-q",
+        ]);
+        // Both bind their port before waiting for --start-at; one that lost a race for its
+        // port has exited by then: stop the other and start over.
+        std::thread::sleep(Duration::from_secs(1));
+        let lost = [ca.try_wait().unwrap(), cb.try_wait().unwrap()]
+            .iter()
+            .any(|s| s.is_some());
+        if lost && tries < 3 {
+            for c in [&mut ca, &mut cb] {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            continue;
+        }
+        break (start_at, ca, cb);
+    };
+    // ~8 s into the run (1 s warm-up, then 12 s measured): a 5 s rate window inside the run.
+    let query_at = start_at as f64 + 8.0;
+    std::thread::sleep(Duration::from_secs_f64((query_at - now_unix()).max(0.0)));
+    let resp = prom_query(&prom, "sum(rate(loadgen_requests_total[5s]))");
+    let (ca, da, ea) = finish(a);
+    let (cb, db, eb) = finish(b);
+    assert_eq!(ca, 0, "{ea}");
+    assert_eq!(cb, 0, "{eb}");
+    assert_eq!(resp["status"], "success", "{resp}");
+    let seen: f64 = resp["data"]["result"][0]["value"][1]
+        .as_str()
+        .unwrap_or_else(|| panic!("no series in {resp}"))
+        .parse()
+        .unwrap();
+    let reported = f(&da["runs"][0], "qps") + f(&db["runs"][0], "qps");
+    eprintln!("Prometheus: {seen:.1}/s; the generators reported {reported:.1}/s");
+    assert!(
+        (seen - reported).abs() <= 0.10 * reported,
+        "Prometheus saw {seen:.0}/s, the generators reported {reported:.0}/s"
+    );
+    // And merge agrees with the generators.
+    let (code, merged, err) = merge(&[&a_json, &b_json]);
+    assert_eq!(code, 0, "{err}");
+    let mq = f(&merged.unwrap()["runs"][0], "qps");
+    assert!((mq - reported).abs() < 0.11, "{mq} vs {reported}");
+}
+
+// ------------------------------------------------------------------ merge semantics
+// Built from one real result file (the embedded target: no server needed), edited per case.
+
+fn template() -> &'static Value {
+    static T: OnceLock<Value> = OnceLock::new();
+    T.get_or_init(|| {
+        let (code, doc, err) = run_json(&["-n", "2000", "-c", "2", "--keys", "1-10000"]);
+        assert_eq!(code, 0, "{err}");
+        doc
+    })
+}
+
+/// A result file: `hits` answered lookups over `duration_s` from `started_at`, QPS to match.
+fn file(instance: &str, started_at: &str, duration_s: f64, hits: u64) -> Value {
+    let mut d = template().clone();
+    d["instance"] = json!(instance);
+    d["started_at"] = json!(started_at);
+    let r = &mut d["runs"][0];
+    r["started_at"] = json!(started_at);
+    r["duration_s"] = json!(duration_s);
+    r["hits"] = json!(hits);
+    r["misses"] = json!(0);
+    r["requests"] = json!(hits);
+    r["qps"] = json!(hits as f64 / duration_s);
+    d
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    p
+}
+
+const T0: &str = "2026-12-02T17:40:00Z";
+
+#[test]
+fn qps_is_the_sum_when_the_windows_overlap() {
+    let dir = tmpdir("overlap");
+    let a = write(&dir, "a.json", &file("a", T0, 10.0, 10_000));
+    let b = write(&dir, "b.json", &file("b", T0, 10.0, 30_000));
+    let (code, m, err) = merge(&[&a, &b]);
+    assert_eq!(code, 0, "{err}");
+    let r = &m.unwrap()["runs"][0];
+    // Identical windows: the sum of QPS is total answered / window.
+    assert_eq!(f(r, "qps"), 4000.0);
+    assert_eq!(f(r, "qps"), 40_000.0 / 10.0);
+    assert_eq!(f(r, "duration_s"), 10.0);
+    assert!(!err.contains("overlap"), "{err}");
+
+    // b ran 5 s inside a's 10 s: 1000/s + 3000/s while they overlapped; total / a window
+    // (2500/s) would understate the load the server took.
+    let c = write(
+        &dir,
+        "c.json",
+        &file("c", "2026-12-02T17:40:02Z", 5.0, 15_000),
+    );
+    let (code, m, err) = merge(&[&a, &c]);
+    assert_eq!(code, 0, "{err}");
+    let r = &m.unwrap()["runs"][0];
+    assert_eq!(f(r, "qps"), 4000.0);
+    assert_eq!(f(r, "duration_s"), 10.0);
+    assert!(!err.contains("do not overlap"), "{err}");
+}
+
+#[test]
+fn qps_of_generators_that_ran_one_after_another_is_total_over_summed_windows() {
+    let dir = tmpdir("sequential");
+    let a = write(&dir, "a.json", &file("a", T0, 10.0, 10_000));
+    let b = write(
+        &dir,
+        "b.json",
+        &file("b", "2026-12-02T17:41:00Z", 10.0, 30_000),
+    );
+    let (code, m, err) = merge(&[&a, &b]);
+    assert_eq!(code, 0, "{err}");
+    let r = &m.unwrap()["runs"][0];
+    assert_eq!(f(r, "qps"), 40_000.0 / 20.0);
+    assert_eq!(f(r, "duration_s"), 20.0);
+    assert!(err.contains("do not overlap"), "{err}");
+}
+
+#[test]
+fn percentiles_come_from_the_histograms_never_from_the_reported_percentiles() {
+    let dir = tmpdir("histograms");
+    let mut fast = loadgen::recorder::new_histogram();
+    let mut slow = loadgen::recorder::new_histogram();
+    for i in 0..9_900u64 {
+        fast.record(80_000 + i * 7).unwrap(); // 80..150 µs
+    }
+    for i in 0..300u64 {
+        slow.record(20_000_000 + i * 10_000).unwrap(); // 20..23 ms
+    }
+    let mut a = file("a", T0, 10.0, 9_900);
+    let mut b = file("b", T0, 10.0, 300);
+    a["runs"][0]["histogram"] = json!(encode_histogram(&fast));
+    b["runs"][0]["histogram"] = json!(encode_histogram(&slow));
+    // The files' own percentiles, deliberately wrong: merge must not look at them.
+    let bogus = json!({"count": 1, "min": 1.0, "mean": 1.0, "p50": 1.0, "p90": 1.0,
+                       "p99": 1.0, "p999": 1.0, "max": 1.0});
+    a["runs"][0]["latency_us"] = bogus.clone();
+    b["runs"][0]["latency_us"] = bogus;
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let (code, m, err) = merge(&[&pa, &pb]);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    let mut all = fast.clone();
+    all.add(&slow).unwrap();
+    let got = pct(&m["runs"][0]["latency_us"]);
+    assert_eq!(got, Percentiles::of(&all));
+    assert_eq!(got.count, 10_200);
+    // 300 of 10,200 samples are slow (2.9%): the merged p99 is slow, unlike fast's p99 and
+    // far from the average of the two files' true p99s.
+    let avg = (Percentiles::of(&fast).p99 + Percentiles::of(&slow).p99) / 2.0;
+    assert!(got.p99 >= 20_000.0, "{got:?}");
+    assert!((got.p99 - avg).abs() > 1000.0);
+    // Closed loop: service time is the latency, so it is exact as well.
+    assert_eq!(pct(&m["runs"][0]["service_us"]), got);
+    assert_schema_valid(&m);
+}
+
+#[test]
+fn timeline_rows_with_equal_t_s_are_summed() {
+    let dir = tmpdir("timeline");
+    let row = |t: f64, qps: f64, hits: u64, p99: f64| {
+        json!({"t_s": t, "qps": qps, "hits": hits, "misses": 1, "errors": 0, "p50_us": 50.0,
+               "p99_us": p99, "in_flight": 2, "connections": 4, "reconnects": 0})
+    };
+    let mut a = file("a", T0, 2.0, 300);
+    let mut b = file("b", T0, 2.0, 300);
+    a["runs"][0]["timeline"] = json!([row(1.0, 100.0, 100, 200.0), row(2.0, 200.0, 200, 300.0)]);
+    b["runs"][0]["timeline"] = json!([row(1.0, 50.0, 50, 900.0), row(2.5, 250.0, 250, 100.0)]);
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let (code, m, err) = merge(&[&pa, &pb]);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    let tl = m["runs"][0]["timeline"].as_array().unwrap();
+    let ts: Vec<f64> = tl.iter().map(|r| r["t_s"].as_f64().unwrap()).collect();
+    assert_eq!(ts, [1.0, 2.0, 2.5]);
+    assert_eq!(f(&tl[0], "qps"), 150.0);
+    assert_eq!(u(&tl[0], "hits"), 150);
+    assert_eq!(u(&tl[0], "misses"), 2);
+    assert_eq!(u(&tl[0], "connections"), 8);
+    assert_eq!(
+        f(&tl[0], "p99_us"),
+        900.0,
+        "p99 of a merged row: the highest, an upper bound"
+    );
+    assert_eq!(f(&tl[1], "qps"), 200.0);
+    assert_eq!(f(&tl[2], "qps"), 250.0);
+    assert_schema_valid(&m);
+}
+
+#[test]
+fn different_workloads_are_refused_with_a_clear_error() {
+    let dir = tmpdir("refuse");
+    let a = write(&dir, "a.json", &file("a", T0, 10.0, 1000));
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &str); 4] = [
+        ("keys", |v| v["settings"]["keys"] = json!("1-500"), "--keys"),
+        (
+            "dist",
+            |v| v["settings"]["dist"] = json!("zipf:0.99"),
+            "--dist",
+        ),
+        (
+            "kind",
+            |v| v["runs"][0]["kind"] = json!("postgres"),
+            "kinds of target",
+        ),
+        (
+            "runs",
+            |v| {
+                let r = v["runs"][0].clone();
+                v["runs"].as_array_mut().unwrap().push(r);
+            },
+            "run counts",
+        ),
+    ];
+    for (name, edit, says) in cases {
+        let mut b = file("b", T0, 10.0, 1000);
+        edit(&mut b);
+        let pb = write(&dir, &format!("b-{name}.json"), &b);
+        let (code, m, err) = merge(&[&a, &pb]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(m.is_none(), "{name}: no result on a refusal");
+        assert!(
+            err.contains("cannot merge") && err.contains(says),
+            "{name}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{name}: one line: {err}");
+    }
+    // Not a result file at all.
+    let junk = dir.join("junk.json");
+    std::fs::write(&junk, "{\"x\": 1}").unwrap();
+    let (code, _, err) = merge(&[&a, &junk]);
+    assert_eq!(code, 2);
+    assert!(err.contains("junk.json"), "{err}");
+}
+
+#[test]
+fn differing_connections_warn_and_merge_and_the_result_merges_again() {
+    let dir = tmpdir("warn");
+    let a = file("a", T0, 10.0, 1000);
+    let mut b = file("b", T0, 10.0, 3000);
+    b["settings"]["connections"] = json!(64);
+    b["settings"]["seed"] = json!(7);
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let out = Command::new(bin())
+        .args(["merge", pa.to_str().unwrap(), pb.to_str().unwrap()])
+        .args([
+            "-o",
+            dir.join("m.json").to_str().unwrap(),
+            "--format",
+            "text",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: connection counts (-c) differ"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("seed"),
+        "different seeds: no seed warning: {err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("= 400 qps"));
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join("m.json")).unwrap()).unwrap();
+    assert_schema_valid(&m);
+    assert_eq!(m["instance"], "merged(a,b)");
+    assert_eq!(
+        u(&m, "settings.connections"),
+        u(&a, "settings.connections") + 64
+    );
+    assert_eq!(u(&m["runs"][0], "hits"), 4000);
+    assert!(m["runs"][0]["server_observed"].is_null());
+
+    // A merged file merges again; an input without an instance is named by its file name.
+    let mut c = file("c", T0, 10.0, 1000);
+    c["instance"] = Value::Null;
+    c["settings"]["seed"] = json!(9);
+    let pc = write(&dir, "gen-9.json", &c);
+    let (code, m2, err) = merge(&[&dir.join("m.json"), &pc]);
+    assert_eq!(code, 0, "{err}");
+    let m2 = m2.unwrap();
+    assert_eq!(m2["instance"], "merged(merged(a,b),gen-9)");
+    assert_eq!(u(&m2["runs"][0], "hits"), 5000);
+    assert_eq!(f(&m2["runs"][0], "qps"), 500.0);
+    assert_eq!(
+        u(&m2["runs"][0], "latency_us.count"),
+        3 * u(&template()["runs"][0], "latency_us.count")
+    );
+
+    // Same seed everywhere: the generators sent the same keys.
+    let (code, _, err) = merge(&[&pa, &pa]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("same key sequences"), "{err}");
+}
+
+/// Java's own HistogramLogProcessor reads the log and finds the run's count and max (optional:
+/// needs java and HdrHistogram's jar, e.g. Debian's libhdrhistogram-java).
+#[test]
+fn interval_log_reads_in_javas_histogram_log_processor() {
+    let Some(p) = pair() else { return };
+    let jar = std::env::var("HDRHISTOGRAM_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/hdrhistogram.jar".into());
+    let java_ok = Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !java_ok || !Path::new(&jar).is_file() {
+        eprintln!("skipped: needs java and {jar} (apt-get install libhdrhistogram-java)");
+        return;
+    }
+    let out_prefix = p.dir.join("a-java");
+    let out = Command::new("java")
+        .args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-i"])
+        .arg(p.dir.join("a.hlog"))
+        .args(["-tag", "memcache", "-outputValueUnitRatio", "1000", "-o"])
+        .arg(&out_prefix)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hgrm = std::fs::read_to_string(out_prefix.with_extension("hgrm")).unwrap();
+    // #[Max     =      812.543, Total count    =        20000]
+    let line = hgrm
+        .lines()
+        .find(|l| l.starts_with("#[Max"))
+        .expect("a summary line");
+    let nums: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let r = &p.a["runs"][0];
+    assert_eq!(nums[1] as u64, u(r, "requests"), "{line}");
+    assert_eq!(nums[0], f(r, "latency_us.max"), "{line}");
+}
