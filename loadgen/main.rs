@@ -311,11 +311,10 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
     });
     let mut out = out.map_err(|e| e.0)?;
     match format {
-        Format::Text => print!("{}", loadgen::report::text::render(&out.file)),
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&out.file).expect("result serializes")
-        ),
+        Format::Text => emit(&loadgen::report::text::render(&out.file)),
+        Format::Json => {
+            emit(&(serde_json::to_string_pretty(&out.file).expect("result serializes") + "\n"))
+        }
     }
     if let Some(p) = &out.path {
         eprintln!("loadgen: result written to {}", p.display());
@@ -401,11 +400,10 @@ fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>
 fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
     let merged = loadgen::merge::merge_files(&a.files)?;
     match a.format {
-        FormatArg::Text => print!("{}", loadgen::report::text::render(&merged)),
-        FormatArg::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&merged).expect("result serializes")
-        ),
+        FormatArg::Text => emit(&loadgen::report::text::render(&merged)),
+        FormatArg::Json => {
+            emit(&(serde_json::to_string_pretty(&merged).expect("result serializes") + "\n"))
+        }
     }
     if let Some(p) = a.output.filter(|p| p.as_os_str() != "-") {
         let json = serde_json::to_vec_pretty(&merged).expect("result serializes");

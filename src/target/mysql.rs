@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use futures_util::future::LocalBoxFuture;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, Statement, Value};
 
@@ -114,12 +115,17 @@ impl MysqlTarget {
     }
 }
 
+type Reply = Result<Option<Row>, mysql_async::Error>;
+
+/// The connection lives inside the in-flight query future while a query runs, so a dropped
+/// `recv` (the request loop's select) never abandons a half-read reply: the next `recv` polls
+/// the same future on. mysql_async's own futures are not cancel-safe.
 pub struct MysqlConn {
-    conn: mysql_async::Conn,
+    conn: Option<mysql_async::Conn>,
     stmt: Statement,
     simple: Option<(String, String)>,
     verify: bool,
-    queued: Option<u64>,
+    in_flight: Option<(u64, LocalBoxFuture<'static, (mysql_async::Conn, Reply)>)>,
 }
 
 impl Target for MysqlTarget {
@@ -136,11 +142,11 @@ impl Target for MysqlTarget {
         let mut conn = self.pool.get_conn().await.map_err(fail)?;
         let stmt = conn.prep(&self.sql).await.map_err(fail)?;
         Ok(MysqlConn {
-            conn,
+            conn: Some(conn),
             stmt,
             simple: self.simple.clone(),
             verify: self.verify,
-            queued: None,
+            in_flight: None,
         })
     }
 
@@ -184,15 +190,31 @@ pub async fn global_status(opts: &Opts, name: &str) -> Result<u64, String> {
 
 impl Conn for MysqlConn {
     fn send(&mut self, key: u64) {
-        self.queued = Some(key);
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let stmt = self.stmt.clone();
+        let sql = self.simple.as_ref().map(|(a, b)| format!("{a}{key}{b}"));
+        let fut: LocalBoxFuture<'static, (mysql_async::Conn, Reply)> = Box::pin(async move {
+            let r = match sql {
+                Some(sql) => conn.query_first(sql).await,
+                None => conn.exec_first(&stmt, (key,)).await,
+            };
+            (conn, r)
+        });
+        self.in_flight = Some((key, fut));
     }
 
-    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
-        let key = self.queued.take().unwrap_or(key);
-        let r: Result<Option<Row>, mysql_async::Error> = match &self.simple {
-            Some((a, b)) => self.conn.query_first(format!("{a}{key}{b}")).await,
-            None => self.conn.exec_first(&self.stmt, (key,)).await,
+    async fn recv(&mut self, _key: u64) -> Result<Outcome, LookupError> {
+        let Some((key, fut)) = self.in_flight.as_mut() else {
+            return Err(LookupError::io(
+                "no request in flight (the connection was lost)",
+            ));
         };
+        let key = *key;
+        let (conn, r) = fut.await;
+        self.in_flight = None;
+        self.conn = Some(conn);
         match r {
             Ok(None) => Ok(Outcome::Miss),
             Ok(Some(row)) => {
