@@ -107,7 +107,7 @@ rotate() {
 bench_pg() {
   have pgbench || { skip "pg" "pgbench not installed"; return; }
   local tsv=$WORK/pg.tsv c p wire="" url=$LOADGEN_PG_URL
-  # The wire driver is still being added: use it only if it runs and unknown drivers are refused.
+  # Rows for both PostgreSQL drivers: tokio-postgres (driver=tokio) and the default wire driver.
   if "$LOADGEN_BIN" run "$url?driver=wire" -n 10 -q -o - >/dev/null 2>&1; then
     if "$LOADGEN_BIN" run "$url?driver=no-such-driver" -n 10 -q -o - >/dev/null 2>&1; then
       WIRE_NOTE="?driver= is not interpreted by this build (an unknown driver is accepted): wire rows skipped"
@@ -115,19 +115,19 @@ bench_pg() {
   else WIRE_NOTE="loadgen run '$url?driver=wire' -n 10 failed: wire rows skipped"; fi
   for c in 4 16 64; do
     for ((p = 1; p <= PAIRS; p++)); do
-      local cmds=("lg $tsv '$c' lg $p '$url' -c $c -t 2"
-        "pgb $tsv '$c${wire:+,$c wire}' $p $B/pg-select.sql 1 $c")
+      local cmds=("lg $tsv '$c tokio' lg $p '$url?driver=tokio' -c $c -t 2"
+        "pgb $tsv '$c tokio${wire:+,$c wire}' $p $B/pg-select.sql 1 $c")
       [[ -n $wire ]] && cmds+=("lg $tsv '$c wire' lg $p '$url?driver=wire' -c $c -t 2")
       rotate "$p" "${cmds[@]}"
     done
   done
   for ((p = 1; p <= PAIRS; p++)); do
-    local cmds=("lg $tsv '4x16 pipe' lg $p '$url' -c 4 -p 16 -t 2"
-      "pgb $tsv '4x16 pipe${wire:+,4x16 pipe wire}' $p $B/pg-select-pipeline10.sql 10 4")
+    local cmds=("lg $tsv '4x16 pipe tokio' lg $p '$url?driver=tokio' -c 4 -p 16 -t 2"
+      "pgb $tsv '4x16 pipe tokio${wire:+,4x16 pipe wire}' $p $B/pg-select-pipeline10.sql 10 4")
     [[ -n $wire ]] && cmds+=("lg $tsv '4x16 pipe wire' lg $p '$url?driver=wire' -c 4 -p 16 -t 2")
     rotate "$p" "${cmds[@]}"
   done
-  $LIB pairs "$tsv" "pg: loadgen -t 2 vs pgbench -M prepared -j 2 (wire: loadgen ?driver=wire; pipe: loadgen -p 16 vs pgbench pipeline of 10, lookups/s = tps x 10)" loadgen pgbench
+  $LIB pairs "$tsv" "pg: loadgen -t 2 vs pgbench -M prepared -j 2 (tokio: ?driver=tokio, tokio-postgres via deadpool; wire: the default lean driver; pipe: loadgen -p 16 vs pgbench pipeline of 10, lookups/s = tps x 10)" loadgen pgbench
   [[ -n $wire ]] || echo "   note: $WIRE_NOTE"
 }
 

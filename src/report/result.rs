@@ -275,6 +275,7 @@ impl TimelineRow {
 
     pub fn progress_line(&self, iv: &Totals, len_s: f64) -> String {
         let errs = iv.counts.error_total() + iv.warm.error_total();
+        let warm = self.t_s <= 0.0;
         let label = if self.t_s <= 0.0 {
             "warm-up".to_string()
         } else {
@@ -283,8 +284,9 @@ impl TimelineRow {
         format!(
             "[{label}] {:>10} qps  p50 {:>9}  p99 {:>9}  err/s {:>6}  reconn/s {:>4}  conns {:>4}  in-flight {:>4}",
             crate::report::text::thousands(self.qps as u64),
-            crate::report::text::micros(self.p50_us),
-            crate::report::text::micros(self.p99_us),
+            // warm-up requests are not timed: no percentiles to show for them
+            if warm { "-".to_string() } else { crate::report::text::micros(self.p50_us) },
+            if warm { "-".to_string() } else { crate::report::text::micros(self.p99_us) },
             (errs as f64 / len_s.max(1e-9)).round() as u64,
             ((iv.counts.reconnects + iv.warm.reconnects) as f64 / len_s.max(1e-9)).round() as u64,
             self.connections,

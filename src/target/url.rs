@@ -264,4 +264,39 @@ mod tests {
         let e = TargetUrl::parse("postgres://u:hunter2@h:0/db").unwrap_err();
         assert!(!e.contains("hunter2"), "{e}");
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, .. Default::default() })]
+
+        /// Any string: parse never panics, and an Ok result never shows its password.
+        #[test]
+        fn parse_never_panics(s in "\\PC{0,80}") {
+            if let Ok(u) = TargetUrl::parse(&s) {
+                let _ = u.host_port(1);
+                let r = u.redacted();
+                if let Some(p) = u.password.as_deref().filter(|p| p.len() >= 4) {
+                    let needle = format!(":{}@", p);
+                    proptest::prop_assert!(!r.contains(&needle));
+                }
+            }
+        }
+
+        /// URL-shaped input with a password: parsed, and the password is gone from the redacted form.
+        #[test]
+        fn passwords_never_survive_redaction(
+            scheme in "(postgres|mysql|hs|memcache|http)",
+            user in "[a-z]{1,8}",
+            pass in "[A-Za-z0-9]{6,16}",
+            host in "(127\\.0\\.0\\.1|localhost|\\[::1\\])",
+            port in 1u16..,
+            path in "[a-z/]{0,12}",
+        ) {
+            let s = format!("{scheme}://{user}:{pass}@{host}:{port}/{path}");
+            let u = TargetUrl::parse(&s).unwrap();
+            proptest::prop_assert_eq!(u.password.as_deref(), Some(pass.as_str()));
+            proptest::prop_assert!(!u.redacted().contains(&pass));
+            let debug = format!("{:?}", u);
+            proptest::prop_assert!(!debug.contains(&pass));
+        }
+    }
 }
