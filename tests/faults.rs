@@ -369,3 +369,54 @@ fn passwords_never_appear_in_any_output_or_file() {
     psql(&url, "DROP OWNED BY redact_probe; DROP ROLE redact_probe");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server of our own that answers every request with bytes that are not the protocol.
+fn garbage_server(reply: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let h = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    std::thread::spawn(move || {
+                        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                        let mut buf = [0u8; 4096];
+                        while let Ok(n) = s.read(&mut buf) {
+                            if n == 0 || s.write_all(reply).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn protocol_garbage_is_counted_never_a_panic_or_a_hang() {
+    let cases: [(&str, &'static [u8]); 3] = [
+        ("memcache://127.0.0.1:{port}", b"VALUE usr:1 0 notanumber\r\nEND\r\n"),
+        ("http://127.0.0.1:{port}/usr/{key}", b"HTTP/1.1 200 OK\r\nContent-Length: zzz\r\n\r\n"),
+        ("memcache://127.0.0.1:{port}", b"\x00\x01\x02\xff garbage without end"),
+    ];
+    for (template, reply) in cases {
+        let (port, h) = garbage_server(reply);
+        let url = template.replace("{port}", &port.to_string());
+        let started = Instant::now();
+        let (code, doc, err) = run_json(&[&url, "-d", "2s", "--warmup", "0s", "-c", "2", "--timeout", "500ms", "--reconnect-backoff", "10ms,100ms"]);
+        assert_eq!(code, 1, "{url}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(6), "{url}: no hang");
+        assert!(!err.contains("panicked"), "{err}");
+        let r = &doc["runs"][0];
+        assert!(u(r, "errors.protocol") + u(r, "errors.timeout") > 0, "{url}: {r}");
+        assert_eq!(u(r, "hits"), 0);
+        assert_eq!(u(r, "hits") + u(r, "misses") + u(r, "error_total"), u(r, "requests"));
+        h.join().unwrap();
+    }
+}
