@@ -401,22 +401,49 @@ fn garbage_server(reply: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
 #[test]
 fn protocol_garbage_is_counted_never_a_panic_or_a_hang() {
     let cases: [(&str, &'static [u8]); 3] = [
-        ("memcache://127.0.0.1:{port}", b"VALUE usr:1 0 notanumber\r\nEND\r\n"),
-        ("http://127.0.0.1:{port}/usr/{key}", b"HTTP/1.1 200 OK\r\nContent-Length: zzz\r\n\r\n"),
-        ("memcache://127.0.0.1:{port}", b"\x00\x01\x02\xff garbage without end"),
+        (
+            "memcache://127.0.0.1:{port}",
+            b"VALUE usr:1 0 notanumber\r\nEND\r\n",
+        ),
+        (
+            "http://127.0.0.1:{port}/usr/{key}",
+            b"HTTP/1.1 200 OK\r\nContent-Length: zzz\r\n\r\n",
+        ),
+        (
+            "memcache://127.0.0.1:{port}",
+            b"\x00\x01\x02\xff garbage without end",
+        ),
     ];
     for (template, reply) in cases {
         let (port, h) = garbage_server(reply);
         let url = template.replace("{port}", &port.to_string());
         let started = Instant::now();
-        let (code, doc, err) = run_json(&[&url, "-d", "2s", "--warmup", "0s", "-c", "2", "--timeout", "500ms", "--reconnect-backoff", "10ms,100ms"]);
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-d",
+            "2s",
+            "--warmup",
+            "0s",
+            "-c",
+            "2",
+            "--timeout",
+            "500ms",
+            "--reconnect-backoff",
+            "10ms,100ms",
+        ]);
         assert_eq!(code, 1, "{url}: {err}");
         assert!(started.elapsed() < Duration::from_secs(6), "{url}: no hang");
         assert!(!err.contains("panicked"), "{err}");
         let r = &doc["runs"][0];
-        assert!(u(r, "errors.protocol") + u(r, "errors.timeout") > 0, "{url}: {r}");
+        assert!(
+            u(r, "errors.protocol") + u(r, "errors.timeout") > 0,
+            "{url}: {r}"
+        );
         assert_eq!(u(r, "hits"), 0);
-        assert_eq!(u(r, "hits") + u(r, "misses") + u(r, "error_total"), u(r, "requests"));
+        assert_eq!(
+            u(r, "hits") + u(r, "misses") + u(r, "error_total"),
+            u(r, "requests")
+        );
         h.join().unwrap();
     }
 }
