@@ -389,45 +389,10 @@ impl Codec for McCodec {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
+    use crate::wire::testkit::{dec, dec_err};
     use proptest::prelude::*;
 
     type Simple = Result<Outcome, (ErrorKind, bool)>;
-
-    /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
-    /// error is an `Err` too. Checks the contract on the way: an `Err` from `decode` is fatal,
-    /// an error inside `Ok(Some)` is not, and `n` is within the buffer.
-    fn dec<C: Codec>(
-        c: &mut C,
-        buf: &[u8],
-        key: u64,
-        verify: bool,
-    ) -> Result<Option<(usize, Outcome)>, LookupError> {
-        match c.decode(buf, key, verify) {
-            Err(e) => {
-                assert!(e.fatal, "decode returned a non-fatal Err: {e}");
-                Err(e)
-            }
-            Ok(None) => Ok(None),
-            Ok(Some((n, r))) => {
-                assert!(n > 0 && n <= buf.len());
-                match r {
-                    Ok(o) => Ok(Some((n, o))),
-                    Err(e) => {
-                        assert!(!e.fatal, "fatal error inside Ok(Some): {e}");
-                        Err(e)
-                    }
-                }
-            }
-        }
-    }
-
-    /// A complete reply that came to a non-fatal error: its length and the error.
-    fn dec_err<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) -> (usize, LookupError) {
-        match c.decode(buf, key, verify) {
-            Ok(Some((n, Err(e)))) if !e.fatal => (n, e),
-            other => panic!("expected a non-fatal error reply, got {other:?}"),
-        }
-    }
 
     fn value_reply(key: &[u8], data: &[u8], cas: Option<u64>) -> Vec<u8> {
         let mut v = b"VALUE ".to_vec();
@@ -838,13 +803,7 @@ mod tests {
 
     fn check_invariants(buf: &[u8], key: u64, verify: bool) {
         let mut c = McCodec::default();
-        match c.decode(buf, key, verify) {
-            Ok(None) => assert!(buf.len() < MAX_FRAME),
-            Ok(Some((n, r))) => {
-                assert!(n > 0 && n <= buf.len() && r.map_or_else(|e| !e.fatal, |_| true))
-            }
-            Err(e) => assert!(e.fatal),
-        }
+        crate::wire::testkit::codec_contract(&mut c, buf, key, verify);
         match parse_stats(buf) {
             Ok(None) => assert!(buf.len() < MAX_FRAME),
             Ok(Some((n, _))) => assert!(n > 0 && n <= buf.len()),

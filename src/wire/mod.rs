@@ -5,6 +5,8 @@ pub mod handlersocket;
 pub mod http;
 pub mod memcached;
 pub mod postgres;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 use crate::outcome::{LookupError, Outcome};
 
