@@ -20,7 +20,7 @@ use tokio_postgres::types::Type;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::target::postgres::{explain_db, lookup_sql, pg_config, stat_calls};
+use crate::target::postgres::{explain_db, lookup_sql, pg_config, stat_calls, QueryId};
 use crate::target::stream::{connect_error, StreamConn};
 use crate::target::{ServerCount, SetupError, Target, TargetUrl};
 use crate::wire::postgres::{KeyType, PgCodec, ServerError, STATEMENT};
@@ -35,6 +35,7 @@ pub struct PgWireTarget {
     verify: bool,
     timeout: Duration,
     label: String,
+    query_id: QueryId,
 }
 
 impl PgWireTarget {
@@ -52,6 +53,7 @@ impl PgWireTarget {
             verify: plan.verify,
             timeout: plan.timeout,
             label: url.redacted(),
+            query_id: QueryId::new(),
         })
     }
 
@@ -255,13 +257,13 @@ impl Target for PgWireTarget {
             })
     }
 
-    /// Each lookup ends with its own Sync, so any number can be in flight.
+    /// Lookups pipeline freely: one Sync per batch written (see `wire::postgres`).
     fn max_pipeline(&self) -> usize {
         usize::MAX
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        stat_calls(&self.config, &self.sql, &self.label).await
+        stat_calls(&self.config, &self.sql, &self.label, &self.query_id).await
     }
 }
 

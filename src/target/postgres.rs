@@ -30,6 +30,7 @@ pub struct PgTarget {
     mode: Mode,
     verify: bool,
     url: String,
+    query_id: QueryId,
 }
 
 // Shared across worker threads, read-only.
@@ -91,6 +92,9 @@ impl PgTarget {
             mode: plan.mode,
             verify: plan.verify,
             url: url.redacted(),
+            // Simple mode's literal keys are normalized to a query with its own identifier,
+            // whose text is the `$1` form: match that by text.
+            query_id: QueryId::new_with((plan.mode == Mode::Simple).then_some(None)),
         })
     }
 }
@@ -229,28 +233,69 @@ impl Target for PgTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        stat_calls(&self.config, &self.sql, &self.url).await
+        stat_calls(&self.config, &self.sql, &self.url, &self.query_id).await
     }
 }
 
 /// pg_stat_statements' call count of `sql` (server-side truth), over a connection of its own.
 /// `label` is the redacted URL. Shared by both PostgreSQL drivers.
+/// The server's query identifier of `sql`, from `EXPLAIN (VERBOSE) EXECUTE` of it prepared
+/// (compute_query_id is on whenever pg_stat_statements is loaded). Why not match the text:
+/// pg_stat_statements keeps the text of the first statement with that identifier, so the same
+/// lookup written differently before (`$1::int4`, other spacing) would count 0.
+/// None when the server shows no identifier; the caller falls back to the text.
+/// The probe's EXPLAIN counts as one call of the statement itself, so callers look it up once
+/// per run (before the first count) and keep it: see `QueryId`.
+async fn query_id(client: &tokio_postgres::Client, sql: &str) -> Option<i64> {
+    client
+        .batch_execute(&format!("PREPARE loadgen_probe AS {sql}"))
+        .await
+        .ok()?;
+    let rows = client
+        .simple_query("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE loadgen_probe('1')")
+        .await
+        .ok()?;
+    rows.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(r) => r
+            .get(0)?
+            .trim()
+            .strip_prefix("Query Identifier: ")?
+            .parse()
+            .ok(),
+        _ => None,
+    })
+}
+
+/// The query identifier, found once per target (the probe itself counts as a call).
+pub type QueryId = tokio::sync::OnceCell<Option<i64>>;
+
 pub async fn stat_calls(
     config: &tokio_postgres::Config,
     sql: &str,
     label: &str,
+    id: &QueryId,
 ) -> Result<Option<ServerCount>, String> {
     let (client, conn) = config
         .connect(NoTls)
         .await
         .map_err(|e| explain(&e, "counter query"))?;
     let task = tokio::spawn(conn);
-    let r = client
-        .query_one(
-            "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
-            &[&sql],
-        )
-        .await;
+    let r = match *id.get_or_init(|| query_id(&client, sql)).await {
+        Some(id) => client
+            .query_one(
+                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1",
+                &[&id],
+            )
+            .await,
+        None => {
+            client
+                .query_one(
+                    "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
+                    &[&sql],
+                )
+                .await
+        }
+    };
     drop(client);
     let _ = task.await;
     match r {

@@ -85,6 +85,7 @@ impl<C: Codec> StreamConn<C> {
     }
 
     async fn flush(&mut self) -> Result<(), LookupError> {
+        self.codec.end_batch(&mut self.wbuf);
         // write() (not write_all) with our own offset keeps this cancel-safe.
         while self.wpos < self.wbuf.len() {
             let n = self

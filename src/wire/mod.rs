@@ -25,9 +25,15 @@ pub trait Codec {
     /// `Ok(None)`: the reply is not complete yet, read more. `Ok(Some((n, result)))`: the reply
     /// took the first `n` bytes and came to `result`: an outcome, or a non-fatal error that
     /// leaves the stream in step (a server-side error reply is `Server`; with `verify`, a row
-    /// that is not `row::write_tsv(key)` is `Verify`). `Err`: malformed bytes, a fatal
-    /// `Protocol` error; the connection must be replaced.
+    /// that is not `row::write_tsv(key)` is `Verify`). `n` is 0 only for a request the server
+    /// is known to have skipped, answered from the codec's own state. `Err`: malformed bytes,
+    /// a fatal `Protocol` error; the connection must be replaced.
     fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError>;
+
+    /// Called before the write buffer goes out: ends the batch of requests encoded since the
+    /// last call, for protocols that mark batches (PostgreSQL's Sync). Must append nothing when
+    /// nothing was encoded since, because a cancelled flush calls it again.
+    fn end_batch(&mut self, _out: &mut Vec<u8>) {}
 
     /// True when the last reply asked to close the connection (HTTP `Connection: close`).
     fn must_close(&self) -> bool {

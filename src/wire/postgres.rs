@@ -1,7 +1,16 @@
-//! PostgreSQL extended query protocol, for one prepared lookup: Bind + Execute + Sync per key,
-//! replies parsed in place. Each lookup ends with its own Sync, so lookups pipeline and a server
-//! error in one of them ends at its own ReadyForQuery without disturbing the next.
+//! PostgreSQL extended query protocol, for one prepared lookup: Bind + Execute per key and one
+//! Sync per batch of lookups written together, replies parsed in place.
+//!
+//! Why one Sync per batch and not per lookup: every Sync ends an implicit transaction and makes
+//! the server send ReadyForQuery and flush its output, which is most of the server's per-message
+//! overhead for a point read. pgbench's `\startpipeline` scripts sync once per pipeline for the
+//! same reason. Without pipelining (`-p 1`) every batch is one lookup, so nothing changes there.
+//! The cost: a server error aborts the rest of its batch (the server skips to the Sync), so the
+//! codec remembers the size of each batch in flight and answers the skipped lookups with a
+//! server error of their own, keeping the stream in step.
 //! The handshake (startup, auth, Parse/Describe) lives in `target::pgwire`.
+
+use std::collections::VecDeque;
 
 use super::{Codec, Decoded, MAX_FRAME};
 use crate::outcome::{LookupError, Outcome};
@@ -48,10 +57,18 @@ impl KeyType {
 /// `row_matches`); it is defined for that data set only, as with the other drivers.
 pub struct PgCodec {
     key_type: KeyType,
-    /// Bind + Execute + Sync with a zeroed key value (empty for text keys).
+    /// Bind + Execute with a zeroed key value (empty for text keys).
     template: Vec<u8>,
     /// Offset in `template` of the key value, right after its i32 length.
     value_at: usize,
+    /// Lookups encoded since the last Sync.
+    unsynced: u32,
+    /// Sizes of the batches written with their Sync and not yet fully answered, oldest first.
+    batches: VecDeque<u32>,
+    /// Lookups of the oldest batch still to be answered (0: take the next from `batches`).
+    left: u32,
+    /// A lookup of the current batch failed: the server skips the rest of it up to the Sync.
+    aborted: bool,
 }
 
 impl PgCodec {
@@ -70,20 +87,42 @@ impl PgCodec {
         let mut template = vec![b'B'];
         template.extend_from_slice(&(4 + bind.len() as i32).to_be_bytes());
         template.extend_from_slice(&bind);
-        // Execute the unnamed portal, all rows; then Sync.
+        // Execute the unnamed portal, all rows. The Sync comes once per batch (`end_batch`).
         template.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
-        template.extend_from_slice(&[b'S', 0, 0, 0, 4]);
         PgCodec {
             key_type,
             template,
             value_at,
+            unsynced: 0,
+            batches: VecDeque::with_capacity(64),
+            left: 0,
+            aborted: false,
         }
     }
+
+    /// A reply is complete: the lookup it answered leaves the oldest batch.
+    fn answered(&mut self, aborts_batch: bool) {
+        if self.left == 0 {
+            // Decoding without end_batch (unit tests): every lookup is its own batch.
+            self.left = self.batches.pop_front().unwrap_or(1);
+        }
+        self.left -= 1;
+        self.aborted = (self.aborted || aborts_batch) && self.left > 0;
+    }
+}
+
+const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
+
+fn skipped() -> LookupError {
+    LookupError::server(
+        "skipped by the server: an earlier lookup in the same pipelined batch failed",
+    )
 }
 
 impl Codec for PgCodec {
     #[inline]
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        self.unsynced += 1;
         let start = out.len();
         let at = start + self.value_at;
         // Keys are cast like the tokio-postgres driver casts them (`key as i32`).
@@ -115,14 +154,35 @@ impl Codec for PgCodec {
         }
     }
 
+    fn end_batch(&mut self, out: &mut Vec<u8>) {
+        if self.unsynced > 0 {
+            out.extend_from_slice(&SYNC);
+            self.batches.push_back(self.unsynced);
+            self.unsynced = 0;
+        }
+    }
+
     fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        // The last lookup of a batch owns the batch's ReadyForQuery; the others end at their
+        // CommandComplete (or ErrorResponse).
+        let left = match self.left {
+            0 => self.batches.front().copied().unwrap_or(1),
+            n => n,
+        };
+        let last = left == 1;
+        let skipped_here = self.aborted;
+        if skipped_here && !last {
+            // No bytes belong to a skipped lookup; only the batch's last one reads the 'Z'.
+            self.answered(false);
+            return Ok(Some((0, Err(skipped()))));
+        }
         let mut pos = 0;
         let mut bound = false;
         let mut done = false;
         let mut row: Option<&[u8]> = None;
         let mut error: Option<ServerError> = None;
-        // Stateless: a partial reply is parsed again from its start on the next call. Replies
-        // are ~100 bytes, so that is cheaper than carrying state across reads.
+        // Stateless until a reply is complete: a partial reply is parsed again from its start
+        // on the next call. Replies are ~100 bytes, so that is cheaper than carrying state.
         loop {
             let Some(head) = buf.get(pos..pos + 5) else {
                 return Ok(None);
@@ -138,15 +198,22 @@ impl Codec for PgCodec {
             let Some(body) = buf.get(pos + 5..end) else {
                 return Ok(None);
             };
+            let open = !skipped_here && error.is_none();
             // After an ErrorResponse the server discards up to our Sync: expect only 'Z'.
             match head[0] {
-                b'2' if !bound && error.is_none() => bound = true,
-                b'D' if bound && !done && error.is_none() => {
+                b'2' if open && !bound => bound = true,
+                b'D' if open && bound && !done => {
                     // A --query may return several rows: a hit, and the first one is verified.
                     row = row.or(Some(body));
                 }
-                b'C' if bound && !done && error.is_none() => done = true,
-                b'E' if error.is_none() => {
+                b'C' if open && bound && !done => {
+                    done = true;
+                    if !last {
+                        self.answered(false);
+                        return Ok(Some((end, outcome(row, key, verify))));
+                    }
+                }
+                b'E' if open => {
                     let e = ServerError::parse(body);
                     if e.ends_session() {
                         // Say why now: the next read would only see the socket close.
@@ -154,25 +221,31 @@ impl Codec for PgCodec {
                             "the server ended the session: {e}"
                         )));
                     }
+                    if !last {
+                        self.answered(true);
+                        return Ok(Some((end, Err(LookupError::server(e.to_string())))));
+                    }
                     error = Some(e);
                 }
-                b'Z' => {
-                    let result = if let Some(e) = error {
+                b'Z' if last => {
+                    let result = if skipped_here {
+                        Err(skipped())
+                    } else if let Some(e) = error {
                         Err(LookupError::server(e.to_string()))
                     } else if !done {
                         return Err(LookupError::protocol(
                             "PostgreSQL reply out of step: ReadyForQuery before CommandComplete",
                         ));
                     } else {
-                        match row {
-                            None => Ok(Outcome::Miss),
-                            Some(r) if verify && !row_matches(r, key) => {
-                                Err(LookupError::verify(key))
-                            }
-                            Some(_) => Ok(Outcome::Hit),
-                        }
+                        outcome(row, key, verify)
                     };
+                    self.answered(false);
                     return Ok(Some((end, result)));
+                }
+                b'Z' => {
+                    return Err(LookupError::protocol(
+                        "PostgreSQL reply out of step: ReadyForQuery inside a pipelined batch",
+                    ))
                 }
                 // Asynchronous messages may arrive at any time.
                 b'N' | b'S' | b'A' => {}
@@ -185,6 +258,15 @@ impl Codec for PgCodec {
             }
             pos = end;
         }
+    }
+}
+
+/// A lookup's result from its first row, if any.
+fn outcome(row: Option<&[u8]>, key: u64, verify: bool) -> Result<Outcome, LookupError> {
+    match row {
+        None => Ok(Outcome::Miss),
+        Some(r) if verify && !row_matches(r, key) => Err(LookupError::verify(key)),
+        Some(_) => Ok(Outcome::Hit),
     }
 }
 
@@ -369,7 +451,6 @@ mod tests {
         .map_err(|_| "bind")
         .unwrap();
         frontend::execute("", 0, &mut b).unwrap();
-        frontend::sync(&mut b);
         b.to_vec()
     }
 
@@ -386,8 +467,10 @@ mod tests {
             let mut out = b"prefix".to_vec();
             c.encode(key, &mut out);
             c.encode(key, &mut out); // appends, patching only its own bytes
+            c.end_batch(&mut out);
+            c.end_batch(&mut out); // nothing new: no second Sync
             let one = reference(&bytes);
-            assert_eq!(out, [&b"prefix"[..], &one, &one].concat(), "{kt:?}");
+            assert_eq!(out, [&b"prefix"[..], &one, &one, &SYNC].concat(), "{kt:?}");
         }
         let mut out = Vec::new();
         PgCodec::new(KeyType::Text).encode(0, &mut out);
@@ -499,27 +582,126 @@ mod tests {
         let whole = [hit(1), reply(None), notice(), hit(3)].concat();
         let want = [Outcome::Hit, Outcome::Miss, Outcome::Hit];
         for cut in 0..=whole.len() {
-            // Bytes arrive in two reads, split at `cut`; parsed replies are dropped from the front.
-            let mut c = PgCodec::new(KeyType::Int4);
-            let mut buf = whole[..cut].to_vec();
-            let mut got = Vec::new();
-            for arrived in [true, false] {
-                while got.len() < keys.len() {
-                    match c.decode(&buf, keys[got.len()], true).unwrap() {
-                        Some((n, out)) => {
-                            got.push(out.unwrap());
-                            buf.drain(..n);
-                        }
-                        None => break,
+            // Without end_batch every lookup is its own batch, ending at its own 'Z'.
+            let got = decode_split(PgCodec::new(KeyType::Int4), &whole, cut, &keys);
+            assert_eq!(got, want.map(Ok), "cut at {cut}");
+        }
+    }
+
+    /// Replies to one batch: each lookup's 2 D* C without its own 'Z', one 'Z' at the end.
+    fn batch_reply(replies: &[Vec<u8>]) -> Vec<u8> {
+        let z = msg(b'Z', b"I");
+        let mut out: Vec<u8> = replies
+            .iter()
+            .flat_map(|r| r[..r.len() - z.len()].to_vec())
+            .collect();
+        out.extend(z);
+        out
+    }
+
+    /// A codec with batches of these sizes written (encoded and synced).
+    fn batched(sizes: &[u32]) -> PgCodec {
+        let mut c = PgCodec::new(KeyType::Int4);
+        let mut out = Vec::new();
+        for &n in sizes {
+            for k in 0..n {
+                c.encode(k as u64, &mut out);
+            }
+            c.end_batch(&mut out);
+        }
+        assert_eq!(out.iter().filter(|&&b| b == b'S').count(), sizes.len());
+        c
+    }
+
+    /// Decodes `keys` in order from `whole`, delivered in two reads split at `cut`; parsed
+    /// replies are dropped from the front, as the connection does.
+    fn decode_split(
+        mut c: PgCodec,
+        whole: &[u8],
+        cut: usize,
+        keys: &[u64],
+    ) -> Vec<Result<Outcome, ErrorKind>> {
+        let mut buf = whole[..cut].to_vec();
+        let mut got = Vec::new();
+        for arrived in [true, false] {
+            while got.len() < keys.len() {
+                match c.decode(&buf, keys[got.len()], true).unwrap() {
+                    Some((n, out)) => {
+                        got.push(out.map_err(|e| e.kind));
+                        buf.drain(..n);
                     }
-                }
-                if arrived {
-                    buf.extend_from_slice(&whole[cut..]);
+                    None => break,
                 }
             }
-            assert_eq!(got, want, "cut at {cut}");
-            assert!(buf.is_empty());
+            if arrived {
+                buf.extend_from_slice(&whole[cut..]);
+            }
         }
+        assert!(buf.is_empty(), "cut at {cut}: {} bytes left", buf.len());
+        got
+    }
+
+    #[test]
+    fn one_sync_per_batch_split_at_every_byte() {
+        // Batches of 3 and 1: hit, miss, hit | hit.
+        let whole = [
+            batch_reply(&[hit(1), reply(None), hit(3)]),
+            notice(),
+            batch_reply(&[hit(4)]),
+        ]
+        .concat();
+        for cut in 0..=whole.len() {
+            let got = decode_split(batched(&[3, 1]), &whole, cut, &[1, 2_000_000, 3, 4]);
+            let want = [Outcome::Hit, Outcome::Miss, Outcome::Hit, Outcome::Hit];
+            assert_eq!(got, want.map(Ok), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn an_error_skips_the_rest_of_its_batch_only() {
+        // Batch of 4: hit, error, (skipped), (skipped) | batch of 2: hit, miss.
+        let mut first = [msg(b'2', b""), usr_row(1), msg(b'C', b"SELECT 1\0")].concat();
+        first.extend(msg(
+            b'E',
+            b"SERROR\0VERROR\0C57014\0Mcanceling statement\0\0",
+        ));
+        first.extend(msg(b'Z', b"E"));
+        let whole = [first, batch_reply(&[hit(5), reply(None)])].concat();
+        let keys = [1, 2, 3, 4, 5, 2_000_000];
+        for cut in 0..=whole.len() {
+            let got = decode_split(batched(&[4, 2]), &whole, cut, &keys);
+            use ErrorKind::Server;
+            let want = [Ok(Outcome::Hit), Err(Server), Err(Server), Err(Server)];
+            assert_eq!(got[..4], want, "cut at {cut}");
+            assert_eq!(
+                got[4..],
+                [Ok(Outcome::Hit), Ok(Outcome::Miss)],
+                "cut at {cut}"
+            );
+        }
+        // The failed lookup keeps the server's message; the skipped ones say why they failed.
+        let mut c = batched(&[2]);
+        let buf = [
+            msg(b'E', b"SERROR\0VERROR\0C22003\0Mout of range\0\0"),
+            msg(b'Z', b"E"),
+        ]
+        .concat();
+        let (n, e) = crate::wire::testkit::dec_err(&mut c, &buf, 1, true);
+        assert!(e.message.contains("22003"), "{}", e.message);
+        let (m, e) = crate::wire::testkit::dec_err(&mut c, &buf[n..], 2, true);
+        assert_eq!(n + m, buf.len());
+        assert!(e.message.contains("skipped"), "{}", e.message);
+    }
+
+    #[test]
+    fn ready_for_query_inside_a_batch_is_out_of_step() {
+        let mut c = batched(&[2]);
+        let e = c.decode(&hit(1), 1, true).unwrap().unwrap().1.unwrap();
+        assert_eq!(e, Outcome::Hit); // ends at 'C': the 'Z' belongs to the batch's last lookup
+        let mut c = batched(&[2]);
+        let buf = [msg(b'Z', b"I"), hit(1)].concat();
+        let e = c.decode(&buf, 1, true).unwrap_err();
+        assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub fn dec<C: Codec>(
         }
         Ok(None) => Ok(None),
         Ok(Some((n, r))) => {
-            assert!(n > 0 && n <= buf.len());
+            assert!(n <= buf.len());
             match r {
                 Ok(o) => Ok(Some((n, o))),
                 Err(e) => {
