@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|embedded|rss|all]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|embedded|rss|all|soak]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
 #   LOADGEN_BIN       use this binary instead of `cargo build --release` + target/release/loadgen
+#   BENCH_SOAK_SECONDS=600  length of the soak run (not part of `all`: it takes ten minutes)
 #
 # Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
 # have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
@@ -27,7 +28,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | embedded | rss) ;;
+    pg | mysql | hs | memcache | embedded | rss | soak) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -163,7 +164,7 @@ bench_memcache() {
       rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MC_URL' -c $c -t 2" "memas $tsv $c $p $c"
     done
   done
-  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets (memaslap: its ops include C x 1000 preload sets; p99 = log2 bucket upper bound)" loadgen memaslap
+  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets (memaslap: gets/s = cmd_get / run time, its C x 1000 preload sets not counted as lookups; CPU over all its ops; p99 = log2 bucket upper bound)" loadgen memaslap
 }
 
 bench_embedded() {
@@ -183,6 +184,26 @@ bench_rss() {
     done
   done
   $LIB solo "$tsv" "rss: peak RSS of loadgen against PostgreSQL, -t 2 -d 5s" rss "< 64 MiB at 1000 connections"
+}
+
+# Bounded memory over a long run: 256 connections x 4 in flight at a paced 20,000/s (timers,
+# pacer, reconnect-free steady state) with the metrics endpoint on, RSS sampled every 10 s.
+bench_soak() {
+  local secs=${BENCH_SOAK_SECONDS:-600} out=$WORK/soak pid t=0 port
+  [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SOAK_SECONDS: a positive integer" >&2; exit 2; }
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$LOADGEN_BIN" run "$LOADGEN_MC_URL" -c 256 -p 4 -t 2 -R 20000 -d "${secs}s" --warmup 0 -q \
+    --metrics "127.0.0.1:$port" --format json -o "$out.json" >/dev/null 2>"$out.err" &
+  pid=$!
+  : >"$out.rss"
+  while kill -0 "$pid" 2>/dev/null; do
+    awk -v t="$t" '/^VmRSS/ {print t, $2}' "/proc/$pid/status" >>"$out.rss" 2>/dev/null || true
+    curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 || true # scraped as Prometheus would
+    sleep 10
+    t=$((t + 10))
+  done
+  wait "$pid" || echo "   loadgen failed: $(tail -1 "$out.err")"
+  $LIB soak "$out.rss" "$out.json" "soak: loadgen memcache -c 256 -p 4 -R 20000 for ${secs}s with --metrics, RSS every 10 s"
 }
 
 for s in "${SECTIONS[@]}"; do "bench_$s"; done

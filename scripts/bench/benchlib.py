@@ -8,6 +8,7 @@
       FACTOR: lookups per pgbench transaction (pipelined script: 10).
   benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [GOAL [FIRST_COLUMN]]   loadgen-vs-peer table
   benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
+  benchlib.py soak RSS_SAMPLES RESULT_JSON TITLE               RSS over a long run
 
 Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us note.
 CPU is user+sys of the whole client process (GNU time) over every lookup it completed;
@@ -76,8 +77,12 @@ def parse_sysbench(out, err):
 def parse_memaslap(out, err):
     text = out + err
     m = re.search(r"Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", text)
-    ops, tps = int(m.group(2)), float(m.group(3))
+    secs, ops = float(m.group(1)), int(m.group(2))
     misses = int(re.search(r"get_misses: (\d+)", text).group(1))
+    # Lookups/s are its gets: its TPS also counts the C x window preload sets, which are not
+    # lookups. CPU per lookup stays over all its ops (the sets cost it CPU too).
+    gets = int(re.search(r"cmd_get: (\d+)", text).group(1))
+    tps = gets / secs
     # "Log2 Dist" of the final "Get Statistics": rows "E: c(E) c(E+1) ...", bucket E holds
     # latencies in (2^(E-1), 2^E] µs, so the p99 is known only up to that power of two.
     block = text.split("Get Statistics (")[-1].split("Total Statistics")[0]
@@ -205,6 +210,26 @@ def solo_table(tsv, title, kind, goal=""):
     show(title, goal, header, lines, problems(rows))
 
 
+def soak(samples_path, result_path, title):
+    """RSS at the first sample after warm-up (60 s), then per minute, and the growth."""
+    samples = [tuple(map(int, l.split())) for l in read(samples_path).splitlines() if l.strip()]
+    try:
+        run = json.loads(read(result_path))["runs"][0]
+        summary = (f"{run['requests']:,} lookups, {run['error_total']} errors, "
+                   f"{run['qps']:,.0f}/s, p99 {run['latency_us']['p99']:,.0f} µs")
+    except Exception:
+        summary = "no result (see the error above)"
+    lines = [[str(t), fmt(kib / 1024, 1)] for t, kib in samples if t % 60 == 0 or t == samples[-1][0]]
+    show(title, "RSS flat after warm-up (bounded memory)", ["second", "RSS MiB"], lines, [summary])
+    if not samples:
+        print("   no RSS samples")
+        return
+    base = next((kib for t, kib in samples if t >= 60), samples[0][1])
+    last, peak = samples[-1][1], max(kib for _, kib in samples)
+    print(f"   RSS at 60 s {base / 1024:.1f} MiB, at the end {last / 1024:.1f} MiB "
+          f"(growth {(last - base) / 1024:+.1f} MiB), peak {peak / 1024:.1f} MiB")
+
+
 if __name__ == "__main__":
     cmd, rest = sys.argv[1], sys.argv[2:]
     if cmd == "record":
@@ -213,5 +238,7 @@ if __name__ == "__main__":
         pairs_table(*rest)
     elif cmd == "solo":
         solo_table(*rest)
+    elif cmd == "soak":
+        soak(*rest)
     else:
         sys.exit(__doc__)
