@@ -134,13 +134,16 @@ bench_pg() {
 
 bench_mysql() {
   have sysbench || { skip "mysql" "sysbench not installed"; return; }
-  local tsv=$WORK/mysql.tsv c p
+  local tsv=$WORK/mysql.tsv c p url=$LOADGEN_MY_URL
+  # Rows for both MySQL drivers: the default wire driver and mysql_async (?driver=mysql_async).
   for c in 4 16 64; do
     for ((p = 1; p <= PAIRS; p++)); do
-      rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MY_URL' -c $c -t 2" "sysb $tsv $c $p $c"
+      rotate "$p" "lg $tsv '$c wire' lg $p '$url?driver=wire' -c $c -t 2" \
+        "sysb $tsv '$c wire,$c mysql_async' $p $c" \
+        "lg $tsv '$c mysql_async' lg $p '$url?driver=mysql_async' -c $c -t 2"
     done
   done
-  $LIB pairs "$tsv" "mysql: loadgen -t 2 vs sysbench point-select (prepared, same table and query)" loadgen sysbench
+  $LIB pairs "$tsv" "mysql: loadgen -t 2 vs sysbench point-select (prepared, same table and query; wire: the default lean driver; mysql_async: ?driver=mysql_async)" loadgen sysbench
 }
 
 bench_hs() {

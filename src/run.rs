@@ -65,7 +65,7 @@ pub async fn run<T: Target>(
     let target = Arc::new(target);
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(
-            "{label}: {} cannot pipeline; use -p 1 and more connections (-c) instead",
+            "{label}: this {} driver cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",
             target.kind()
         )));
     }

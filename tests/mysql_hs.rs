@@ -10,26 +10,34 @@ fn hs_url() -> Option<String> {
     Some(format!("{hs}?mysql={my}"))
 }
 
+/// Both MySQL drivers: loadgen's own wire driver (the default) and mysql_async.
+fn mysql_urls() -> Option<[String; 2]> {
+    let url = server("LOADGEN_MY_URL")?;
+    Some([
+        format!("{url}?driver=wire"),
+        format!("{url}?driver=mysql_async"),
+    ])
+}
+
 #[test]
 fn mysql_conservation_against_com_stmt_execute() {
-    let Some(url) = server("LOADGEN_MY_URL") else {
+    let Some(urls) = mysql_urls() else {
         return;
     };
-    let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "16"]);
-    assert_eq!(code, 0, "{err}");
-    let r = &doc["runs"][0];
-    assert_eq!(u(r, "hits"), 20000);
-    assert_eq!(
-        r["server_observed"]["source"],
-        "global status Com_stmt_execute"
-    );
-    assert_eq!(
-        u(&r["server_observed"], "delta"),
-        20000,
-        "{}",
-        r["server_observed"]
-    );
-    assert_schema_valid(&doc);
+    // The wire driver also pipelined: the server must still count every execute once.
+    for (url, depth) in [(&urls[0], "1"), (&urls[0], "8"), (&urls[1], "1")] {
+        let (code, doc, err) = run_json(&[url, "-n", "20000", "-c", "16", "-p", depth]);
+        assert_eq!(code, 0, "{url}: {err}");
+        let r = &doc["runs"][0];
+        assert_eq!(u(r, "hits"), 20000, "{url}");
+        assert_server_saw(
+            r,
+            "global status Com_stmt_execute",
+            20000,
+            &format!("{url} -p {depth}"),
+        );
+        assert_schema_valid(&doc);
+    }
 }
 
 #[test]
@@ -39,27 +47,19 @@ fn hs_conservation_against_handler_read_key() {
     assert_eq!(code, 0, "{err}");
     let r = &doc["runs"][0];
     assert_eq!(u(r, "hits"), 20000);
-    assert_eq!(
-        r["server_observed"]["source"],
-        "global status Handler_read_key"
-    );
-    assert_eq!(
-        u(&r["server_observed"], "delta"),
-        20000,
-        "{}",
-        r["server_observed"]
-    );
+    assert_server_saw(r, "global status Handler_read_key", 20000, "");
 }
 
 #[test]
 fn verify_full_range_on_both() {
-    let Some(my) = server("LOADGEN_MY_URL") else {
+    let Some([wire, mysql_async]) = mysql_urls() else {
         return;
     };
     let Some(hs) = hs_url() else { return };
     for (url, extra) in [
         (&hs, ["-c", "4", "-p", "32"]),
-        (&my, ["-c", "32", "-p", "1"]),
+        (&wire, ["-c", "4", "-p", "32"]),
+        (&mysql_async, ["-c", "32", "-p", "1"]),
     ] {
         let mut args = vec![url.as_str(), "-n", "1000000", "--dist", "seq", "--verify"];
         args.extend_from_slice(&extra);
@@ -73,11 +73,11 @@ fn verify_full_range_on_both() {
 
 #[test]
 fn misses_are_misses_on_both() {
-    let Some(my) = server("LOADGEN_MY_URL") else {
+    let Some([wire, mysql_async]) = mysql_urls() else {
         return;
     };
     let Some(hs) = hs_url() else { return };
-    for url in [&my, &hs] {
+    for url in [&wire, &mysql_async, &hs] {
         let (code, doc, err) = run_json(&[
             url,
             "-n",
@@ -125,24 +125,104 @@ fn bad_handlersocket_inputs_exit_2_with_one_line() {
 
 #[test]
 fn mysql_wrong_password_exits_2_without_the_password() {
-    let Some(url) = server("LOADGEN_MY_URL") else {
+    let Some(urls) = mysql_urls() else {
         return;
     };
-    let bad = url.replacen("mysql://loadgen@", "mysql://loadgen:Wr0ngPassw0rd@", 1);
-    let out = run(&["run", &bad, "-n", "10", "-o", "-"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("Access denied"), "{stderr}");
-    assert!(!stderr.contains("Wr0ngPassw0rd"), "{stderr}");
+    for url in &urls {
+        let bad = url.replacen("mysql://loadgen@", "mysql://loadgen:Wr0ngPassw0rd@", 1);
+        let out = run(&["run", &bad, "-n", "10", "-o", "-"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(stderr.contains("Access denied"), "{url}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{url}: {stderr}");
+        assert!(!stderr.contains("Wr0ngPassw0rd"), "{stderr}");
+    }
 }
 
 #[test]
-fn mysql_cannot_pipeline_and_says_so() {
+fn mysql_bad_inputs_exit_2_with_one_line() {
     let Some(url) = server("LOADGEN_MY_URL") else {
         return;
     };
-    let out = run(&["run", &url, "-n", "10", "-p", "4", "-o", "-"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("cannot pipeline"), "{stderr}");
+    let hs_port = std::env::var("LOADGEN_HS_PORT").unwrap_or_else(|_| "59998".into());
+    let pg_port = std::env::var("LOADGEN_PG_PORT").unwrap_or_else(|_| "55432".into());
+    let cases = [
+        // mysql_async cannot pipeline; the wire driver can.
+        (
+            format!("{url}?driver=mysql_async"),
+            "-p",
+            "4",
+            "cannot pipeline",
+        ),
+        (
+            format!("{url}?driver=odbc"),
+            "-p",
+            "1",
+            "unknown MySQL driver",
+        ),
+        (
+            format!("{url}?driver=wire"),
+            "--mode",
+            "simple",
+            "driver=mysql_async",
+        ),
+        (
+            format!("{}/no_such_db", url.rsplit_once('/').unwrap().0),
+            "-p",
+            "1",
+            "no_such_db",
+        ),
+        (
+            url.clone(),
+            "--query",
+            "SELECT 1 FROM usr WHERE user_id = ? AND ? = 1",
+            "exactly one ?",
+        ),
+        // A port that is not MySQL: HandlerSocket's, and PostgreSQL's.
+        (
+            format!("mysql://loadgen@127.0.0.1:{hs_port}/loadgen"),
+            "-p",
+            "1",
+            "MySQL",
+        ),
+        (
+            format!("mysql://loadgen@127.0.0.1:{pg_port}/loadgen"),
+            "-p",
+            "1",
+            "MySQL",
+        ),
+    ];
+    for (url, flag, value, needle) in cases {
+        let out = run(&[
+            "run",
+            &url,
+            flag,
+            value,
+            "-n",
+            "10",
+            "--timeout",
+            "2s",
+            "-o",
+            "-",
+            "-q",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url} {flag} {value}: {stderr}");
+        assert!(stderr.contains(needle), "{url} {flag} {value}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{url}: {stderr}");
+    }
+}
+
+#[test]
+fn mysql_simple_mode_goes_to_mysql_async() {
+    let Some(url) = server("LOADGEN_MY_URL") else {
+        return;
+    };
+    let (code, doc, err) = run_json(&[
+        &url, "--mode", "simple", "-n", "2000", "-c", "4", "--verify",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 2000);
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
 }

@@ -6,6 +6,8 @@ pub mod handlersocket;
 pub mod http;
 pub mod memcached;
 pub mod mysql;
+pub mod mysql_handshake;
+pub mod mysqlwire;
 pub mod pgwire;
 pub mod postgres;
 pub mod stream;

@@ -3,7 +3,8 @@
 //! - `reset_connection` on pool return is off (it would drop the prepared statement cache);
 //! - `prefer_socket` is off (mysql_async would silently switch 127.0.0.1 to the Unix socket,
 //!   and a TCP target must stay TCP to compare with the other targets).
-//! The MySQL protocol cannot pipeline: one request in flight per connection.
+//!
+//! mysql_async cannot pipeline: one request in flight per connection (`?driver=wire` can).
 
 use std::time::Duration;
 
@@ -55,24 +56,35 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts 
         .into()
 }
 
+/// The lookup statement: --query or the default, with exactly one `?` for the key.
+pub fn lookup_sql(plan: &Plan) -> Result<String, SetupError> {
+    let sql = plan
+        .query
+        .clone()
+        .unwrap_or_else(|| DEFAULT_QUERY.to_string());
+    if sql.matches('?').count() != 1 {
+        return Err(SetupError(
+            "--query for MySQL needs exactly one ? for the key, like ... WHERE id = ?".into(),
+        ));
+    }
+    Ok(sql)
+}
+
+/// One line for a server error during setup, shared by both drivers: what to do next for the
+/// errors a user meets first (wrong password, table not loaded, unknown database).
+pub fn explain_server(code: u16, message: &str) -> String {
+    match code {
+        1045 | 1698 => format!("{message}: check the user and password (in the URL or MYSQL_PWD)"),
+        1146 => format!("{message}: run `loadgen prepare <url>` to create and load the table"),
+        1049 => format!("{message}: create it or name another database in the URL path"),
+        _ => format!("{message} (error {code})"),
+    }
+}
+
 /// One line for a mysql_async error; the password is never in mysql_async's messages.
 pub fn explain(e: &mysql_async::Error, addr: &str) -> String {
     match e {
-        mysql_async::Error::Server(s) => match s.code {
-            1045 => format!(
-                "{}: check the user and password (in the URL or MYSQL_PWD)",
-                s.message
-            ),
-            1146 => format!(
-                "{}: run `loadgen prepare <url>` to create and load the table",
-                s.message
-            ),
-            1049 => format!(
-                "{}: create it or name another database in the URL path",
-                s.message
-            ),
-            _ => format!("{} (error {})", s.message, s.code),
-        },
+        mysql_async::Error::Server(s) => explain_server(s.code, &s.message),
         mysql_async::Error::Io(io) => {
             let s = io.to_string();
             if s.contains("refused") {
@@ -88,15 +100,7 @@ pub fn explain(e: &mysql_async::Error, addr: &str) -> String {
 impl MysqlTarget {
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
         let opts = mysql_opts(url, plan.timeout, plan.connections + 1);
-        let sql = plan
-            .query
-            .clone()
-            .unwrap_or_else(|| DEFAULT_QUERY.to_string());
-        if sql.matches('?').count() != 1 {
-            return Err(SetupError(
-                "--query for MySQL needs exactly one ? for the key, like ... WHERE id = ?".into(),
-            ));
-        }
+        let sql = lookup_sql(plan)?;
         let simple = (plan.mode == Mode::Simple).then(|| {
             let (a, b) = sql.split_once('?').expect("checked");
             (a.to_string(), b.to_string())

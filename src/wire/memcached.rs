@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use super::{Codec, Decoded, MAX_FRAME};
+use super::{decimal, Codec, Decoded, MAX_FRAME};
 use crate::outcome::{LookupError, Outcome};
 use crate::row;
 
@@ -34,21 +34,7 @@ pub const MAX_LINE: usize = 8192;
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
 fn push_u64(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
-    out.extend_from_slice(digits_of(n, &mut digits));
-}
-
-/// Writes the decimal digits of `n` at the end of `buf` and returns them.
-fn digits_of(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
+    out.extend_from_slice(decimal(n, &mut digits));
 }
 
 /// True when `key` is a valid memcached text-protocol key: 1 to 250 bytes, no spaces or
@@ -345,7 +331,7 @@ impl McCodec {
 
     fn key_matches(&self, key: &[u8], id: u64) -> bool {
         let mut digits = [0u8; 20];
-        key.strip_prefix(self.prefix.as_slice()) == Some(digits_of(id, &mut digits))
+        key.strip_prefix(self.prefix.as_slice()) == Some(decimal(id, &mut digits))
     }
 }
 

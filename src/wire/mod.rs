@@ -4,6 +4,7 @@
 pub mod handlersocket;
 pub mod http;
 pub mod memcached;
+pub mod mysql;
 pub mod postgres;
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -38,5 +39,19 @@ pub trait Codec {
     /// True when the last reply asked to close the connection (HTTP `Connection: close`).
     fn must_close(&self) -> bool {
         false
+    }
+}
+
+/// Decimal digits of `n`, written right-aligned into `buf` (no allocation: keys go into every
+/// request, and `--verify` compares them in every reply).
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
     }
 }

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Codec, Decoded, MAX_FRAME};
+use super::{decimal, Codec, Decoded, MAX_FRAME};
 use crate::outcome::{LookupError, Outcome};
 
 /// Name of the prepared statement `target::pgwire` parses on each connection.
@@ -352,23 +352,11 @@ impl<'a> Iterator for Columns<'a> {
     }
 }
 
-/// Decimal digits of `n`, written right-aligned into `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
+    use crate::wire::testkit::decode_split;
     use bytes::{BufMut, BytesMut};
     use postgres_protocol::message::frontend;
     use postgres_protocol::IsNull;
@@ -615,32 +603,6 @@ mod tests {
 
     /// Decodes `keys` in order from `whole`, delivered in two reads split at `cut`; parsed
     /// replies are dropped from the front, as the connection does.
-    fn decode_split(
-        mut c: PgCodec,
-        whole: &[u8],
-        cut: usize,
-        keys: &[u64],
-    ) -> Vec<Result<Outcome, ErrorKind>> {
-        let mut buf = whole[..cut].to_vec();
-        let mut got = Vec::new();
-        for arrived in [true, false] {
-            while got.len() < keys.len() {
-                match c.decode(&buf, keys[got.len()], true).unwrap() {
-                    Some((n, out)) => {
-                        got.push(out.map_err(|e| e.kind));
-                        buf.drain(..n);
-                    }
-                    None => break,
-                }
-            }
-            if arrived {
-                buf.extend_from_slice(&whole[cut..]);
-            }
-        }
-        assert!(buf.is_empty(), "cut at {cut}: {} bytes left", buf.len());
-        got
-    }
-
     #[test]
     fn one_sync_per_batch_split_at_every_byte() {
         // Batches of 3 and 1: hit, miss, hit | hit.

@@ -1,6 +1,6 @@
 //! Test helpers shared by the codec tests: the `Codec` contract, checked on every decode.
 
-use crate::outcome::{LookupError, Outcome};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::wire::{Codec, MAX_FRAME};
 
 /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
@@ -49,4 +49,32 @@ pub fn codec_contract<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) {
         }
         Err(e) => assert!(e.fatal),
     }
+}
+
+/// Decodes the replies to `keys` from `whole` arriving in two reads split at `cut`, the way
+/// `StreamConn` does (parsed replies dropped from the front); every byte must be consumed.
+pub fn decode_split<C: Codec>(
+    mut c: C,
+    whole: &[u8],
+    cut: usize,
+    keys: &[u64],
+) -> Vec<Result<Outcome, ErrorKind>> {
+    let mut buf = whole[..cut].to_vec();
+    let mut got = Vec::new();
+    for arrived in [true, false] {
+        while got.len() < keys.len() {
+            match c.decode(&buf, keys[got.len()], true).unwrap() {
+                Some((n, out)) => {
+                    got.push(out.map_err(|e| e.kind));
+                    buf.drain(..n);
+                }
+                None => break,
+            }
+        }
+        if arrived {
+            buf.extend_from_slice(&whole[cut..]);
+        }
+    }
+    assert!(buf.is_empty(), "cut at {cut}: {} bytes left", buf.len());
+    got
 }

@@ -159,3 +159,10 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The server's own counter saw exactly `n` lookups, read from `source`.
+pub fn assert_server_saw(run: &Value, source: &str, n: u64, context: &str) {
+    let o = &run["server_observed"];
+    assert_eq!(o["source"], source, "{context}: {o}");
+    assert_eq!(u(o, "delta"), n, "{context}: {o}");
+}

@@ -1,0 +1,272 @@
+//! MySQL / MariaDB without a client library on the hot path (`?driver=wire`, the default): the
+//! request loop owns the socket (`StreamConn<MyCodec>`), so a lookup is a 26-byte
+//! COM_STMT_EXECUTE copied into the write buffer and a binary result set parsed in place, with
+//! no connection task, boxed future or row allocation in between (mysql_async costs ~3x the
+//! client CPU per lookup; README).
+//! The handshake here: Handshake v10, HandshakeResponse41 with the database,
+//! mysql_native_password (also after an AuthSwitchRequest; other plugins are refused with a
+//! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. Always TCP, never the
+//! Unix socket. Prepared mode only: `--mode simple` goes to mysql_async.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::outcome::{ErrorKind, LookupError};
+use crate::plan::{Mode, Plan};
+use crate::target::mysql::{explain_server, global_status, lookup_sql, mysql_opts};
+use crate::target::mysql_handshake::{
+    auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
+    parse_prepare_ok, NATIVE_PASSWORD,
+};
+use crate::target::stream::{connect_error, StreamConn};
+use crate::target::{ServerCount, SetupError, Target, TargetUrl};
+use crate::wire::mysql::{MyCodec, ServerError, Shape, COM_STMT_PREPARE};
+use crate::wire::MAX_FRAME;
+
+/// No Debug: `password` is the password.
+pub struct MyWireTarget {
+    addr: String,
+    user: String,
+    password: Option<String>,
+    db: Option<String>,
+    sql: String,
+    verify: bool,
+    timeout: Duration,
+    cache_metadata: bool,
+    /// For the server-side count only (a separate mysql_async connection, off the hot path).
+    opts: mysql_async::Opts,
+}
+
+impl MyWireTarget {
+    pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MyWireTarget, SetupError> {
+        if plan.mode == Mode::Simple {
+            return Err(SetupError(
+                "the wire driver only runs prepared lookups; use ?driver=mysql_async for --mode simple"
+                    .into(),
+            ));
+        }
+        // User, password and database exactly as the mysql_async driver resolves them
+        // (URL, then $USER / MYSQL_PWD).
+        let opts = mysql_opts(url, plan.timeout, 1);
+        Ok(MyWireTarget {
+            addr: url.host_port(3306),
+            user: opts.user().unwrap_or_default().to_string(),
+            password: opts.pass().map(str::to_string),
+            db: opts.db_name().map(str::to_string),
+            sql: lookup_sql(plan)?,
+            verify: plan.verify,
+            timeout: plan.timeout,
+            cache_metadata: std::env::var_os("LOADGEN_MY_NO_CACHE_METADATA").is_none(),
+            opts,
+        })
+    }
+
+    async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+        let sock = tokio::time::timeout(self.timeout, TcpStream::connect(&self.addr))
+            .await
+            .map_err(|_| self.no_connection())?
+            .map_err(|e| connect_error(&self.addr, &e))?;
+        let _ = sock.set_nodelay(true);
+        let mut s = Session {
+            sock,
+            rbuf: Vec::with_capacity(4096),
+            seq: 0,
+        };
+        // A MySQL server speaks first; a port that stays silent (HandlerSocket, PostgreSQL)
+        // is another server, not a slow one.
+        let hello = tokio::time::timeout(self.timeout, s.recv())
+            .await
+            .map_err(|_| {
+                fail(format!(
+                    "{} accepted the connection but sent no MySQL greeting within --timeout: is this a MySQL/MariaDB port?",
+                    self.addr
+                ))
+            })??;
+        let greeting = parse_greeting(&hello).map_err(fail)?;
+        let caps = client_capabilities(
+            greeting.capabilities,
+            self.db.is_some(),
+            self.cache_metadata,
+        )
+        .map_err(fail)?;
+        let password = self.password.as_deref().unwrap_or_default().as_bytes();
+        // Always answer with mysql_native_password, whatever the server's default plugin: for a
+        // user of another plugin the server then asks to switch, and we say we cannot.
+        let auth = native_password(password, &greeting.scramble);
+        let response =
+            handshake_response(caps, &self.user, &auth, self.db.as_deref(), NATIVE_PASSWORD)
+                .map_err(fail)?;
+        s.send(&response).await?;
+        authenticate(&mut s, password).await?;
+
+        s.seq = 0;
+        let mut prepare = vec![COM_STMT_PREPARE];
+        prepare.extend_from_slice(self.sql.as_bytes());
+        s.send(&prepare).await?;
+        let reply = s.recv().await?;
+        let p = parse_prepare_ok(&reply)
+            .ok_or_else(|| fail("bad COM_STMT_PREPARE reply from the server"))?;
+        if p.params != 1 {
+            return Err(fail(format!(
+                "--query has {} parameters; it must have exactly one ? for the key",
+                p.params
+            )));
+        }
+        // Parameter and column definitions: the codec needs neither (verify knows its row).
+        let shape = Shape::of(caps);
+        for defs in [p.params, p.columns] {
+            if defs > 0 {
+                for _ in 0..defs {
+                    s.recv().await?;
+                }
+                if !shape.deprecate_eof {
+                    s.recv().await?;
+                }
+            }
+        }
+        if !s.rbuf.is_empty() {
+            return Err(fail("unexpected bytes from the server after the prepare"));
+        }
+        Ok(StreamConn::new(
+            s.sock,
+            MyCodec::new(p.statement_id, shape),
+            self.verify,
+        ))
+    }
+}
+
+impl MyWireTarget {
+    fn no_connection(&self) -> LookupError {
+        fail(format!(
+            "no connection to {} within --timeout (is the server up and accepting connections?)",
+            self.addr
+        ))
+    }
+}
+
+/// The server's answers to our HandshakeResponse until OK: an AuthSwitchRequest to
+/// mysql_native_password is answered; any other plugin is refused with a pointer to mysql_async.
+async fn authenticate(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
+    let mut switched = false;
+    loop {
+        let p = s.recv().await?;
+        match p[0] {
+            0x00 => return Ok(()),
+            0xFE if !switched => {
+                let (plugin, challenge) = auth_switch(&p);
+                if plugin != NATIVE_PASSWORD {
+                    return Err(unsupported(&plugin));
+                }
+                switched = true;
+                s.send(&native_password(password, challenge)).await?;
+            }
+            // AuthMoreData: caching_sha2_password, sha256_password and the like.
+            0x01 => return Err(unsupported("caching_sha2_password or sha256_password")),
+            _ => {
+                return Err(fail(
+                    "unexpected reply from the server during authentication",
+                ))
+            }
+        }
+    }
+}
+
+fn unsupported(plugin: &str) -> LookupError {
+    fail(format!(
+        "the server asks for the auth plugin {plugin}, which the wire driver does not speak (it speaks {NATIVE_PASSWORD}): use ?driver=mysql_async"
+    ))
+}
+
+/// The socket during the handshake, before it becomes a `StreamConn`.
+struct Session {
+    sock: TcpStream,
+    rbuf: Vec<u8>,
+    /// The sequence id of the next packet, either way.
+    seq: u8,
+}
+
+impl Session {
+    async fn send(&mut self, payload: &[u8]) -> Result<(), LookupError> {
+        let mut packet = (payload.len() as u32).to_le_bytes();
+        packet[3] = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        let mut out = packet.to_vec();
+        out.extend_from_slice(payload);
+        self.sock
+            .write_all(&out)
+            .await
+            .map_err(|e| fail(format!("cannot send the handshake: {e}")))
+    }
+
+    /// The next packet's payload; an ERR packet becomes the same one-line message the
+    /// mysql_async driver gives.
+    async fn recv(&mut self) -> Result<Vec<u8>, LookupError> {
+        loop {
+            if let Some(h) = self.rbuf.get(..4) {
+                let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+                // Bound first: a server that is not MySQL would have us wait for 16 MB.
+                if len == 0 || len > MAX_FRAME || h[3] != self.seq {
+                    return Err(fail(
+                        "the server's reply is not MySQL protocol (is this a MySQL/MariaDB port?)",
+                    ));
+                }
+                if self.rbuf.len() >= 4 + len {
+                    let payload = self.rbuf[4..4 + len].to_vec();
+                    self.rbuf.drain(..4 + len);
+                    self.seq = self.seq.wrapping_add(1);
+                    if let Some(e) = ServerError::parse(&payload) {
+                        return Err(fail(explain_server(e.code, &e.message)));
+                    }
+                    return Ok(payload);
+                }
+            }
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| fail(format!("connection lost during the handshake: {e}")))?;
+            if n == 0 {
+                return Err(fail(
+                    "the server closed the connection during the handshake",
+                ));
+            }
+        }
+    }
+}
+
+fn fail(msg: impl Into<String>) -> LookupError {
+    LookupError::new(ErrorKind::Connect, true, msg)
+}
+
+impl Target for MyWireTarget {
+    type Conn = StreamConn<MyCodec>;
+
+    fn kind(&self) -> &'static str {
+        "mysql"
+    }
+
+    async fn connect(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+        // TCP connect and the greeting get --timeout each, so the message says which one hung;
+        // the whole handshake is bounded too (twice --timeout: the outer bound must not fire
+        // before the inner ones).
+        tokio::time::timeout(self.timeout * 2, self.open())
+            .await
+            .unwrap_or_else(|_| Err(self.no_connection()))
+    }
+
+    /// The server reads commands off the socket in order and answers each in turn, so
+    /// executes pipeline (checked with --verify over every key at -p 32: tests/mysql_hs.rs).
+    fn max_pipeline(&self) -> usize {
+        usize::MAX
+    }
+
+    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        let v = global_status(&self.opts, "Com_stmt_execute").await?;
+        Ok(Some(ServerCount {
+            value: v,
+            source: "global status Com_stmt_execute",
+        }))
+    }
+}
