@@ -28,7 +28,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $lg run "$LOADGEN_MY_URL" "$LOADGEN_PG_URL" "$LOADGEN_MC_URL" embedded \
   -c 16 -p 1 -d "${secs}s" --warmup 2s -q -o "$tmp/flat.json"
-$lg run "$LOADGEN_HS_URL?mysql=$LOADGEN_MY_URL" "$LOADGEN_PG_URL" "$LOADGEN_MC_URL" \
+$lg run "$LOADGEN_HS_URL?mysql=$LOADGEN_MY_URL" "$LOADGEN_PG_URL" "$LOADGEN_MY_URL" "$LOADGEN_MC_URL" \
   -c 2 -p 16 -d "${secs}s" --warmup 2s -q -o "$tmp/pipe.json"
 
 python3 - "$tmp/flat.json" "$tmp/pipe.json" "$out" <<'PY'
@@ -37,6 +37,7 @@ flat, pipe, out = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), s
 names = {"mysql": "MariaDB SQL (prepared, 16 conns)", "postgres": "PostgreSQL prepared (16 conns)",
          "memcache": "memcached (16 conns)", "embedded": "embedded HTTP (16 conns)"}
 pnames = {"hs": "HandlerSocket (2 conns x 16)", "postgres": "PostgreSQL pipelined (2 x 16)",
+          "mysql": "MariaDB SQL pipelined (2 x 16)",
           "memcache": "memcached pipelined (2 x 16)"}
 doc = dict(flat)
 doc["runs"] = []
@@ -44,7 +45,7 @@ for r in flat["runs"]:
     r["label"] = names.get(r["kind"], r["kind"]); doc["runs"].append(r)
 for r in pipe["runs"]:
     r["label"] = pnames.get(r["kind"], r["kind"]); r["settings_note"] = "-c 2 -p 16"; doc["runs"].append(r)
-doc["comparison_note"] = "runs 1-4: -c 16 -p 1; runs 5-7: -c 2 -p 16; same seed and key range"
+doc["comparison_note"] = "runs 1-4: -c 16 -p 1; runs 5-8: -c 2 -p 16; same seed and key range"
 json.dump(doc, open(out, "w"), indent=2)
 base = doc["runs"][0]["qps"]
 print(f"{'target':<36} {'qps':>10} {'p50 µs':>9} {'p99 µs':>9} {'p99.9 µs':>9} {'errors':>7} {'vs SQL':>7} {'server saw':>11}")

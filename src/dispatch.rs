@@ -37,6 +37,7 @@ pub async fn run_target(
     }
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
+    check_options(&url, &label)?;
     match url.scheme.as_str() {
         // The lean wire driver is the default: measured ~1.4x the QPS of tokio-postgres at the
         // same settings here, because it spends a third of the client CPU per lookup (README).
@@ -69,6 +70,27 @@ pub async fn run_target(
         }
         other => Err(SetupError(format!(
             "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"
+        ))),
+    }
+}
+
+/// The options each scheme reads from its URL's query. Any other is a typo that would otherwise
+/// be ignored silently (`?drvier=wire` measuring the other driver).
+fn check_options(url: &TargetUrl, label: &str) -> Result<(), SetupError> {
+    let known: &[&str] = match url.scheme.as_str() {
+        "postgres" | "postgresql" => &["driver"],
+        "mysql" | "mariadb" => &["driver", "cache_metadata"],
+        "hs" | "handlersocket" => &["index", "columns", "secret", "mysql"],
+        "memcache" | "memcached" => &["prefix"],
+        "http" | "https" => &["pipeline"],
+        _ => return Ok(()),
+    };
+    match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some((k, _)) => Err(SetupError(format!(
+            "unknown option '{k}' in {label}: {} URLs take {}",
+            url.scheme,
+            known.join(", ")
         ))),
     }
 }

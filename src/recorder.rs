@@ -132,16 +132,14 @@ impl Recorder {
             return;
         }
         // Errors count toward latency too: a timeout took that long from the user's view.
-        let _ = self
-            .cur
+        self.cur
             .latency
             .saturating_record(done.saturating_sub(due).max(1));
-        let _ = self
-            .cur
+        self.cur
             .service
             .saturating_record(done.saturating_sub(sent).max(1));
         if sent > due {
-            let _ = self.cur.lag.saturating_record(sent - due);
+            self.cur.lag.saturating_record(sent - due);
         }
         self.cur.last_done_ns = self.cur.last_done_ns.max(done);
     }

@@ -146,9 +146,12 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
         None
     };
     let mut timer_at = u64::MAX;
+    // The clock read that timed the last reply also starts the next round: in a closed loop the
+    // next request is sent within nanoseconds of it, and one clock read per request is saved.
+    let mut last_done: Option<u64> = None;
 
     loop {
-        let now = ctx.now_ns();
+        let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
         let over = ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q);
         let Some(c) = conn.as_mut() else {
             if over {
@@ -256,6 +259,7 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
                 window.pop_front();
                 r.in_flight -= 1;
                 r.record(front.warm, front.due, front.sent, done, Ok(outcome));
+                last_done = Some(done);
             }
             Some(Err(e)) if !e.fatal => {
                 window.pop_front();

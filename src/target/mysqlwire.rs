@@ -58,7 +58,15 @@ impl MyWireTarget {
             sql: lookup_sql(plan)?,
             verify: plan.verify,
             timeout: plan.timeout,
-            cache_metadata: std::env::var_os("LOADGEN_MY_NO_CACHE_METADATA").is_none(),
+            cache_metadata: match url.param("cache_metadata") {
+                None | Some("1") => true,
+                Some("0") => false,
+                Some(other) => {
+                    return Err(SetupError(format!(
+                        "cache_metadata={other} in the URL: use 1 (MariaDB sends column definitions once, the default) or 0 (with every reply)"
+                    )))
+                }
+            },
             opts,
         })
     }
