@@ -403,6 +403,8 @@ fn merge_group(
         error_samples,
         reconnects: runs.iter().map(|r| r.reconnects).sum(),
         warmup_requests,
+        connected: runs.iter().map(|r| r.connected).sum(),
+        connect_s: runs.iter().map(|r| r.connect_s).fold(0.0, f64::max),
         latency_us,
         service_us,
         lag_us,

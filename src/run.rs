@@ -87,6 +87,40 @@ pub async fn run<T: Target>(
     let cpu_before = process_cpu_ns();
     let started_at = crate::report::now_rfc3339();
 
+    // The connect phase: every worker opens its connections, then the clock starts.
+    let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<usize>();
+    let (go_tx, go_rx) = watch::channel::<Option<Arc<Ctx<T>>>>(None);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Snapshot>();
+    let (abort_tx, abort_rx) = watch::channel(false);
+    let shares = plan.split();
+    let nthreads = shares.len();
+    let mut handles = Vec::new();
+    let connect_started = Instant::now();
+    for share in shares {
+        let h = worker::spawn(
+            target.clone(),
+            share,
+            ready_tx.clone(),
+            go_rx.clone(),
+            tx.clone(),
+            abort_rx.clone(),
+        )
+        .map_err(|e| SetupError(format!("cannot start a worker thread: {e}")))?;
+        handles.push(h);
+    }
+    drop((tx, ready_tx, go_rx));
+    let mut stop = control.stop.clone();
+    let mut connected = 0usize;
+    for _ in 0..nthreads {
+        tokio::select! {
+            n = ready_rx.recv() => connected += n.unwrap_or(0),
+            // Ctrl-C while connecting: the clock starts anyway and the collector below sees
+            // the stop at once (its `changed` is not consumed here).
+            _ = wait_true(stop.clone()) => break,
+        }
+    }
+    let connect_s = connect_started.elapsed().as_secs_f64();
+
     let start_mono_ns = crate::timer::monotonic_ns();
     let start = Instant::now();
     let run_start_unix = std::time::SystemTime::now()
@@ -107,19 +141,8 @@ pub async fn run<T: Target>(
         warm_end_ns: warm_ns,
         end_ns,
     });
-    let (tx, mut rx) = mpsc::unbounded_channel::<Snapshot>();
-    let (abort_tx, abort_rx) = watch::channel(false);
-    let shares = plan.split();
-    let nthreads = shares.len();
-    let mut handles = Vec::new();
-    for share in shares {
-        let h = worker::spawn(ctx.clone(), share, tx.clone(), abort_rx.clone())
-            .map_err(|e| SetupError(format!("cannot start a worker thread: {e}")))?;
-        handles.push(h);
-    }
-    drop(tx);
+    let _ = go_tx.send(Some(ctx));
 
-    let mut stop = control.stop.clone();
     let mut totals = Totals::default();
     let mut pending: BTreeMap<u64, (Totals, u64, u64)> = BTreeMap::new();
     let mut sent_upto = vec![0u64; nthreads];
@@ -262,6 +285,8 @@ pub async fn run<T: Target>(
         error_samples: totals.error_samples.clone(),
         reconnects: totals.counts.reconnects,
         warmup_requests: totals.warm.requests(),
+        connected: connected as u64,
+        connect_s: round3(connect_s),
         latency_us: Percentiles::of(&totals.latency),
         service_us: Percentiles::of(&totals.service),
         lag_us: if plan.rate.is_some() {
@@ -299,4 +324,13 @@ pub fn process_cpu_ns() -> u64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Resolves once `stop` holds true (without marking the change seen for other clones).
+async fn wait_true(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow_and_update() {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }

@@ -54,11 +54,17 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Starts the worker thread of `share`. Snapshots go to `tx` every interval and once at the end
-/// (`last = true`). A `true` on `stop` ends the thread at once, abandoning requests in flight.
+/// Starts the worker thread of `share`. It first opens its connections (the connect phase,
+/// before the clock starts, as pgbench and sysbench do: the measured window holds lookups, not
+/// connection set-up; at 1,000 PostgreSQL connections set-up takes seconds), says how many it
+/// got on `ready`, then waits for the run's context on `go`. Snapshots go to `tx` every
+/// interval and once at the end (`last = true`). A `true` on `stop` ends the thread at once,
+/// abandoning requests in flight.
 pub fn spawn<T: Target>(
-    ctx: Arc<Ctx<T>>,
+    target: Arc<T>,
     share: Share,
+    ready: mpsc::UnboundedSender<usize>,
+    go: watch::Receiver<Option<Arc<Ctx<T>>>>,
     tx: mpsc::UnboundedSender<Snapshot>,
     stop: watch::Receiver<bool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -70,20 +76,50 @@ pub fn spawn<T: Target>(
                 .build()
                 .expect("worker runtime");
             let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, thread_main(ctx, share, tx, stop));
+            local.block_on(&rt, async move {
+                // Connections are made here, on this thread's runtime, where they are used.
+                let conns = futures_util::future::join_all(
+                    (0..share.conns).map(|_| async { target.connect().await.ok() }),
+                )
+                .await;
+                let _ = ready.send(conns.iter().filter(|c| c.is_some()).count());
+                if let Some(ctx) = wait_for_start(go, stop.clone()).await {
+                    thread_main(ctx, share, conns, tx, stop).await;
+                }
+            });
         })
+}
+
+/// The run's context once the collector has started the clock; None when stopped first.
+async fn wait_for_start<T>(
+    mut go: watch::Receiver<Option<Arc<Ctx<T>>>>,
+    mut stop: watch::Receiver<bool>,
+) -> Option<Arc<Ctx<T>>> {
+    loop {
+        if let Some(ctx) = go.borrow_and_update().clone() {
+            return Some(ctx);
+        }
+        if *stop.borrow_and_update() {
+            return None;
+        }
+        tokio::select! {
+            r = go.changed() => r.ok()?,
+            r = stop.changed() => r.ok()?,
+        }
+    }
 }
 
 async fn thread_main<T: Target>(
     ctx: Arc<Ctx<T>>,
     share: Share,
+    conns: Vec<Option<T::Conn>>,
     tx: mpsc::UnboundedSender<Snapshot>,
     mut stop: watch::Receiver<bool>,
 ) {
     let rec = Rc::new(RefCell::new(Recorder::new(share.thread)));
     let mut set = JoinSet::new();
-    for conn in share.first_conn..share.first_conn + share.conns {
-        set.spawn_local(drive(ctx.clone(), conn, rec.clone()));
+    for (conn, first) in (share.first_conn..).zip(conns) {
+        set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first));
     }
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
@@ -120,7 +156,12 @@ struct Slot {
 
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
-async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>) {
+async fn drive<T: Target>(
+    ctx: Arc<Ctx<T>>,
+    index: usize,
+    rec: Rc<RefCell<Recorder>>,
+    first: Option<T::Conn>,
+) {
     let plan = &ctx.plan;
     let conns = plan.connections as u64;
     let mut keys = ctx.keys.stream(plan.seed, index as u64, conns);
@@ -131,11 +172,15 @@ async fn drive<T: Target>(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Record
     let (backoff_min, backoff_max) = plan.reconnect_backoff;
 
     let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
-    let mut conn: Option<T::Conn> = None;
+    // The connection from the connect phase, if it succeeded; else the loop connects.
+    let mut ever_connected = first.is_some();
+    if ever_connected {
+        rec.borrow_mut().connections += 1;
+    }
+    let mut conn: Option<T::Conn> = first;
     let mut n = 0u64; // requests sent (pacer index)
     let mut counted = 0u64; // counted requests sent or failed to send
     let mut backoff = backoff_min;
-    let mut ever_connected = false;
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));

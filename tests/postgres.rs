@@ -135,3 +135,25 @@ fn pipelined_run_counts_exactly() {
     assert_eq!(u(r, "hits"), 30000);
     assert_eq!(u(&r["server_observed"], "delta"), 30000);
 }
+
+/// Connections open before the clock: a short run at many connections measures lookups only,
+/// and says how many connections it opened and how long that took.
+#[test]
+fn connections_open_before_the_clock_starts() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    for driver in ["wire", "tokio"] {
+        let target = format!("{url}?driver={driver}");
+        let (code, doc, err) = run_json(&[&target, "-c", "64", "-n", "6400"]);
+        assert_eq!(code, 0, "{err}");
+        let r = &doc["runs"][0];
+        assert_eq!(u(r, "connected"), 64, "{driver}");
+        assert!(f(r, "connect_s") > 0.0, "{driver}: {}", r["connect_s"]);
+        // Nothing connected inside the run: no reconnects, no connect errors.
+        assert_eq!(u(r, "reconnects"), 0, "{driver}");
+        assert_eq!(u(r, "errors.connect"), 0, "{driver}");
+        assert_eq!(u(r, "hits"), 6400, "{driver}");
+        assert_schema_valid(&doc);
+    }
+}

@@ -55,11 +55,8 @@ def parse_loadgen(out, err):
 
 def parse_pgbench(out, err, factor, logprefix):
     n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
-    # Transactions over the whole -T, like loadgen's lookups over its whole -d: pgbench's own
-    # tps leaves out its initial connection time (0.4 s of 5 at 64 connections here), which
-    # loadgen's figure includes.
-    secs = float(re.search(r"duration: (\d+) s", out).group(1))
-    tps = n / secs
+    # Its tps without its initial connection time, as loadgen's qps leaves out its connect phase.
+    tps = float(re.search(r"tps = ([\d.]+)", out).group(1))
     failed = re.search(r"number of failed transactions: (\d+)", out)
     lat = []
     for path in glob.glob(logprefix + ".*"):  # one file per pgbench thread

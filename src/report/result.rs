@@ -87,6 +87,11 @@ pub struct RunResult {
     pub error_samples: Vec<String>,
     pub reconnects: u64,
     pub warmup_requests: u64,
+    /// The connect phase, before the clock starts: connections opened and the seconds it took.
+    #[serde(default)]
+    pub connected: u64,
+    #[serde(default)]
+    pub connect_s: f64,
     /// Done minus due: with `-R`, corrected for coordinated omission; else equal to service.
     pub latency_us: Percentiles,
     /// Done minus sent.

@@ -202,6 +202,14 @@ pub fn render_run(r: &RunResult) -> String {
             }
         );
     }
+    if r.connected > 0 {
+        let _ = writeln!(
+            out,
+            "connect    {} connections opened in {:.2}s, before the measured window",
+            thousands(r.connected),
+            r.connect_s
+        );
+    }
     let c = &r.client_cpu;
     let _ = writeln!(
         out,
