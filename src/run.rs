@@ -190,7 +190,11 @@ pub async fn run<T: Target>(
             let len_s = (t_end.saturating_sub(t_start)) as f64 / 1e9;
             let warm = t_start < warm_ns;
             let row = TimelineRow::of(&iv, k, t_end, warm_ns, len_s, warm, in_flight, conns);
-            if control.progress {
+            // The final snapshots can open an interval after the end that holds nothing: the
+            // hooks still hear of it (it may be the last call), the user does not.
+            let empty_tail = end_ns.is_some_and(|e| t_start >= e)
+                && iv.counts.requests() + iv.warm.requests() == 0;
+            if control.progress && !empty_tail {
                 eprintln!("{}", row.progress_line(&iv, len_s));
             }
             let last = pending.is_empty() && (0..nthreads).all(|i| done[i]);
@@ -212,7 +216,7 @@ pub async fn run<T: Target>(
                     rate: plan.rate,
                 });
             }
-            if !warm {
+            if !warm && !empty_tail {
                 timeline.push(row);
             }
         }

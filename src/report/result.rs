@@ -283,6 +283,10 @@ impl TimelineRow {
         let warm = self.t_s <= 0.0;
         let label = if self.t_s <= 0.0 {
             "warm-up".to_string()
+        } else if ((self.t_s * 10.0).round() - self.t_s * 10.0).abs() > 0.05 {
+            // A short last interval (replies to requests sent before the end): its own end
+            // time, so it does not look like a second row for the same second.
+            format!("{:>6.2}s", self.t_s)
         } else {
             format!("{:>6.1}s", self.t_s)
         };
