@@ -71,13 +71,15 @@ pub async fn run<T: Target>(
     }
     // Preflight: one connection, so a wrong password or a missing table is a clear setup error
     // (exit 2) rather than a run full of connect errors.
-    let pre =
-        tokio::time::timeout(plan.timeout.max(Duration::from_secs(1)), target.connect()).await;
+    // Targets bound their own connect by --timeout, per step, with a message that names the
+    // step that hung (e.g. "sent no MySQL greeting"); this bound is only the backstop, so it
+    // must not race them.
+    let backstop = plan.timeout * 2 + Duration::from_secs(1);
+    let pre = tokio::time::timeout(backstop, target.connect()).await;
     match pre {
         Err(_) => {
             return Err(SetupError(format!(
-                "{label}: no answer within {:?} while connecting",
-                plan.timeout
+                "{label}: no answer within {backstop:?} while connecting"
             )))
         }
         Ok(Err(e)) => return Err(SetupError(format!("{label}: {}", e.message))),

@@ -22,8 +22,7 @@ use crate::target::mysql_handshake::{
 };
 use crate::target::stream::{connect_error, StreamConn};
 use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::mysql::{MyCodec, ServerError, Shape, COM_STMT_PREPARE};
-use crate::wire::MAX_FRAME;
+use crate::wire::mysql::{MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE};
 
 /// No Debug: `password` is the password.
 pub struct MyWireTarget {
@@ -212,23 +211,25 @@ impl Session {
     /// mysql_async driver gives.
     async fn recv(&mut self) -> Result<Vec<u8>, LookupError> {
         loop {
-            if let Some(h) = self.rbuf.get(..4) {
-                let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
-                // Bound first: a server that is not MySQL would have us wait for 16 MB.
-                if len == 0 || len > MAX_FRAME || h[3] != self.seq {
-                    return Err(fail(
-                        "the server's reply is not MySQL protocol (is this a MySQL/MariaDB port?)",
-                    ));
+            // The codec's packet reader: bounded before the payload arrives (a server that is
+            // not MySQL would have us wait for 16 MB), sequence ids checked.
+            let mut packets = Packets {
+                buf: &self.rbuf,
+                pos: 0,
+                seq: self.seq,
+            };
+            let next = packets.next_packet().map_err(|_| {
+                fail("the server's reply is not MySQL protocol (is this a MySQL/MariaDB port?)")
+            })?;
+            if let Some(payload) = next {
+                let payload = payload.to_vec();
+                let (taken, seq) = (packets.pos, packets.seq);
+                self.rbuf.drain(..taken);
+                self.seq = seq;
+                if let Some(e) = ServerError::parse(&payload) {
+                    return Err(fail(explain_server(e.code, &e.message)));
                 }
-                if self.rbuf.len() >= 4 + len {
-                    let payload = self.rbuf[4..4 + len].to_vec();
-                    self.rbuf.drain(..4 + len);
-                    self.seq = self.seq.wrapping_add(1);
-                    if let Some(e) = ServerError::parse(&payload) {
-                        return Err(fail(explain_server(e.code, &e.message)));
-                    }
-                    return Ok(payload);
-                }
+                return Ok(payload);
             }
             let n = self
                 .sock
