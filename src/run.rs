@@ -174,6 +174,10 @@ pub async fn run<T: Target>(
         cpu_ns[t] = snap.cpu_ns;
         sent_upto[t] = snap.index;
         done[t] |= snap.last;
+        if done.iter().all(|&d| d) {
+            // Every worker has drained: they may now close their connections (worker.rs).
+            let _ = abort_tx.send(true);
+        }
         let e = pending
             .entry(snap.index)
             .or_insert_with(|| (Totals::default(), 0, 0));

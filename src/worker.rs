@@ -128,6 +128,7 @@ async fn thread_main<T: Target>(
         .end_ns
         .map(|e| e + ctx.plan.timeout.as_nanos() as u64 + 100_000_000);
     let far = ctx.now_ns() + 10 * 365 * 86_400 * 1_000_000_000;
+    let mut finished = Vec::new();
     loop {
         tokio::select! {
             _ = sleep_until(ctx.at(tick * interval)) => {
@@ -135,7 +136,11 @@ async fn thread_main<T: Target>(
                 let _ = tx.send(s);
                 tick += 1;
             }
-            r = set.join_next() => if r.is_none() { break },
+            r = set.join_next() => match r {
+                None => break,
+                Some(Ok(Some(conn))) => finished.push(conn),
+                Some(_) => {}
+            },
             _ = stop.changed() => break,
             _ = sleep_until(ctx.at(hard_end.unwrap_or(far))) => break,
         }
@@ -143,6 +148,22 @@ async fn thread_main<T: Target>(
     set.abort_all();
     let s = rec.borrow_mut().take(thread_cpu_ns(), true);
     let _ = tx.send(s);
+    // Connections that finished stay open until every worker has drained (the collector then
+    // says stop): closing one ends its server process (a PostgreSQL backend exits) while other
+    // connections still wait for their last replies, which showed as millisecond tail latencies
+    // in a run's last interval. Bounded by one timeout in case the collector is gone.
+    if !finished.is_empty() {
+        let grace = ctx.plan.timeout + Duration::from_secs(1);
+        let _ = tokio::time::timeout(grace, async {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    drop(finished);
 }
 
 /// One request in flight.
@@ -156,12 +177,13 @@ struct Slot {
 
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
+/// Returns the connection it ended with, for the caller to close.
 async fn drive<T: Target>(
     ctx: Arc<Ctx<T>>,
     index: usize,
     rec: Rc<RefCell<Recorder>>,
     first: Option<T::Conn>,
-) {
+) -> Option<T::Conn> {
     let plan = &ctx.plan;
     let conns = plan.connections as u64;
     let mut keys = ctx.keys.stream(plan.seed, index as u64, conns);
@@ -335,6 +357,7 @@ async fn drive<T: Target>(
     if conn.is_some() {
         rec.borrow_mut().connections -= 1;
     }
+    conn
 }
 
 /// Waits for a due time, on the precise timer when there is one.
