@@ -405,6 +405,8 @@ fn merge_group(
         warmup_requests,
         connected: runs.iter().map(|r| r.connected).sum(),
         connect_s: runs.iter().map(|r| r.connect_s).fold(0.0, f64::max),
+        connect_failed: runs.iter().map(|r| r.connect_failed).sum(),
+        connect_error: runs.iter().find_map(|r| r.connect_error.clone()),
         latency_us,
         service_us,
         lag_us,

@@ -90,7 +90,7 @@ pub async fn run<T: Target>(
     let started_at = crate::report::now_rfc3339();
 
     // The connect phase: every worker opens its connections, then the clock starts.
-    let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<usize>();
+    let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<worker::Connected>();
     let (go_tx, go_rx) = watch::channel::<Option<Arc<Ctx<T>>>>(None);
     let (tx, mut rx) = mpsc::unbounded_channel::<Snapshot>();
     let (abort_tx, abort_rx) = watch::channel(false);
@@ -113,9 +113,17 @@ pub async fn run<T: Target>(
     drop((tx, ready_tx, go_rx));
     let mut stop = control.stop.clone();
     let mut connected = 0usize;
+    let mut connect_failed = 0usize;
+    let mut connect_error: Option<String> = None;
     for _ in 0..nthreads {
         tokio::select! {
-            n = ready_rx.recv() => connected += n.unwrap_or(0),
+            r = ready_rx.recv() => if let Some(r) = r {
+                connected += r.ok;
+                connect_failed += r.failed;
+                if connect_error.is_none() {
+                    connect_error = r.first_error;
+                }
+            },
             // Ctrl-C while connecting: the clock starts anyway and the collector below sees
             // the stop at once (its `changed` is not consumed here).
             _ = wait_true(stop.clone()) => break,
@@ -297,6 +305,8 @@ pub async fn run<T: Target>(
         warmup_requests: totals.warm.requests(),
         connected: connected as u64,
         connect_s: round3(connect_s),
+        connect_failed: connect_failed as u64,
+        connect_error,
         latency_us: Percentiles::of(&totals.latency),
         service_us: Percentiles::of(&totals.service),
         lag_us: if plan.rate.is_some() {

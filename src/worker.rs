@@ -19,6 +19,15 @@ use crate::plan::{Plan, Share};
 use crate::recorder::{Recorder, Snapshot};
 use crate::target::{Conn, Target};
 
+/// The outcome of one worker's connect phase.
+#[derive(Debug, Default)]
+pub struct Connected {
+    pub ok: usize,
+    pub failed: usize,
+    /// The first failure's message (the others are retried in the run and counted there).
+    pub first_error: Option<String>,
+}
+
 /// What every worker of one run shares, read-only.
 pub struct Ctx<T> {
     pub target: Arc<T>,
@@ -63,7 +72,7 @@ pub fn thread_cpu_ns() -> u64 {
 pub fn spawn<T: Target>(
     target: Arc<T>,
     share: Share,
-    ready: mpsc::UnboundedSender<usize>,
+    ready: mpsc::UnboundedSender<Connected>,
     go: watch::Receiver<Option<Arc<Ctx<T>>>>,
     tx: mpsc::UnboundedSender<Snapshot>,
     stop: watch::Receiver<bool>,
@@ -78,11 +87,25 @@ pub fn spawn<T: Target>(
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
                 // Connections are made here, on this thread's runtime, where they are used.
-                let conns = futures_util::future::join_all(
-                    (0..share.conns).map(|_| async { target.connect().await.ok() }),
-                )
-                .await;
-                let _ = ready.send(conns.iter().filter(|c| c.is_some()).count());
+                let results =
+                    futures_util::future::join_all((0..share.conns).map(|_| target.connect()))
+                        .await;
+                let mut report = Connected::default();
+                let conns: Vec<Option<T::Conn>> = results
+                    .into_iter()
+                    .map(|r| match r {
+                        Ok(c) => {
+                            report.ok += 1;
+                            Some(c)
+                        }
+                        Err(e) => {
+                            report.failed += 1;
+                            report.first_error.get_or_insert(e.message);
+                            None
+                        }
+                    })
+                    .collect();
+                let _ = ready.send(report);
                 if let Some(ctx) = wait_for_start(go, stop.clone()).await {
                     thread_main(ctx, share, conns, tx, stop).await;
                 }

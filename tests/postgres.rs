@@ -157,3 +157,70 @@ fn connections_open_before_the_clock_starts() {
         assert_schema_valid(&doc);
     }
 }
+
+/// Connections the server refuses in the connect phase are reported, not hidden: a role limited
+/// to 3 connections gets 8 asked of it; the run goes on with those it got and says how many
+/// failed and why (the others are retried during the run and counted as connect errors).
+#[test]
+fn connect_phase_failures_are_reported() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    // Superusers are not held to a role's connection limit: a plain role is made for this test.
+    let role = format!("lg_limited_{}", std::process::id());
+    let secret = "limited-Pw-42";
+    psql(&url, &format!("CREATE ROLE {role} LOGIN PASSWORD '{secret}' CONNECTION LIMIT 3; GRANT SELECT ON usr TO {role}"));
+    let hostpart = url.rsplit('@').next().expect("url has a host part");
+    let limited = format!("postgres://{role}:{secret}@{hostpart}");
+    let (code, doc, err) = run_json(&[&limited, "-c", "8", "-t", "1", "-d", "1s", "--warmup", "0"]);
+    // Text report too: the warning line names the failure.
+    let text = run(&[
+        "run",
+        &limited,
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--warmup",
+        "0",
+        "-q",
+        "-o",
+        "/dev/null",
+    ]);
+    psql(
+        &url,
+        &format!("REVOKE ALL ON usr FROM {role}; DROP ROLE {role}"),
+    );
+    // Exit 1: the in-run retries of the refused connections are connect errors.
+    assert_eq!(code, 1, "{err}");
+    let r = &doc["runs"][0];
+    assert!(u(r, "errors.connect") > 0, "{r}");
+    let (ok, failed) = (u(r, "connected"), u(r, "connect_failed"));
+    assert_eq!(ok + failed, 8, "{r}");
+    // The preflight connection may still be closing when the workers connect: 2 or 3 get in.
+    assert!((2..=3).contains(&ok), "connected {ok}");
+    let msg = r["connect_error"].as_str().unwrap_or_default();
+    assert!(msg.contains("too many connections for role"), "{msg}");
+    assert!(
+        u(r, "hits") > 0,
+        "the run goes on with the connections it got"
+    );
+    assert_schema_valid(&doc);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("connect "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("of 8 connections") && line.contains("WARNING"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(secret) && !stderr.contains(secret),
+        "password printed"
+    );
+    assert!(!doc.to_string().contains(secret), "password written");
+}

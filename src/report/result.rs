@@ -92,6 +92,12 @@ pub struct RunResult {
     pub connected: u64,
     #[serde(default)]
     pub connect_s: f64,
+    /// Connections that failed in the connect phase (each is retried in the run, where a
+    /// failure counts as a `connect` error), and the first failure's message.
+    #[serde(default)]
+    pub connect_failed: u64,
+    #[serde(default)]
+    pub connect_error: Option<String>,
     /// Done minus due: with `-R`, corrected for coordinated omission; else equal to service.
     pub latency_us: Percentiles,
     /// Done minus sent.

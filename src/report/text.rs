@@ -202,7 +202,18 @@ pub fn render_run(r: &RunResult) -> String {
             }
         );
     }
-    if r.connected > 0 {
+    if r.connect_failed > 0 {
+        let _ = writeln!(
+            out,
+            "connect    {} of {} connections opened in {:.2}s, before the measured window  \
+             WARNING: {} failed ({}); retried during the run",
+            thousands(r.connected),
+            thousands(r.connected + r.connect_failed),
+            r.connect_s,
+            thousands(r.connect_failed),
+            r.connect_error.as_deref().unwrap_or("no message")
+        );
+    } else if r.connected > 0 {
         let _ = writeln!(
             out,
             "connect    {} connections opened in {:.2}s, before the measured window",
