@@ -273,6 +273,23 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         "cannot connect",
     ),
     (&["run", "hs://127.0.0.1:9998/only_db"], "DATABASE/TABLE"),
+    // URL options are checked before connecting: a typo or a bad value is refused.
+    (
+        &["run", "http://127.0.0.1:1/usr/{key}?pipeline=yes"],
+        "pipeline=yes",
+    ),
+    (
+        &["run", "http://127.0.0.1:1/usr/{key}?pipelined=1"],
+        "unknown option 'pipelined'",
+    ),
+    (
+        &["run", "memcache://127.0.0.1:1?prefx=usr:"],
+        "unknown option 'prefx'",
+    ),
+    (
+        &["run", "postgres://u@127.0.0.1:1/db?sslmode=disable"],
+        "unknown option 'sslmode'",
+    ),
     (&["prepare", "http://127.0.0.1:1/x"], "cannot prepare"),
     (
         &["prepare", "postgres://127.0.0.1:1/db", "--rows", "0"],

@@ -169,6 +169,25 @@ fn mysql_bad_inputs_exit_2_with_one_line() {
             "simple",
             "driver=mysql_async",
         ),
+        // URL options: a typo, an option of the other driver, a bad value.
+        (
+            format!("{url}?drvier=wire"),
+            "-p",
+            "1",
+            "unknown option 'drvier'",
+        ),
+        (
+            format!("{url}?driver=mysql_async&cache_metadata=0"),
+            "-p",
+            "1",
+            "unknown option 'cache_metadata'",
+        ),
+        (
+            format!("{url}?cache_metadata=2"),
+            "-p",
+            "1",
+            "cache_metadata=2",
+        ),
         (
             format!("{}/no_such_db", url.rsplit_once('/').unwrap().0),
             "-p",

@@ -31,6 +31,9 @@ pub struct HsTarget {
 const HANDSHAKE: Duration = Duration::from_secs(2);
 
 impl HsTarget {
+    /// The options this target reads from its URL's query (dispatch refuses any other).
+    pub const OPTIONS: &'static [&'static str] = &["index", "columns", "secret", "mysql"];
+
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<HsTarget, SetupError> {
         let mut parts = url.path.split('/').filter(|p| !p.is_empty());
         let (Some(db), Some(table), None) = (parts.next(), parts.next(), parts.next()) else {

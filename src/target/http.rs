@@ -21,6 +21,9 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
+    /// The options this target reads from its URL's query (`pipeline` is read by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["pipeline"];
+
     pub fn new(
         url: &TargetUrl,
         verify: bool,

@@ -19,6 +19,9 @@ pub struct McTarget {
 }
 
 impl McTarget {
+    /// The options this target reads from its URL's query (dispatch refuses any other).
+    pub const OPTIONS: &'static [&'static str] = &["prefix"];
+
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<McTarget, SetupError> {
         let prefix = url
             .param("prefix")

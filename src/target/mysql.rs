@@ -98,6 +98,9 @@ pub fn explain(e: &mysql_async::Error, addr: &str) -> String {
 }
 
 impl MysqlTarget {
+    /// The options this target reads from its URL's query (`driver` is read by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["driver"];
+
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
         let opts = mysql_opts(url, plan.timeout, plan.connections + 1);
         let sql = lookup_sql(plan)?;

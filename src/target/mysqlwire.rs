@@ -39,6 +39,9 @@ pub struct MyWireTarget {
 }
 
 impl MyWireTarget {
+    /// The options this target reads from its URL's query (`driver` is read by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["driver", "cache_metadata"];
+
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MyWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
             return Err(SetupError(

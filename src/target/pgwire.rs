@@ -39,6 +39,9 @@ pub struct PgWireTarget {
 }
 
 impl PgWireTarget {
+    /// The options this target reads from its URL's query (`driver` is read by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["driver"];
+
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
             return Err(SetupError(
