@@ -42,32 +42,52 @@ pub async fn run_target(
         // The lean wire driver is the default: measured ~1.4x the QPS of tokio-postgres at the
         // same settings here, because it spends a third of the client CPU per lookup (README).
         // Simple mode needs the query protocol, which only the tokio-postgres path speaks.
-        "postgres" | "postgresql" => match url.param("driver").unwrap_or(if plan.mode == crate::plan::Mode::Simple { "tokio" } else { "wire" }) {
-            "tokio" => {
-                options(PgTarget::OPTIONS)?;
-                run(PgTarget::new(&url, plan)?, plan, &label, control).await
+        "postgres" | "postgresql" => {
+            pg_sslmode(&url, &label)?;
+            let simple = plan.mode == crate::plan::Mode::Simple;
+            match url
+                .param("driver")
+                .unwrap_or(if simple { "tokio" } else { "wire" })
+            {
+                "tokio" => {
+                    options(PgTarget::OPTIONS)?;
+                    run(PgTarget::new(&url, plan)?, plan, &label, control).await
+                }
+                "wire" => {
+                    options(PgWireTarget::OPTIONS)?;
+                    run(PgWireTarget::new(&url, plan)?, plan, &label, control).await
+                }
+                other => Err(SetupError(format!(
+                    "unknown PostgreSQL driver '{other}' in {label}: use driver=tokio \
+                     (tokio-postgres via deadpool) or driver=wire"
+                ))),
             }
-            "wire" => {
-                options(PgWireTarget::OPTIONS)?;
-                run(PgWireTarget::new(&url, plan)?, plan, &label, control).await
-            }
-            other => Err(SetupError(format!("unknown PostgreSQL driver '{other}' in {label}: use driver=tokio (tokio-postgres via deadpool) or driver=wire"))),
-        },
+        }
         // The same for MySQL / MariaDB: loadgen's own binary-protocol driver by default
         // (a third of mysql_async's client CPU per lookup here, README); simple mode needs the
         // text protocol, which only mysql_async speaks. The `driver` parameter is read here
         // only: mysql_opts builds the mysql_async options from the URL's parts, not its query.
-        "mysql" | "mariadb" => match url.param("driver").unwrap_or(if plan.mode == crate::plan::Mode::Simple { "mysql_async" } else { "wire" }) {
-            "mysql_async" => {
-                options(MysqlTarget::OPTIONS)?;
-                run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
+        "mysql" | "mariadb" => {
+            match url
+                .param("driver")
+                .unwrap_or(if plan.mode == crate::plan::Mode::Simple {
+                    "mysql_async"
+                } else {
+                    "wire"
+                }) {
+                "mysql_async" => {
+                    options(MysqlTarget::OPTIONS)?;
+                    run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
+                }
+                "wire" => {
+                    options(MyWireTarget::OPTIONS)?;
+                    run(MyWireTarget::new(&url, plan)?, plan, &label, control).await
+                }
+                other => Err(SetupError(format!(
+                "unknown MySQL driver '{other}' in {label}: use driver=mysql_async or driver=wire"
+            ))),
             }
-            "wire" => {
-                options(MyWireTarget::OPTIONS)?;
-                run(MyWireTarget::new(&url, plan)?, plan, &label, control).await
-            }
-            other => Err(SetupError(format!("unknown MySQL driver '{other}' in {label}: use driver=mysql_async or driver=wire"))),
-        },
+        }
         "hs" | "handlersocket" => {
             options(HsTarget::OPTIONS)?;
             run(HsTarget::new(&url, plan)?, plan, &label, control).await
@@ -91,6 +111,17 @@ pub async fn run_target(
         }
         other => Err(SetupError(format!(
             "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"
+        ))),
+    }
+}
+
+/// Pasted libpq URLs often carry `sslmode`: loadgen speaks plain TCP (loopback), which is what
+/// disable/allow/prefer allow; the modes that demand TLS are refused, not silently downgraded.
+fn pg_sslmode(url: &TargetUrl, label: &str) -> Result<(), SetupError> {
+    match url.param("sslmode") {
+        None | Some("disable" | "allow" | "prefer") => Ok(()),
+        Some(m) => Err(SetupError(format!(
+            "sslmode={m} in {label}: loadgen does not speak TLS to PostgreSQL; use sslmode=disable or leave it out"
         ))),
     }
 }

@@ -287,8 +287,12 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         "unknown option 'prefx'",
     ),
     (
-        &["run", "postgres://u@127.0.0.1:1/db?sslmode=disable"],
-        "unknown option 'sslmode'",
+        &["run", "postgres://u@127.0.0.1:1/db?sslmod=disable"],
+        "unknown option 'sslmod'",
+    ),
+    (
+        &["run", "postgres://u@127.0.0.1:1/db?sslmode=require"],
+        "sslmode=require",
     ),
     (&["prepare", "http://127.0.0.1:1/x"], "cannot prepare"),
     (

@@ -39,8 +39,9 @@ pub struct PgWireTarget {
 }
 
 impl PgWireTarget {
-    /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver"];
+    /// The options this target reads from its URL's query (`driver` and `sslmode` are read
+    /// by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
         if plan.mode == Mode::Simple {

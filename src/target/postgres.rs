@@ -67,8 +67,9 @@ pub fn pg_config(url: &TargetUrl, timeout: Duration) -> tokio_postgres::Config {
 }
 
 impl PgTarget {
-    /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver"];
+    /// The options this target reads from its URL's query (`driver` and `sslmode` are read
+    /// by dispatch).
+    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
         let config = pg_config(url, plan.timeout);
