@@ -68,13 +68,11 @@ pub async fn run_target(
         // text protocol, which only mysql_async speaks. The `driver` parameter is read here
         // only: mysql_opts builds the mysql_async options from the URL's parts, not its query.
         "mysql" | "mariadb" => {
+            let simple = plan.mode == crate::plan::Mode::Simple;
             match url
                 .param("driver")
-                .unwrap_or(if plan.mode == crate::plan::Mode::Simple {
-                    "mysql_async"
-                } else {
-                    "wire"
-                }) {
+                .unwrap_or(if simple { "mysql_async" } else { "wire" })
+            {
                 "mysql_async" => {
                     options(MysqlTarget::OPTIONS)?;
                     run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
@@ -84,8 +82,9 @@ pub async fn run_target(
                     run(MyWireTarget::new(&url, plan)?, plan, &label, control).await
                 }
                 other => Err(SetupError(format!(
-                "unknown MySQL driver '{other}' in {label}: use driver=mysql_async or driver=wire"
-            ))),
+                    "unknown MySQL driver '{other}' in {label}: use driver=mysql_async \
+                     or driver=wire"
+                ))),
             }
         }
         "hs" | "handlersocket" => {
@@ -101,7 +100,12 @@ pub async fn run_target(
             let pipeline = match url.param("pipeline") {
                 None | Some("0" | "false") => false,
                 Some("1" | "true") => true,
-                Some(other) => return Err(SetupError(format!("pipeline={other} in {label}: use pipeline=1 (the server answers pipelined requests in order) or pipeline=0"))),
+                Some(other) => {
+                    return Err(SetupError(format!(
+                        "pipeline={other} in {label}: use pipeline=1 (the server answers \
+                         pipelined requests in order) or pipeline=0"
+                    )))
+                }
             };
             let mut t = HttpTarget::new(&url, plan.verify, None)?;
             if pipeline {

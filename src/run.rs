@@ -14,7 +14,7 @@ use crate::recorder::Snapshot;
 use crate::report::result::{ClientCpu, RunResult, ServerObserved, TimelineRow};
 use crate::target::{SetupError, Target};
 use crate::totals::{Percentiles, Totals};
-use crate::worker::{self, Ctx};
+use crate::worker::{self, wait_true, Ctx};
 
 /// How a run is stopped from outside and what it says while running.
 #[derive(Clone)]
@@ -344,13 +344,4 @@ pub fn process_cpu_ns() -> u64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// Resolves once `stop` holds true (without marking the change seen for other clones).
-async fn wait_true(mut stop: watch::Receiver<bool>) {
-    while !*stop.borrow_and_update() {
-        if stop.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
 }

@@ -68,7 +68,8 @@ pub fn thread_cpu_ns() -> u64 {
 /// connection set-up; at 1,000 PostgreSQL connections set-up takes seconds), says how many it
 /// got on `ready`, then waits for the run's context on `go`. Snapshots go to `tx` every
 /// interval and once at the end (`last = true`). A `true` on `stop` ends the thread at once,
-/// abandoning requests in flight.
+/// abandoning requests in flight; after the thread's last snapshot it is the collector's word
+/// that every worker has drained and the connections may close.
 pub fn spawn<T: Target>(
     target: Arc<T>,
     share: Share,
@@ -111,6 +112,16 @@ pub fn spawn<T: Target>(
                 }
             });
         })
+}
+
+/// Resolves once `stop` holds true (without marking the change seen for other clones); never,
+/// if the sender is gone first.
+pub async fn wait_true(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow_and_update() {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// The run's context once the collector has started the clock; None when stopped first.
@@ -177,14 +188,7 @@ async fn thread_main<T: Target>(
     // in a run's last interval. Bounded by one timeout in case the collector is gone.
     if !finished.is_empty() {
         let grace = ctx.plan.timeout + Duration::from_secs(1);
-        let _ = tokio::time::timeout(grace, async {
-            while !*stop.borrow_and_update() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
-        })
-        .await;
+        let _ = tokio::time::timeout(grace, wait_true(stop)).await;
     }
     drop(finished);
 }
