@@ -46,7 +46,8 @@ struct MergeArgs {
     /// Result JSON files written by `loadgen run`.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Merged result file [default: print only]; "-" writes no file.
+    /// Merged result file [default: print only]; "-" or /dev/stdout: the JSON on stdout, the text
+    /// report on stderr. A device or FIFO is written through, a symlink followed (/dev/null: no file).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
     /// Report format on stdout.
@@ -115,7 +116,9 @@ struct RunArgs {
     /// End the run early (exit 1) once this many errors were counted.
     #[arg(long)]
     max_errors: Option<u64>,
-    /// Result JSON file [default: results/<time>-<kind>.json]; "-" writes no file.
+    /// Result JSON file [default: results/<time>-<kind>.json, <kind> compare/sweep/slo for those];
+    /// "-" or /dev/stdout: the JSON on stdout, the text report on stderr. A device or FIFO is
+    /// written through, a symlink followed; /dev/null writes nothing.
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
     /// Report format on stdout.
@@ -139,7 +142,8 @@ struct RunArgs {
     /// Start at this time (RFC 3339, e.g. 2026-12-02T17:40:00Z), so generators on several machines begin together.
     #[arg(long, value_parser = parse_rfc3339)]
     start_at: Option<f64>,
-    /// Also write the latency as an HdrHistogram interval log (V2, compressed) to this file.
+    /// Also write the latency as an HdrHistogram interval log (V2, compressed) to this file
+    /// (written as it goes; a device, FIFO or /dev/stderr is written through; not stdout).
     #[arg(long)]
     hdr_log: Option<PathBuf>,
     /// One closed-loop step per connection count (e.g. 1,2,4,8,16,32,64,128,256): table of QPS, p50, p99 and the peak.
@@ -312,14 +316,15 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         app::execute(&plan, opts, stop).await
     });
     let mut out = out.map_err(|e| e.0)?;
-    match format {
-        Format::Text => emit(&loadgen::report::text::render(&out.file)),
-        Format::Json => {
-            emit(&(serde_json::to_string_pretty(&out.file).expect("result serializes") + "\n"))
-        }
-    }
-    if let Some(p) = &out.path {
-        eprintln!("loadgen: result written to {}", p.display());
+    print_report(&out.file, format, doc_on_stdout(a.output.as_deref()));
+    match (&out.path, &out.chart) {
+        (Some(p), Some(c)) => eprintln!(
+            "loadgen: result written to {} (chart: {})",
+            p.display(),
+            c.display()
+        ),
+        (Some(p), None) => eprintln!("loadgen: result written to {}", p.display()),
+        _ => {}
     }
     if let Some(e) = out.exporter.take() {
         use std::io::Write;
@@ -401,19 +406,39 @@ fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>
 
 fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
     let merged = loadgen::merge::merge_files(&a.files)?;
-    match a.format {
-        FormatArg::Text => emit(&loadgen::report::text::render(&merged)),
-        FormatArg::Json => {
-            emit(&(serde_json::to_string_pretty(&merged).expect("result serializes") + "\n"))
-        }
-    }
-    if let Some(p) = a.output.filter(|p| p.as_os_str() != "-") {
+    let format = match a.format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+    };
+    let on_stdout = doc_on_stdout(a.output.as_deref());
+    print_report(&merged, format, on_stdout);
+    if let Some(p) = a.output.filter(|_| !on_stdout) {
         let json = serde_json::to_vec_pretty(&merged).expect("result serializes");
-        loadgen::report::write_atomic(&p, &json)
+        loadgen::report::output::write(&p, &json)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         eprintln!("loadgen: merged result written to {}", p.display());
     }
     Ok(0)
+}
+
+/// `-o -` or `-o /dev/stdout`: the JSON document takes stdout (one parseable document).
+fn doc_on_stdout(output: Option<&std::path::Path>) -> bool {
+    output
+        .and_then(|p| loadgen::report::output::Dest::of(p).ok())
+        .is_some_and(|d| d.is_stdout())
+}
+
+/// The report on stdout; when the JSON document goes there, the text report moves to stderr.
+fn print_report(file: &loadgen::report::result::ResultFile, format: Format, doc_on_stdout: bool) {
+    let json = || serde_json::to_string_pretty(file).expect("result serializes") + "\n";
+    match format {
+        Format::Json => emit(&json()),
+        Format::Text if doc_on_stdout => {
+            eprint!("{}", loadgen::report::text::render(file));
+            emit(&json());
+        }
+        Format::Text => emit(&loadgen::report::text::render(file)),
+    }
 }
 
 /// Writes the report to stdout; a closed pipe (`loadgen run | head`) is not an error.

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 
 use crate::dispatch::{run_target, Embedded};
 use crate::plan::{Plan, Stop};
+use crate::report::output::Dest;
 use crate::report::result::{Machine, ResultFile, Settings};
 use crate::run::Control;
 use crate::target::SetupError;
@@ -21,7 +22,8 @@ pub enum Format {
 pub struct RunOptions {
     /// Target URLs; empty means the embedded server.
     pub targets: Vec<String>,
-    /// Where the result JSON goes; None: `results/<time>-<kind>.json`; Some("-"): nowhere.
+    /// Where the result JSON goes (see `report::output`); None: `results/<time>-<kind>.json`.
+    /// Standard output (`-`, `/dev/stdout`) is left to the caller, which prints the document.
     pub output: Option<PathBuf>,
     pub format: Format,
     pub progress: bool,
@@ -50,7 +52,10 @@ pub enum Model {
 
 pub struct Outcome {
     pub file: ResultFile,
+    /// Where the result was written (None: nowhere, or standard output).
     pub path: Option<PathBuf>,
+    /// The chart written beside it.
+    pub chart: Option<PathBuf>,
     /// 0 clean, 1 errors seen or stopped early.
     pub exit_code: i32,
     /// The metrics endpoint, still serving: call `finish` after printing the report, so
@@ -183,6 +188,14 @@ async fn execute_targets(
     opts: &RunOptions,
     stop: watch::Receiver<bool>,
 ) -> Result<Outcome, SetupError> {
+    // A path we cannot write (a directory, a symlink loop) is refused before anything runs.
+    let dest = match &opts.output {
+        Some(p) => Some(
+            Dest::of(p).map_err(|e| SetupError(format!("cannot write -o {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    let to_file = dest.as_ref().map_or(true, Dest::is_file);
     let mut targets = opts.targets.clone();
     let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
         if targets.is_empty() {
@@ -223,7 +236,7 @@ async fn execute_targets(
         sweeps: Vec::new(),
         slo: Vec::new(),
     };
-    let mut path: Option<PathBuf> = None;
+    let mut saved = Saved::default();
     let mut exit_code = 0;
     for (i, t) in targets.iter().enumerate() {
         if *stop.borrow() {
@@ -252,7 +265,7 @@ async fn execute_targets(
         if let Err(e) = r {
             // Keep what earlier targets measured, then report the setup error.
             if !file.runs.is_empty() {
-                write_result(&file, opts, &mut path);
+                write_result(&file, opts, dest.as_ref(), &mut saved);
             }
             return Err(e);
         }
@@ -262,34 +275,64 @@ async fn execute_targets(
             }
             file.interrupted |= r.interrupted;
         }
-        write_result(&file, opts, &mut path);
+        // A file is rewritten after every target, so a crash keeps what was measured; a
+        // device, FIFO or descriptor gets the document once, at the end.
+        if to_file {
+            write_result(&file, opts, dest.as_ref(), &mut saved);
+        }
+    }
+    if !to_file {
+        write_result(&file, opts, dest.as_ref(), &mut saved);
     }
     Ok(Outcome {
         file,
-        path,
+        path: saved.ok.then_some(saved.path).flatten(),
+        chart: saved.chart,
         exit_code,
         exporter: None,
     })
 }
 
-fn write_result(file: &ResultFile, opts: &RunOptions, path: &mut Option<PathBuf>) {
-    if opts.output.as_deref() == Some(std::path::Path::new("-")) {
-        return;
+/// Where the result went so far.
+#[derive(Default)]
+struct Saved {
+    path: Option<PathBuf>,
+    chart: Option<PathBuf>,
+    /// The last write succeeded.
+    ok: bool,
+}
+
+fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved: &mut Saved) {
+    if dest.is_some_and(Dest::is_stdout) {
+        return; // the caller prints the document there
     }
-    let p = path.get_or_insert_with(|| match &opts.output {
+    let p = saved.path.get_or_insert_with(|| match &opts.output {
         Some(p) => p.clone(),
         None => {
-            let kind = if file.runs.len() > 1 {
-                "compare"
-            } else {
-                file.runs.first().map(|r| r.kind.as_str()).unwrap_or("run")
+            // Named by what the document holds, decided before the first target finishes.
+            let kind = match &opts.model {
+                Model::Sweep(_) => "sweep",
+                Model::Slo(_) => "slo",
+                Model::Single if opts.targets.len() > 1 => "compare",
+                Model::Single => file.runs.first().map(|r| r.kind.as_str()).unwrap_or("run"),
             };
             crate::report::default_path(std::path::Path::new("results"), kind)
         }
     });
     let json = serde_json::to_vec_pretty(file).expect("result serializes");
-    if let Err(e) = crate::report::write_atomic(p, &json) {
-        eprintln!("loadgen: cannot write {}: {e}", p.display());
+    let written = match dest {
+        Some(d) => d.write(&json),
+        None => crate::report::output::write(p, &json),
+    };
+    saved.ok = match written {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("loadgen: cannot write {}: {e}", p.display());
+            false
+        }
+    };
+    if !saved.ok || !dest.map_or(true, Dest::is_file) {
+        return; // no chart beside a device, a FIFO or a descriptor
     }
     // Charts beside the JSON: the comparison as bars, a sweep as QPS against connections.
     let chart = if !file.sweeps.is_empty() {
@@ -327,9 +370,10 @@ fn write_result(file: &ResultFile, opts: &RunOptions, path: &mut Option<PathBuf>
         None
     };
     if let Some(svg) = chart {
-        let svg_path = p.with_extension("svg");
-        if let Err(e) = crate::report::write_atomic(&svg_path, svg.as_bytes()) {
-            eprintln!("loadgen: cannot write {}: {e}", svg_path.display());
+        let svg_path = crate::report::output::beside(p, "svg");
+        match crate::report::output::write(&svg_path, svg.as_bytes()) {
+            Ok(()) => saved.chart = Some(svg_path),
+            Err(e) => eprintln!("loadgen: cannot write {}: {e}", svg_path.display()),
         }
     }
 }

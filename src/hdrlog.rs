@@ -33,6 +33,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
+use crate::report::output::Dest;
 use crate::run::IntervalView;
 
 /// The legend line Java's `HistogramLogWriter` writes before the first interval.
@@ -58,9 +59,20 @@ struct Inner {
 
 impl IntervalLog {
     /// Creates (truncates) the log file and writes the comment header. Fails when the file
-    /// cannot be created, so a bad path is a setup error before anything runs.
+    /// cannot be created, so a bad path is a setup error before anything runs. A device, FIFO
+    /// or descriptor (`/dev/stderr`) is written through; standard output is refused, since the
+    /// report goes there and the two would interleave.
     pub fn create(path: &Path) -> Result<IntervalLog, String> {
-        let file = File::create(path)
+        let dest = Dest::of(path)
+            .map_err(|e| format!("cannot create --hdr-log {}: {e}", path.display()))?;
+        if dest.is_stdout() {
+            return Err(format!(
+                "--hdr-log {} is standard output, where the report goes: give a file (or /dev/stderr)",
+                path.display()
+            ));
+        }
+        let file = dest
+            .open_stream()
             .map_err(|e| format!("cannot create --hdr-log {}: {e}", path.display()))?;
         let mut out = BufWriter::new(file);
         let header = format!(
@@ -111,9 +123,13 @@ impl IntervalLog {
         if let Some(e) = &g.error {
             return Err(e.clone());
         }
+        // Pipes and devices cannot be synced (EINVAL); only a regular file is.
         g.out
             .flush()
-            .and_then(|_| g.out.get_ref().sync_data())
+            .and_then(|_| match g.out.get_ref().metadata() {
+                Ok(m) if m.is_file() => g.out.get_ref().sync_data(),
+                _ => Ok(()),
+            })
             .map_err(|e| format!("cannot write --hdr-log {}: {e}", self.path.display()))
     }
 
