@@ -24,12 +24,13 @@ $lg prepare "$LOADGEN_MC_URL" --rows $rows
 # Pipelined targets say so in their URL-independent settings: -p applies to the whole run, so
 # the pipelined rows are separate runs written into the same table by `loadgen merge`-free means:
 # one run for the 1-in-flight targets, one for the pipelined ones.
+# `-o -`: each run's JSON on stdout (kept in a temp file, merged below), its report on stderr.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $lg run "$LOADGEN_MY_URL" "$LOADGEN_PG_URL" "$LOADGEN_MC_URL" embedded \
-  -c 16 -p 1 -d "${secs}s" --warmup 2s -q -o "$tmp/flat.json"
+  -c 16 -p 1 -d "${secs}s" --warmup 2s -q -o - >"$tmp/flat.json"
 $lg run "$LOADGEN_HS_URL?mysql=$LOADGEN_MY_URL" "$LOADGEN_PG_URL" "$LOADGEN_MY_URL" "$LOADGEN_MC_URL" \
-  -c 2 -p 16 -d "${secs}s" --warmup 2s -q -o "$tmp/pipe.json"
+  -c 2 -p 16 -d "${secs}s" --warmup 2s -q -o - >"$tmp/pipe.json"
 
 python3 - "$tmp/flat.json" "$tmp/pipe.json" "$out" <<'PY'
 import json, sys
@@ -54,8 +55,11 @@ for r in doc["runs"]:
     seen = "match" if so.get("matches") else ("-" if not so else "DIFF")
     print(f"{r['label']:<36} {r['qps']:>10,.0f} {r['latency_us']['p50']:>9.0f} {r['latency_us']['p99']:>9.0f} "
           f"{r['latency_us']['p999']:>9.0f} {r['error_total']:>7} {r['qps']/base:>6.2f}x {seen:>11}")
-# the bar chart
-bars = [(r["label"].split(" (")[0] + (" pipe" if "x 16" in r["label"] else ""), r["qps"]) for r in doc["runs"]]
+# the bar chart: each label without its parenthesis, "pipelined" added where the label lacks it
+def short(r):
+    s = r["label"].split(" (")[0]
+    return s + " pipelined" if r.get("settings_note") and "pipelined" not in s else s
+bars = [(short(r), r["qps"]) for r in doc["runs"]]
 W, H, L, B = 900, 440, 90, 110
 mx = max(v for _, v in bars) * 1.1
 slot = (W - L - 20) / len(bars)
@@ -70,5 +74,5 @@ for i, (label, v) in enumerate(bars):
     svg.append(f'<text x="{x + slot*0.35:.0f}" y="{H-B+16}" text-anchor="end" transform="rotate(-30 {x + slot*0.35:.0f} {H-B+16})">{label}</text>')
 svg.append("</svg>")
 open(out.rsplit(".", 1)[0] + ".svg", "w").write("\n".join(svg))
-print(f"\nwritten: {out} and {out.rsplit('.', 1)[0]}.svg")
+print(f"\nresult written to {out} (chart: {out.rsplit('.', 1)[0]}.svg)")
 PY

@@ -173,7 +173,9 @@ fn connect_phase_failures_are_reported() {
     let hostpart = url.rsplit('@').next().expect("url has a host part");
     let limited = format!("postgres://{role}:{secret}@{hostpart}");
     let (code, doc, err) = run_json(&[&limited, "-c", "8", "-t", "1", "-d", "1s", "--warmup", "0"]);
-    // Text report too: the warning line names the failure.
+    // Text report too: the warning line names the failure. The result goes to a temp file
+    // (never a path under /dev).
+    let json = std::env::temp_dir().join(format!("loadgen-connect-{}.json", std::process::id()));
     let text = run(&[
         "run",
         &limited,
@@ -187,8 +189,9 @@ fn connect_phase_failures_are_reported() {
         "0",
         "-q",
         "-o",
-        "/dev/null",
+        json.to_str().unwrap(),
     ]);
+    let _ = std::fs::remove_file(&json);
     psql(
         &url,
         &format!("REVOKE ALL ON usr FROM {role}; DROP ROLE {role}"),
