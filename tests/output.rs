@@ -120,7 +120,10 @@ fn run_reading_fifo(cwd: &Path, args: &[&str], fifo: &Path) -> (Output, Vec<u8>)
         if finished {
             break;
         }
-        assert!(Instant::now() < deadline, "loadgen (pid {pid}) did not finish");
+        assert!(
+            Instant::now() < deadline,
+            "loadgen (pid {pid}) did not finish"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     (waiter.join().unwrap(), got)
@@ -180,7 +183,11 @@ fn dash_puts_one_json_document_on_stdout_and_the_report_on_stderr() {
     // /dev/stdout through a link of our own: a regression that renames over the path then
     // replaces only the link, never the real /dev/stdout.
     std::os::unix::fs::symlink("/dev/stdout", d.join("stdout")).unwrap();
-    for extra in [&["-o", "-"][..], &["-o", "stdout"], &["-o", "-", "--format", "json"]] {
+    for extra in [
+        &["-o", "-"][..],
+        &["-o", "stdout"],
+        &["-o", "-", "--format", "json"],
+    ] {
         let out = lg(&d, &run_args(true, extra));
         let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(0), "{extra:?}: {err}");
@@ -212,7 +219,11 @@ fn a_regular_file_is_replaced_atomically_keeping_its_mode() {
     // A new inode: renamed into place, never truncated and rewritten where a reader could
     // see half of it.
     assert_ne!(m.ino(), ino, "the file was rewritten in place");
-    assert_eq!(m.permissions().mode() & 0o777, 0o600, "a private result stays private");
+    assert_eq!(
+        m.permissions().mode() & 0o777,
+        0o600,
+        "a private result stays private"
+    );
     json_of(&std::fs::read(&p).unwrap(), "r.json");
     assert_eq!(names(&d), ["r.json"], "no temp file left");
     let _ = std::fs::remove_dir_all(&d);
@@ -242,7 +253,10 @@ fn a_device_node_is_written_through_and_gets_no_chart() {
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let m = std::fs::symlink_metadata(&dev).unwrap();
-    assert!(m.file_type().is_char_device(), "the device node was replaced");
+    assert!(
+        m.file_type().is_char_device(),
+        "the device node was replaced"
+    );
     assert_eq!(names(&d), ["null"], "no chart or temp file beside a device");
     assert!(err.contains("result written to null\n"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
@@ -310,7 +324,10 @@ fn hdr_log_follows_symlinks_writes_through_fifos_and_refuses_stdout() {
     assert!(is_fifo(&fifo) && is_link(&d.join("fifo-link")));
     let got = String::from_utf8_lossy(&got);
     assert!(got.starts_with("#[Histogram log format"), "{got}");
-    assert!(got.contains("Tag=embedded,"), "an interval was logged: {got}");
+    assert!(
+        got.contains("Tag=embedded,"),
+        "an interval was logged: {got}"
+    );
 
     // Standard output carries the report: refused before the run, nothing created.
     std::os::unix::fs::symlink("/dev/stdout", d.join("stdout")).unwrap();
@@ -332,7 +349,11 @@ fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
     let d = tempdir("names");
     let cases: [(&[&str], &str, bool); 4] = [
         (&["run", "-n", "300"], "embedded", false),
-        (&["run", "embedded", "embedded", "-n", "300"], "compare", true),
+        (
+            &["run", "embedded", "embedded", "-n", "300"],
+            "compare",
+            true,
+        ),
         (&["run", "--sweep", "1,2", "-n", "300"], "sweep", true),
         (
             &["run", "--slo", "p99=2s", "-d", "200ms", "--warmup", "0"],
@@ -363,10 +384,16 @@ fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
         if chart {
             assert_eq!(
                 line,
-                format!("loadgen: result written to results/{} (chart: results/{svg})", json[0]),
+                format!(
+                    "loadgen: result written to results/{} (chart: results/{svg})",
+                    json[0]
+                ),
             );
         } else {
-            assert_eq!(line, format!("loadgen: result written to results/{}", json[0]));
+            assert_eq!(
+                line,
+                format!("loadgen: result written to results/{}", json[0])
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&d);

@@ -123,9 +123,14 @@ fn fd_path(p: &Path) -> Option<i32> {
         _ => {}
     }
     let own = format!("/proc/{}/fd/", std::process::id());
-    let n = ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", own.as_str()]
-        .iter()
-        .find_map(|pre| s.strip_prefix(pre))?;
+    let n = [
+        "/dev/fd/",
+        "/proc/self/fd/",
+        "/proc/thread-self/fd/",
+        own.as_str(),
+    ]
+    .iter()
+    .find_map(|pre| s.strip_prefix(pre))?;
     n.parse().ok()
 }
 
@@ -232,7 +237,10 @@ mod tests {
         write(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         assert_eq!(entries(&d), ["r.json"]);
         // Missing directories are made, as results/ is on a first run.
         let deep = d.join("a/b/c.json");
@@ -288,10 +296,7 @@ mod tests {
         assert!(!Dest::of(&f).unwrap().is_file());
         write(&f, b"through").unwrap();
         assert_eq!(reader.join().unwrap(), b"through");
-        assert!(std::fs::symlink_metadata(&f)
-            .unwrap()
-            .file_type()
-            .is_fifo());
+        assert!(std::fs::symlink_metadata(&f).unwrap().file_type().is_fifo());
         assert_eq!(entries(&d), ["f"]);
         let _ = std::fs::remove_dir_all(&d);
     }
