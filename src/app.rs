@@ -93,28 +93,33 @@ pub fn settings_of(plan: &Plan) -> Settings {
     }
 }
 
-/// Installs Ctrl-C / SIGTERM handling: the first signal stops the run (results kept).
+/// Installs Ctrl-C / SIGTERM handling: the first signal stops the run (results kept), set-up
+/// included. The handlers are registered here, before any set-up work runs, not when the task
+/// first gets to run.
 pub fn stop_on_signals() -> watch::Receiver<bool> {
+    use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = watch::channel(false);
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let term_fut = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term_fut => {}
+            _ = next_signal(int.as_mut()) => {}
+            _ = next_signal(term.as_mut()) => {}
         }
         eprintln!("loadgen: stopping, keeping the results measured so far");
         let _ = tx.send(true);
     });
     rx
+}
+
+/// The next delivery of `sig`; never, when its handler could not be installed.
+async fn next_signal(sig: Option<&mut tokio::signal::unix::Signal>) {
+    match sig {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
 }
 
 pub async fn execute(
@@ -123,6 +128,7 @@ pub async fn execute(
     stop: watch::Receiver<bool>,
 ) -> Result<Outcome, SetupError> {
     plan.validate()?;
+    check_open_files(plan, &opts)?;
     // Bind the metrics port and create the log before anything runs: a taken port is a setup error.
     let exporter = match opts.metrics.take() {
         Some(cfg) => Some(
@@ -163,6 +169,19 @@ pub async fn execute(
             Err(e)
         }
     }
+}
+
+/// Raises the open-files limit and refuses a run whose connections it cannot hold.
+fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
+    let connections = match &opts.model {
+        Model::Sweep(counts) => counts.iter().copied().max().unwrap_or(0),
+        _ => plan.connections,
+    };
+    let per = crate::fdlimit::PerConn {
+        embedded: opts.targets.is_empty() || opts.targets.iter().any(|t| t == "embedded"),
+        paced: plan.rate.is_some() || matches!(opts.model, Model::Slo(_)),
+    };
+    crate::fdlimit::ensure(connections, per, plan.threads.min(connections)).map_err(SetupError)
 }
 
 /// Sleeps until Unix time `at` (or Ctrl-C).
@@ -263,6 +282,12 @@ async fn execute_targets(
             }
         };
         if let Err(e) = r {
+            // Stopped during a target's set-up: report what earlier targets measured.
+            if *stop.borrow() && !file.runs.is_empty() {
+                file.interrupted = true;
+                write_result(&file, opts, &mut path);
+                break;
+            }
             // Keep what earlier targets measured, then report the setup error.
             if !file.runs.is_empty() {
                 write_result(&file, opts, dest.as_ref(), &mut saved);

@@ -105,13 +105,14 @@ impl Rng {
 /// Sampled exactly by rejection-inversion (as rand_distr's Zipf), not with YCSB's Gray et al.
 /// approximation, which drifts from the law at middle ranks; the scrambling of ranks over the
 /// key range is YCSB's (FNV hash), so hot keys are spread out as in YCSB's scrambled zipfian.
+/// Rejection-inversion never needs the normalizer zeta(n, s), so setting up costs the same for
+/// any n (the tests compute zeta to check the law).
 #[derive(Debug)]
 pub struct Zipf {
     n: u64,
     s: f64,
     t: f64,
     q: f64,
-    zetan: f64,
 }
 
 impl Zipf {
@@ -123,13 +124,7 @@ impl Zipf {
             1.0 + nf.ln()
         };
         let q = if s != 1.0 { 1.0 / (1.0 - s) } else { 0.0 };
-        Zipf {
-            n,
-            s,
-            t,
-            q,
-            zetan: zeta(n, s),
-        }
+        Zipf { n, s, t, q }
     }
 
     fn inv_cdf(&self, p: f64) -> f64 {
@@ -158,15 +153,6 @@ impl Zipf {
             }
         }
     }
-
-    /// Probability of rank r (0-based), for tests.
-    pub fn p(&self, r: u64) -> f64 {
-        1.0 / ((r + 1) as f64).powf(self.s) / self.zetan
-    }
-}
-
-fn zeta(n: u64, theta: f64) -> f64 {
-    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
 }
 
 /// FNV-1a of the rank: YCSB's scrambling, so popular keys are spread over the range.
@@ -277,26 +263,142 @@ mod tests {
         assert!(chi < 148.0, "chi-square {chi}");
     }
 
+    /// zeta(n, s) = sum of k^-s over k = 1..=n, term by term: the reference. Compensated
+    /// (Neumaier) and smallest terms first, so its own rounding stays near one ulp.
+    fn zeta_exact(n: u64, s: f64) -> f64 {
+        let (mut sum, mut c) = (0.0f64, 0.0f64);
+        for k in (1..=n).rev() {
+            let x = (k as f64).powf(-s);
+            let t = sum + x;
+            c += if sum.abs() >= x.abs() {
+                (sum - t) + x
+            } else {
+                (x - t) + sum
+            };
+            sum = t;
+        }
+        sum + c
+    }
+
+    /// Terms summed one by one before the Euler-Maclaurin tail takes over.
+    const ZETA_HEAD: u64 = 1000;
+
+    /// zeta(n, s) in bounded work, for the law at any n: the first terms exactly, the tail
+    /// sum over k = HEAD..=n by Euler-Maclaurin (integral, end points, three Bernoulli terms;
+    /// the remainder is of order HEAD^-(s+7), far below f64 rounding). Also returns how many
+    /// terms were summed one by one.
+    fn zeta(n: u64, s: f64) -> (f64, u64) {
+        if n <= ZETA_HEAD {
+            return (zeta_exact(n, s), n);
+        }
+        let (a, b) = (ZETA_HEAD as f64, n as f64);
+        let head: f64 = (1..ZETA_HEAD).map(|k| (k as f64).powf(-s)).sum();
+        // The integral of x^-s over [a, b]; expm1 keeps it exact as s approaches 1.
+        let integral = if s == 1.0 {
+            (b / a).ln()
+        } else {
+            a.powf(1.0 - s) * ((1.0 - s) * (b / a).ln()).exp_m1() / (1.0 - s)
+        };
+        let ends = (a.powf(-s) + b.powf(-s)) / 2.0;
+        // B_2j / (2j)! times (f^(2j-1)(b) - f^(2j-1)(a)), f(x) = x^-s, whose (2j-1)th derivative
+        // is -s(s+1)...(s+2j-2) x^-(s+2j-1).
+        let mut corrections = 0.0;
+        let mut rising = s; // s(s+1)...(s+2j-2)
+        for (j, bern) in [1.0 / 12.0, -1.0 / 720.0, 1.0 / 30240.0].iter().enumerate() {
+            let m = (2 * j + 1) as f64;
+            if j > 0 {
+                rising *= (s + m - 2.0) * (s + m - 1.0);
+            }
+            corrections += bern * rising * (a.powf(-s - m) - b.powf(-s - m));
+        }
+        (
+            head + integral + ends + corrections,
+            ZETA_HEAD - 1,
+        )
+    }
+
+    #[test]
+    fn zeta_matches_the_exact_sum() {
+        for s in [0.5, 0.99, 1.0, 1.2, 2.0] {
+            for n in [1, 7, 999, 1000, 1001, 1234, 65_537, 1_000_000, 10_000_000] {
+                let (fast, terms) = zeta(n, s);
+                let exact = zeta_exact(n, s);
+                let rel = ((fast - exact) / exact).abs();
+                assert!(rel < 1e-12, "zeta({n}, {s}) = {fast}, exact {exact}, rel {rel:e}");
+                assert!(terms <= ZETA_HEAD, "zeta({n}, {s}) summed {terms} terms");
+            }
+        }
+        // Any n costs the same bounded number of terms.
+        assert_eq!(zeta(i64::MAX as u64, 0.99).1, ZETA_HEAD - 1);
+        // zeta(n, 2) approaches pi^2/6 with a tail of about 1/n.
+        let n = 1u64 << 32;
+        let pi2_6 = std::f64::consts::PI.powi(2) / 6.0;
+        let err = zeta(n, 2.0).0 - (pi2_6 - 1.0 / n as f64);
+        assert!(err.abs() < 1e-13, "zeta(2^32, 2) off by {err:e}");
+    }
+
+    /// Chi-square of `draws` unscrambled ranks from Zipf(n, s) against its law:
+    /// `bins` maps a 1-based rank to a bin, `mass` gives each bin's share of zeta(n, s).
+    fn law_chi_square(n: u64, s: f64, draws: u64, bins: &[(u64, u64)]) -> (f64, Vec<u64>) {
+        let z = Zipf::new(n, s);
+        let mut rng = Rng::new(3);
+        let mut counts = vec![0u64; bins.len()];
+        for _ in 0..draws {
+            let k = z.sample(&mut rng) + 1;
+            assert!((1..=n).contains(&k), "rank {k} outside 1..={n}");
+            let i = bins.partition_point(|&(_, hi)| hi < k);
+            counts[i] += 1;
+        }
+        let total = zeta(n, s).0;
+        let expected: Vec<f64> = bins
+            .iter()
+            .map(|&(lo, hi)| (zeta(hi, s).0 - zeta(lo - 1, s).0) / total * draws as f64)
+            .collect();
+        (chi_square(&counts, &expected), counts)
+    }
+
     #[test]
     fn zipf_follows_its_law() {
-        // Unscrambled ranks against p(r) = r^-s / zeta(n): chi-square over the first 50 ranks + tail.
+        // The first 50 ranks one by one, then the tail: 50 d.o.f., 99.9% critical value ~86.7;
+        // a broken generator gives thousands.
         let n = 1000;
-        let z = Zipf::new(n, 0.99);
-        let mut rng = Rng::new(3);
-        let draws = 1_000_000u64;
-        let mut counts = vec![0u64; 51];
-        for _ in 0..draws {
-            let r = z.sample(&mut rng);
-            counts[(r as usize).min(50)] += 1;
-        }
-        let mut expected: Vec<f64> = (0..50).map(|r| z.p(r) * draws as f64).collect();
-        expected.push(draws as f64 - expected.iter().sum::<f64>());
-        let chi = chi_square(&counts, &expected);
-        // 50 d.o.f.: the 99.9% critical value is ~86.7; a broken generator gives thousands.
+        let mut bins: Vec<(u64, u64)> = (1..=50).map(|k| (k, k)).collect();
+        bins.push((51, n));
+        let draws = 1_000_000;
+        let (chi, counts) = law_chi_square(n, 0.99, draws, &bins);
         assert!(chi < 86.7, "chi-square {chi}");
         // rank 0 takes about 1/zeta(n) of draws (~13% for n=1000, s=0.99)
         let top = counts[0] as f64 / draws as f64;
-        assert!((top - z.p(0)).abs() < 0.005, "top {top} vs {}", z.p(0));
+        let p0 = 1.0 / zeta(n, 0.99).0;
+        assert!((top - p0).abs() < 0.005, "top {top} vs {p0}");
+    }
+
+    #[test]
+    fn zipf_follows_its_law_over_a_huge_range() {
+        // Ranks in binary octaves [2^j, 2^(j+1)) up to 2^62: the law at every scale of the
+        // largest key ranges. 62 bins, 61 d.o.f.: the 99.9% critical value is ~101.
+        let n = 1u64 << 62;
+        let bins: Vec<(u64, u64)> = (0..62)
+            .map(|j| (1u64 << j, if j == 61 { n } else { (1u64 << (j + 1)) - 1 }))
+            .collect();
+        let (chi, _) = law_chi_square(n, 0.99, 1_000_000, &bins);
+        assert!(chi < 101.0, "chi-square {chi}");
+    }
+
+    #[test]
+    fn zipf_set_up_is_the_same_work_for_any_range() {
+        // Zipf::new holds no loop over the range; a summing set-up would take centuries at
+        // 2^63 keys. The bound only turns such a hang into a failure.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let space = KeySpace::new(1, i64::MAX as u64, Dist::Zipf(0.99));
+            let key = space.stream(1, 0, 1).next_key();
+            let _ = tx.send(key);
+        });
+        let key = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("zipf set-up over 2^63 keys did not finish");
+        assert!(key >= 1);
     }
 
     #[test]

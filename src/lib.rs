@@ -12,6 +12,7 @@
 
 pub mod app;
 pub mod dispatch;
+pub mod fdlimit;
 pub mod hdrlog;
 pub mod keys;
 pub mod merge;

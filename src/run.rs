@@ -75,7 +75,12 @@ pub async fn run<T: Target>(
     // step that hung (e.g. "sent no MySQL greeting"); this bound is only the backstop, so it
     // must not race them.
     let backstop = plan.timeout * 2 + Duration::from_secs(1);
-    let pre = tokio::time::timeout(backstop, target.connect()).await;
+    let pre = tokio::select! {
+        r = tokio::time::timeout(backstop, target.connect()) => r,
+        _ = wait_true(control.stop.clone()) => {
+            return Err(SetupError(format!("{label}: stopped while connecting; nothing was measured")))
+        }
+    };
     match pre {
         Err(_) => {
             return Err(SetupError(format!(

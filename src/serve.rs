@@ -1,6 +1,7 @@
 //! The embedded HTTP key-value server: the default target, so `loadgen run` works with nothing
-//! installed. It holds the `usr` rows in one contiguous buffer (about 60 bytes a row) and answers
-//! `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own counters.
+//! installed. It serves the `usr` rows, derived from the id on each request (no memory per row),
+//! and answers `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own
+//! counters.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -16,38 +17,30 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-/// Rows `lo..=hi` of the `usr` data set, built once.
+/// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (row.rs), so the
+/// store holds only the range and builds a row when it is asked for: any range costs the same
+/// few bytes. Written rows (a future write path) would go in a small map consulted first.
 pub struct Store {
     lo: u64,
-    blob: Bytes,
-    offsets: Vec<u32>,
+    hi: u64,
 }
 
 impl Store {
     pub fn usr(lo: u64, hi: u64) -> Store {
-        let n = (hi - lo + 1) as usize;
-        let mut blob = Vec::with_capacity(n * 56);
-        let mut offsets = Vec::with_capacity(n + 1);
-        for id in lo..=hi {
-            offsets.push(blob.len() as u32);
-            crate::row::write_tsv(&mut blob, id);
-        }
-        offsets.push(blob.len() as u32);
-        Store {
-            lo,
-            blob: Bytes::from(blob),
-            offsets,
-        }
+        Store { lo, hi }
     }
 
     pub fn get(&self, id: u64) -> Option<Bytes> {
-        let i = id.checked_sub(self.lo)? as usize;
-        let (a, b) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
-        Some(self.blob.slice(a as usize..b as usize))
+        if !(self.lo..=self.hi).contains(&id) {
+            return None;
+        }
+        let mut row = Vec::with_capacity(64);
+        crate::row::write_tsv(&mut row, id);
+        Some(Bytes::from(row))
     }
 
     pub fn rows(&self) -> u64 {
-        (self.offsets.len() - 1) as u64
+        (self.hi - self.lo).saturating_add(1)
     }
 }
 
@@ -78,9 +71,11 @@ impl Server {
     }
 }
 
-/// Binds `addr` (port 0: an ephemeral port), builds the rows, and serves on `threads` threads
-/// in the background.
+/// Binds `addr` (port 0: an ephemeral port) and serves rows `rows.0..=rows.1` on `threads`
+/// threads in the background.
 pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Result<Server> {
+    // One descriptor per client connection: take the whole hard limit.
+    crate::fdlimit::raise();
     let std_listener = std::net::TcpListener::bind(addr)?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;

@@ -88,9 +88,12 @@ pub fn spawn<T: Target>(
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
                 // Connections are made here, on this thread's runtime, where they are used.
-                let results =
-                    futures_util::future::join_all((0..share.conns).map(|_| target.connect()))
-                        .await;
+                // A stop (Ctrl-C, SIGTERM) abandons the connects still waiting.
+                let connects = futures_util::future::join_all((0..share.conns).map(|_| target.connect()));
+                let results = tokio::select! {
+                    r = connects => r,
+                    _ = wait_true(stop.clone()) => return,
+                };
                 let mut report = Connected::default();
                 let conns: Vec<Option<T::Conn>> = results
                     .into_iter()
