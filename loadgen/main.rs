@@ -191,6 +191,10 @@ struct ServeArgs {
     /// Server threads [default: number of cores].
     #[arg(short = 't', long)]
     threads: Option<usize>,
+    /// Fixed service time added to every answer, like 2ms (a server of known capacity:
+    /// C connections answer at most C/DELAY requests a second).
+    #[arg(long, value_parser = parse_duration)]
+    delay: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -361,7 +365,8 @@ fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
         return Err("--rows must be at least 1".into());
     }
     let threads = a.threads.unwrap_or_else(loadgen::plan::default_threads);
-    let server = loadgen::serve::start(addr, (1, a.rows), threads)
+    let delay = a.delay.unwrap_or_default();
+    let server = loadgen::serve::start_delayed(addr, (1, a.rows), threads, delay)
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     eprintln!(
         "loadgen: serving {} rows on {} (Ctrl-C stops)",

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -74,6 +75,18 @@ impl Server {
 /// Binds `addr` (port 0: an ephemeral port) and serves rows `rows.0..=rows.1` on `threads`
 /// threads in the background.
 pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Result<Server> {
+    start_delayed(addr, rows, threads, Duration::ZERO)
+}
+
+/// `start` with a fixed service time per request (`serve --delay`): each answer waits `delay`
+/// (an async sleep, so connections do not wait for each other; requests pipelined on one
+/// connection are answered in turn), which gives a server of known capacity.
+pub fn start_delayed(
+    addr: SocketAddr,
+    rows: (u64, u64),
+    threads: usize,
+    delay: Duration,
+) -> std::io::Result<Server> {
     // One descriptor per client connection: take the whole hard limit.
     crate::fdlimit::raise();
     let std_listener = std::net::TcpListener::bind(addr)?;
@@ -96,13 +109,18 @@ pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Res
         .spawn(move || {
             rt.block_on(async move {
                 let listener = TcpListener::from_std(std_listener).expect("listener");
-                accept_loop(listener, store, stats).await;
+                accept_loop(listener, store, stats, delay).await;
             })
         })?;
     Ok(server)
 }
 
-async fn accept_loop(listener: TcpListener, store: Arc<Store>, stats: Arc<ServerStats>) {
+async fn accept_loop(
+    listener: TcpListener,
+    store: Arc<Store>,
+    stats: Arc<ServerStats>,
+    delay: Duration,
+) {
     loop {
         let Ok((sock, _)) = listener.accept().await else {
             continue;
@@ -112,7 +130,12 @@ async fn accept_loop(listener: TcpListener, store: Arc<Store>, stats: Arc<Server
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
                 let resp = answer(&store, &stats, req.uri().path());
-                async move { Ok::<_, Infallible>(resp) }
+                async move {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Ok::<_, Infallible>(resp)
+                }
             });
             // pipeline_flush: answers to pipelined requests go out in one write.
             let _ = http1::Builder::new()

@@ -16,7 +16,7 @@ fn exact_request_count_is_what_postgres_executed() {
     assert_eq!(u(r, "error_total"), 0);
     // PostgreSQL's own count of executions of the lookup over the run.
     let so = &r["server_observed"];
-    assert_eq!(so["source"], "pg_stat_statements.calls");
+    assert_eq!(so["source"], "pg_stat_statements.calls", "{so}");
     assert_eq!(u(so, "delta"), 20000, "{so}");
     assert_eq!(so["matches"], true);
     assert_schema_valid(&doc);
@@ -226,4 +226,123 @@ fn connect_phase_failures_are_reported() {
         "password printed"
     );
     assert!(!doc.to_string().contains(secret), "password written");
+}
+
+/// A database of the same server where pg_stat_statements is not created (as on most servers a
+/// user points loadgen at), with a small usr table and a second table with an index of its own.
+fn database_without_pg_stat_statements(url: &str) -> String {
+    let db = "loadgen_noext";
+    if psql(url, &format!("SELECT count(*) FROM pg_database WHERE datname = '{db}'")) == "0" {
+        psql(url, &format!("CREATE DATABASE {db}"));
+    }
+    let (base, _) = url.rsplit_once('/').expect("url names a database");
+    let noext = format!("{base}/{db}");
+    psql(&noext, "DROP EXTENSION IF EXISTS pg_stat_statements");
+    let out = run(&["prepare", &noext, "--rows", "10000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    psql(
+        &noext,
+        "DROP TABLE IF EXISTS lg_items; \
+         CREATE TABLE lg_items (item_id int NOT NULL, label text NOT NULL); \
+         INSERT INTO lg_items SELECT g, 'item ' || g FROM generate_series(1, 10000) g; \
+         CREATE INDEX lg_items_by_id ON lg_items (item_id); ANALYZE lg_items",
+    );
+    noext
+}
+
+#[test]
+fn without_pg_stat_statements_the_lookup_index_counts_exactly() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let noext = database_without_pg_stat_statements(&url);
+    // Both drivers, the default lookup: every execution is one scan of usr's primary key.
+    for target in [noext.clone(), format!("{noext}?driver=tokio")] {
+        let (code, doc, err) = run_json(&[&target, "-n", "5000", "-c", "8", "--keys", "1-10000"]);
+        assert_eq!(code, 0, "{err}");
+        let r = &doc["runs"][0];
+        assert_eq!(u(r, "requests"), 5000);
+        assert_server_saw(r, "pg_stat_user_indexes.idx_scan (usr_pkey)", 5000, &target);
+        assert_eq!(r["server_observed"]["matches"], true);
+        assert_schema_valid(&doc);
+    }
+    // Misses scan the index too, and pipelined lookups are counted as well.
+    let (code, doc, err) = run_json(&[&noext, "-n", "5000", "-c", "2", "-p", "16"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(u(&doc["runs"][0], "misses") > 0);
+    assert_server_saw(
+        &doc["runs"][0],
+        "pg_stat_user_indexes.idx_scan (usr_pkey)",
+        5000,
+        "pipelined",
+    );
+    // The text report's server line names the source.
+    let dir = std::env::temp_dir().join(format!("loadgen-noext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = run(&[
+        "run",
+        &noext,
+        "-n",
+        "1000",
+        "-q",
+        "-o",
+        dir.join("r.json").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("server")
+            && l.contains("pg_stat_user_indexes.idx_scan (usr_pkey) = 1,000")
+            && l.contains("matches")),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_pg_stat_statements_a_custom_query_counts_on_the_index_its_plan_uses() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let noext = database_without_pg_stat_statements(&url);
+    for target in [noext.clone(), format!("{noext}?driver=tokio")] {
+        let (code, doc, err) = run_json(&[
+            &target,
+            "-n",
+            "5000",
+            "-c",
+            "4",
+            "--keys",
+            "1-10000",
+            "--query",
+            "SELECT label FROM lg_items WHERE item_id = $1",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_server_saw(
+            &doc["runs"][0],
+            "pg_stat_user_indexes.idx_scan (lg_items_by_id)",
+            5000,
+            &target,
+        );
+    }
+    // A lookup that reads no index has no counter, and the note says why.
+    let (code, doc, err) = run_json(&[
+        &noext,
+        "-n",
+        "100",
+        "--query",
+        "SELECT item_id FROM lg_items WHERE label = $1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let so = &doc["runs"][0]["server_observed"];
+    assert_eq!(so["source"], "unavailable", "{so}");
+    let note = so["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("pg_stat_statements is not created in this database")
+            && note.contains("scans no index"),
+        "{note}"
+    );
 }

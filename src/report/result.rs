@@ -208,7 +208,7 @@ impl ServerObserved {
                 let delta = a.value.saturating_sub(b.value);
                 let ok = delta <= expected && delta + unsure >= expected;
                 Some(ServerObserved {
-                    source: a.source.to_string(),
+                    source: a.source,
                     delta: Some(delta),
                     expected,
                     matches: ok,

@@ -113,13 +113,25 @@ pub fn render(file: &ResultFile) -> String {
         for st in &slo.steps {
             let _ = writeln!(
                 out,
-                "  {:>16}  achieved {:>9}/s  {:>9}  {}",
+                "  {:>16}  achieved {:>9}/s  {:>9}  {}{}",
                 st.rate
                     .map(|r| format!("rate {}/s", thousands(r as u64)))
                     .unwrap_or_else(|| "closed loop".into()),
                 thousands(st.achieved_qps.round() as u64),
                 micros(st.percentile_us),
-                if st.pass { "pass" } else { "fail" }
+                if st.pass { "pass" } else { "fail" },
+                if st.retry { " (run again)" } else { "" }
+            );
+        }
+        if let Some(f) = slo.fail_rate {
+            let p = slo.pass_rate.unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "bracket    pass {}/s, fail {}/s ({:.1}% of the upper end): {}",
+                thousands(p as u64),
+                thousands(f as u64),
+                (f - p) / f.max(1e-9) * 100.0,
+                slo.stopped
             );
         }
         match slo.best_rate {

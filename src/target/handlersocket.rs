@@ -164,7 +164,7 @@ impl Target for HsTarget {
         let v = crate::target::mysql::global_status(opts, "Handler_read_key").await?;
         Ok(Some(ServerCount {
             value: v,
-            source: "global status Handler_read_key",
+            source: "global status Handler_read_key".into(),
         }))
     }
 }

@@ -91,7 +91,7 @@ impl Target for McTarget {
             .map_err(|e| format!("{}: {}", self.addr, e.message))?;
         Ok(Some(ServerCount {
             value: v,
-            source: "memcached get_hits+get_misses",
+            source: "memcached get_hits+get_misses".into(),
         }))
     }
 }

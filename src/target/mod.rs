@@ -8,6 +8,7 @@ pub mod memcached;
 pub mod mysql;
 pub mod mysql_handshake;
 pub mod mysqlwire;
+pub mod pg_count;
 pub mod pgwire;
 pub mod postgres;
 pub mod stream;
@@ -24,7 +25,7 @@ pub use url::TargetUrl;
 pub struct ServerCount {
     pub value: u64,
     /// What was read, e.g. `pg_stat_statements.calls`.
-    pub source: &'static str,
+    pub source: String,
 }
 
 pub trait Target: Send + Sync + 'static {

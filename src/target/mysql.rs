@@ -174,7 +174,8 @@ impl Target for MysqlTarget {
                 "global status Com_select"
             } else {
                 "global status Com_stmt_execute"
-            },
+            }
+            .into(),
         }))
     }
 }

@@ -278,7 +278,7 @@ impl Target for MyWireTarget {
         let v = global_status(&self.opts, "Com_stmt_execute").await?;
         Ok(Some(ServerCount {
             value: v,
-            source: "global status Com_stmt_execute",
+            source: "global status Com_stmt_execute".into(),
         }))
     }
 }

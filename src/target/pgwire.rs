@@ -20,7 +20,8 @@ use tokio_postgres::types::Type;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::target::postgres::{explain_db, lookup_sql, pg_config, stat_calls, QueryId};
+use crate::target::pg_count::PgCounter;
+use crate::target::postgres::{explain_db, lookup_sql, pg_config};
 use crate::target::stream::{connect_error, StreamConn};
 use crate::target::{ServerCount, SetupError, Target, TargetUrl};
 use crate::wire::postgres::{KeyType, PgCodec, ServerError, STATEMENT};
@@ -35,7 +36,7 @@ pub struct PgWireTarget {
     verify: bool,
     timeout: Duration,
     label: String,
-    query_id: QueryId,
+    counter: PgCounter,
 }
 
 impl PgWireTarget {
@@ -57,7 +58,7 @@ impl PgWireTarget {
             verify: plan.verify,
             timeout: plan.timeout,
             label: url.redacted(),
-            query_id: QueryId::new(),
+            counter: PgCounter::new(false),
         })
     }
 
@@ -267,7 +268,7 @@ impl Target for PgWireTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        stat_calls(&self.config, &self.sql, &self.label, &self.query_id).await
+        self.counter.read(&self.config, &self.sql, &self.label).await
     }
 }
 

@@ -18,6 +18,7 @@ use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
+use crate::target::pg_count::PgCounter;
 use crate::target::{Conn, ServerCount, SetupError, Target, TargetUrl};
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
@@ -30,7 +31,7 @@ pub struct PgTarget {
     mode: Mode,
     verify: bool,
     url: String,
-    query_id: QueryId,
+    counter: PgCounter,
 }
 
 // Shared across worker threads, read-only.
@@ -96,9 +97,7 @@ impl PgTarget {
             mode: plan.mode,
             verify: plan.verify,
             url: url.redacted(),
-            // Simple mode's literal keys are normalized to a query with its own identifier,
-            // whose text is the `$1` form: match that by text.
-            query_id: QueryId::new_with((plan.mode == Mode::Simple).then_some(None)),
+            counter: PgCounter::new(plan.mode == Mode::Simple),
         })
     }
 }
@@ -237,77 +236,7 @@ impl Target for PgTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        stat_calls(&self.config, &self.sql, &self.url, &self.query_id).await
-    }
-}
-
-/// pg_stat_statements' call count of `sql` (server-side truth), over a connection of its own.
-/// `label` is the redacted URL. Shared by both PostgreSQL drivers.
-/// The server's query identifier of `sql`, from `EXPLAIN (VERBOSE) EXECUTE` of it prepared
-/// (compute_query_id is on whenever pg_stat_statements is loaded). Why not match the text:
-/// pg_stat_statements keeps the text of the first statement with that identifier, so the same
-/// lookup written differently before (`$1::int4`, other spacing) would count 0.
-/// None when the server shows no identifier; the caller falls back to the text.
-/// The probe's EXPLAIN counts as one call of the statement itself, so callers look it up once
-/// per run (before the first count) and keep it: see `QueryId`.
-async fn query_id(client: &tokio_postgres::Client, sql: &str) -> Option<i64> {
-    client
-        .batch_execute(&format!("PREPARE loadgen_probe AS {sql}"))
-        .await
-        .ok()?;
-    let rows = client
-        .simple_query("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE loadgen_probe('1')")
-        .await
-        .ok()?;
-    rows.iter().find_map(|m| match m {
-        SimpleQueryMessage::Row(r) => r
-            .get(0)?
-            .trim()
-            .strip_prefix("Query Identifier: ")?
-            .parse()
-            .ok(),
-        _ => None,
-    })
-}
-
-/// The query identifier, found once per target (the probe itself counts as a call).
-pub type QueryId = tokio::sync::OnceCell<Option<i64>>;
-
-pub async fn stat_calls(
-    config: &tokio_postgres::Config,
-    sql: &str,
-    label: &str,
-    id: &QueryId,
-) -> Result<Option<ServerCount>, String> {
-    let (client, conn) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| explain(&e, "counter query"))?;
-    let task = tokio::spawn(conn);
-    let r = match *id.get_or_init(|| query_id(&client, sql)).await {
-        Some(id) => client
-            .query_one(
-                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1",
-                &[&id],
-            )
-            .await,
-        None => {
-            client
-                .query_one(
-                    "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
-                    &[&sql],
-                )
-                .await
-        }
-    };
-    drop(client);
-    let _ = task.await;
-    match r {
-        Ok(row) => Ok(Some(ServerCount { value: row.get::<_, i64>(0) as u64, source: "pg_stat_statements.calls" })),
-        Err(e) if e.as_db_error().is_some_and(|d| *d.code() == SqlState::UNDEFINED_TABLE) => Err(format!(
-            "{label}: pg_stat_statements is not installed (add it to shared_preload_libraries and CREATE EXTENSION pg_stat_statements)"
-        )),
-        Err(e) => Err(explain(&e, "counter query")),
+        self.counter.read(&self.config, &self.sql, &self.url).await
     }
 }
 
