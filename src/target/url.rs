@@ -14,6 +14,9 @@ pub struct TargetUrl {
     /// Path without the leading '/', percent-decoded per segment by the caller where needed.
     pub path: String,
     pub query: Vec<(String, String)>,
+    /// The query's `k=v` segments as written (not decoded), in the order of `query`: an HTTP
+    /// target sends the server's own params exactly as given.
+    pub query_raw: Vec<String>,
 }
 
 // Debug would print the password: show the redacted form instead.
@@ -70,9 +73,11 @@ impl TargetUrl {
             None => (path_query, ""),
         };
         let mut pairs = Vec::new();
+        let mut raw = Vec::new();
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             pairs.push((decode(k)?, decode(v)?));
+            raw.push(kv.to_string());
         }
         Ok(TargetUrl {
             scheme,
@@ -82,6 +87,7 @@ impl TargetUrl {
             port,
             path: path.to_string(),
             query: pairs,
+            query_raw: raw,
         })
     }
 
