@@ -55,9 +55,11 @@ impl RunResult {
         for e in &mut self.error_samples {
             *e = redact_text(e);
         }
+        let note = self.server_observed.as_mut().and_then(|o| o.note.as_mut());
         for m in [&mut self.connect_error, &mut self.stopped_early]
             .into_iter()
             .flatten()
+            .chain(note)
         {
             *m = redact_text(m);
         }
