@@ -97,7 +97,13 @@ pub async fn run_target(
         // Params other than loadgen's belong to the server (HttpTarget sends them): no check.
         "http" | "https" => {
             http_pipeline(&url, &label, plan.pipeline)?;
-            run(HttpTarget::new(&url, plan.verify, None)?, plan, &label, control).await
+            run(
+                HttpTarget::new(&url, plan.verify, None)?,
+                plan,
+                &label,
+                control,
+            )
+            .await
         }
         other => Err(SetupError(format!(
             "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"

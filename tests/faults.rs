@@ -354,13 +354,23 @@ fn prepare_names_what_it_loads() {
     let schemes: Vec<&str> = list.split(", ").collect();
     assert_eq!(
         schemes,
-        ["postgres://", "postgresql://", "mysql://", "mariadb://", "memcache://", "memcached://"],
+        [
+            "postgres://",
+            "postgresql://",
+            "mysql://",
+            "mariadb://",
+            "memcache://",
+            "memcached://"
+        ],
         "{stderr}"
     );
     let help = run(&["prepare", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     for s in &schemes {
-        assert!(help.contains(s), "prepare --help does not name {s}:\n{help}");
+        assert!(
+            help.contains(s),
+            "prepare --help does not name {s}:\n{help}"
+        );
     }
 }
 

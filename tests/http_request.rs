@@ -140,5 +140,8 @@ fn pipeline_zero_with_p_above_1_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("pipeline=0") && stderr.contains("-p 4"), "{stderr}");
+    assert!(
+        stderr.contains("pipeline=0") && stderr.contains("-p 4"),
+        "{stderr}"
+    );
 }

@@ -52,7 +52,11 @@ fn setup() -> Option<Env> {
         ),
         hs,
         hs_secret,
-        mc_port: mc.rsplit_once(':').expect("memcache URL has a port").1.to_string(),
+        mc_port: mc
+            .rsplit_once(':')
+            .expect("memcache URL has a port")
+            .1
+            .to_string(),
     })
 }
 
@@ -91,10 +95,7 @@ fn scrape(port: u16) -> Option<String> {
 fn assert_clean(outputs: &[(String, String)], secrets: &[&str]) {
     for (name, body) in outputs {
         for s in secrets {
-            assert!(
-                !body.contains(s),
-                "secret {s} leaked into {name}:\n{body}"
-            );
+            assert!(!body.contains(s), "secret {s} leaked into {name}:\n{body}");
         }
     }
 }
@@ -111,11 +112,10 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
     let Some(env) = setup() else { return };
     let served = Served::start(1000);
     let nested = format!("{}?secret={}&mysql={}", env.hs, env.hs_secret, env.my);
-    let http = served.url.replacen(
-        "http://",
-        &format!("http://lg:{HTTP_PW}@"),
-        1,
-    ) + &format!("?token={HTTP_TOKEN}&format=raw");
+    let http = served
+        .url
+        .replacen("http://", &format!("http://lg:{HTTP_PW}@"), 1)
+        + &format!("?token={HTTP_TOKEN}&format=raw");
     let targets = [
         env.pg.clone(),
         format!("{}?driver=tokio", env.pg),
@@ -180,7 +180,11 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let doc: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
-    assert_eq!(doc["runs"].as_array().unwrap().len(), targets.len(), "{stderr}");
+    assert_eq!(
+        doc["runs"].as_array().unwrap().len(),
+        targets.len(),
+        "{stderr}"
+    );
     for kind in ["postgres", "mysql", "hs", "memcache", "http"] {
         assert!(
             metrics.contains(&format!("target=\"{kind}")),
@@ -195,8 +199,14 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         env.hs
     );
     assert!(stdout.contains(&shown), "{shown} not in:\n{stdout}");
-    assert_eq!(doc["runs"][3]["target"].as_str().unwrap(), redacted(&nested));
-    assert!(stderr.contains(&format!("loadgen: running {shown}")), "{stderr}");
+    assert_eq!(
+        doc["runs"][3]["target"].as_str().unwrap(),
+        redacted(&nested)
+    );
+    assert!(
+        stderr.contains(&format!("loadgen: running {shown}")),
+        "{stderr}"
+    );
     assert!(stdout.contains(&format!("{PG_ROLE}:***@")), "{stdout}");
     assert!(stdout.contains("token=***&format=raw"), "{stdout}");
 
@@ -317,7 +327,9 @@ fn failures_never_print_the_secret() {
     // without the password.
     let nested = format!("{}?secret={}&mysql={wrong_my}", env.hs, env.hs_secret);
     let out = loadgen()
-        .args(["run", &nested, "-n", "100", "-c", "1", "--format", "json", "-o", "-"])
+        .args([
+            "run", &nested, "-n", "100", "-c", "1", "--format", "json", "-o", "-",
+        ])
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);

@@ -128,7 +128,10 @@ mod tests {
     fn loadgen_options_are_removed_and_server_params_kept() {
         let t = target("http://h:1/usr/{key}?pipeline=1&format=raw");
         assert_eq!(t, ("/usr/".into(), "?format=raw".into()));
-        assert_eq!(target("http://h:1/usr/{key}?pipeline=1"), ("/usr/".into(), "".into()));
+        assert_eq!(
+            target("http://h:1/usr/{key}?pipeline=1"),
+            ("/usr/".into(), "".into())
+        );
         assert_eq!(target("http://h:1/usr"), ("/usr/".into(), "".into()));
         assert_eq!(
             target("http://h:1/kv?id={key}&pipeline=0&q=a%26b"),

@@ -206,7 +206,11 @@ pub fn redact_text(s: &str) -> String {
             .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
             .map_or(0, |(i, c)| i + c.len_utf8());
         let name = &s[name_start..eq];
-        let boundary = name_start == 0 || matches!(b[name_start - 1], b'?' | b'&' | b';' | b' ' | b'\t' | b'\n' | b'(' | b',' | b'\'' | b'"');
+        let boundary = name_start == 0
+            || matches!(
+                b[name_start - 1],
+                b'?' | b'&' | b';' | b' ' | b'\t' | b'\n' | b'(' | b',' | b'\'' | b'"'
+            );
         if name.is_empty() || !boundary || !is_secret_param(name) {
             continue;
         }
@@ -258,7 +262,10 @@ fn parse_port(p: &str) -> Result<u16, String> {
         Ok(n) if n > 0 => Ok(n),
         // Not echoed: when a password holds an unencoded `/`, what looks like the port is
         // part of the password.
-        _ => Err("the port is not a number from 1 to 65535 (percent-encode / ? # @ in a password)".into()),
+        _ => Err(
+            "the port is not a number from 1 to 65535 (percent-encode / ? # @ in a password)"
+                .into(),
+        ),
     }
 }
 
@@ -335,7 +342,10 @@ mod tests {
         for secret in ["pw1", "tk2", "sp3"] {
             assert!(!r.contains(secret), "{r}");
         }
-        assert!(r.starts_with("hs://h/d/t?mysql=mysql://:***@h/db?x=1"), "{r}");
+        assert!(
+            r.starts_with("hs://h/d/t?mysql=mysql://:***@h/db?x=1"),
+            "{r}"
+        );
         // Redacting twice changes nothing.
         assert_eq!(redact_str(&r), r);
     }
