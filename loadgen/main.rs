@@ -33,7 +33,8 @@ struct Cli {
 enum Cmd {
     /// Drive lookups at one or more targets and report QPS and latency.
     Run(RunArgs),
-    /// Create the usr table (from schemas/) and load the rows that --verify expects.
+    /// Load the rows that --verify expects: the usr table (from schemas/) in PostgreSQL or
+    /// MariaDB/MySQL (HandlerSocket reads that table), or usr:<id> keys in memcached.
     Prepare(PrepareArgs),
     /// Run the embedded HTTP key-value server on its own (GET /usr/<id>, GET /stats).
     Serve(ServeArgs),
@@ -60,11 +61,14 @@ struct RunArgs {
     /// Target URLs, run one after another with the same settings and key stream:
     /// postgres://user@host:port/db, mysql://user@host:port/db, hs://host:port/db/table,
     /// memcache://host:port, http://host:port/path/{key}. None: the embedded server.
+    /// Options go in the query (?driver=wire); an unknown one is refused, except on http://,
+    /// where params other than loadgen's are the server's and are sent (?format=raw).
     targets: Vec<String>,
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, default_value_t = 16)]
     connections: usize,
-    /// Requests in flight per connection (PostgreSQL, HandlerSocket, memcached pipeline them).
+    /// Requests in flight per connection: every target pipelines them (HTTP/1.1 pipelining
+    /// included), except MySQL with ?driver=mysql_async.
     #[arg(short = 'p', long, default_value_t = 1)]
     pipeline: usize,
     /// Worker threads, each with its own runtime and connections [default: number of cores].
@@ -173,7 +177,9 @@ fn parse_sweep(s: &str) -> Result<Counts, String> {
 
 #[derive(Args)]
 struct PrepareArgs {
-    /// Target URL: postgres://...
+    /// Target URL: postgres://user@host:port/db (also postgresql://),
+    /// mysql://user@host:port/db (also mariadb://; HandlerSocket reads this table), or
+    /// memcache://host:port (also memcached://). Not hs:// or http://: they serve what is there.
     target: String,
     /// Rows to load (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
@@ -226,7 +232,8 @@ fn main() {
     std::process::exit(match code {
         Ok(c) => c,
         Err(msg) => {
-            eprintln!("loadgen: {msg}");
+            // The last sink of every error: a server's message may echo a URL or a secret.
+            eprintln!("loadgen: {}", loadgen::target::url::redact_text(&msg));
             2
         }
     });

@@ -31,8 +31,7 @@ pub async fn run_target(
     if target == "embedded" {
         let e = embedded.ok_or_else(|| SetupError("the embedded server is not running".into()))?;
         let url = TargetUrl::parse(&e.url)?;
-        let t =
-            HttpTarget::new(&url, plan.verify, Some(e.stats.clone()))?.allow_pipeline(usize::MAX);
+        let t = HttpTarget::new(&url, plan.verify, Some(e.stats.clone()))?;
         return run(t, plan, &url.redacted(), control).await;
     }
     let url = TargetUrl::parse(target)?;
@@ -95,23 +94,16 @@ pub async fn run_target(
             options(McTarget::OPTIONS)?;
             run(McTarget::new(&url, plan)?, plan, &label, control).await
         }
+        // Params other than loadgen's belong to the server (HttpTarget sends them): no check.
         "http" | "https" => {
-            options(HttpTarget::OPTIONS)?;
-            let pipeline = match url.param("pipeline") {
-                None | Some("0" | "false") => false,
-                Some("1" | "true") => true,
-                Some(other) => {
-                    return Err(SetupError(format!(
-                        "pipeline={other} in {label}: use pipeline=1 (the server answers \
-                         pipelined requests in order) or pipeline=0"
-                    )))
-                }
-            };
-            let mut t = HttpTarget::new(&url, plan.verify, None)?;
-            if pipeline {
-                t = t.allow_pipeline(usize::MAX);
-            }
-            run(t, plan, &label, control).await
+            http_pipeline(&url, &label, plan.pipeline)?;
+            run(
+                HttpTarget::new(&url, plan.verify, None)?,
+                plan,
+                &label,
+                control,
+            )
+            .await
         }
         other => Err(SetupError(format!(
             "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"
@@ -126,6 +118,23 @@ fn pg_sslmode(url: &TargetUrl, label: &str) -> Result<(), SetupError> {
         None | Some("disable" | "allow" | "prefer") => Ok(()),
         Some(m) => Err(SetupError(format!(
             "sslmode={m} in {label}: loadgen does not speak TLS to PostgreSQL; use sslmode=disable or leave it out"
+        ))),
+    }
+}
+
+/// `?pipeline=` is from before `-p` pipelined HTTP: still accepted (and never sent), but `-p`
+/// sets the depth, so a URL that forbids pipelining while `-p` asks for it is refused.
+fn http_pipeline(url: &TargetUrl, label: &str, depth: usize) -> Result<(), SetupError> {
+    match url.param("pipeline") {
+        None | Some("1" | "true") => Ok(()),
+        Some("0" | "false") if depth == 1 => Ok(()),
+        Some(v @ ("0" | "false")) => Err(SetupError(format!(
+            "pipeline={v} in {label} contradicts -p {depth}: -p sets the pipeline depth of \
+             HTTP targets; drop ?pipeline= from the URL or use -p 1"
+        ))),
+        Some(other) => Err(SetupError(format!(
+            "pipeline={other} in {label}: -p sets the pipeline depth of HTTP targets; drop \
+             ?pipeline= from the URL"
         ))),
     }
 }

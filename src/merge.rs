@@ -63,8 +63,10 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, String> {
 
 pub fn read_input(path: &Path) -> Result<Input, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let file: ResultFile = serde_json::from_slice(&bytes)
+    let mut file: ResultFile = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a loadgen result file: {e}", path.display()))?;
+    // A file from an older loadgen may carry a password: nothing of it is shown unredacted.
+    file.redact();
     let name = file.instance.clone().unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -116,7 +118,7 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
         hostname: hostnames.join(","),
     };
     let names: Vec<&str> = inputs.iter().map(|x| x.name.as_str()).collect();
-    let merged = ResultFile {
+    let mut merged = ResultFile {
         loadgen_version: first.file.loadgen_version.clone(),
         started_at: earliest(files.iter().map(|f| f.started_at.as_str())),
         interrupted: files.iter().any(|f| f.interrupted),
@@ -127,6 +129,12 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
         sweeps: Vec::new(),
         slo: Vec::new(),
     };
+    // Inputs given straight to `merge` (not through `read_input`) are redacted here.
+    merged.redact();
+    let warnings = warnings
+        .iter()
+        .map(|w| crate::target::url::redact_text(w))
+        .collect();
     Ok((merged, warnings))
 }
 

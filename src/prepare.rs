@@ -8,7 +8,7 @@ use futures_util::SinkExt;
 use tokio_postgres::NoTls;
 
 use crate::target::postgres::{explain, pg_config};
-use crate::target::{SetupError, TargetUrl, SCHEMES};
+use crate::target::{SetupError, TargetUrl};
 
 pub const POSTGRES_SCHEMA: &str = include_str!("../schemas/postgres.sql");
 pub const MYSQL_SCHEMA: &str = include_str!("../schemas/mysql.sql");
@@ -24,21 +24,53 @@ pub struct Prepared {
     pub seconds: f64,
 }
 
+#[derive(Clone, Copy)]
+enum Store {
+    Postgres,
+    Mysql,
+    Memcached,
+}
+
+/// What `prepare` loads, by scheme: the one list its dispatch and its messages are made from.
+const STORES: &[(&str, Store)] = &[
+    ("postgres", Store::Postgres),
+    ("postgresql", Store::Postgres),
+    ("mysql", Store::Mysql),
+    ("mariadb", Store::Mysql),
+    ("memcache", Store::Memcached),
+    ("memcached", Store::Memcached),
+];
+
+/// The schemes `prepare` accepts, for messages: `postgres://, postgresql://, ...`.
+pub fn schemes() -> String {
+    let all: Vec<String> = STORES.iter().map(|(s, _)| format!("{s}://")).collect();
+    all.join(", ")
+}
+
 pub async fn prepare(target: &str, keys: (u64, u64)) -> Result<Prepared, SetupError> {
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
     let start = Instant::now();
-    let rows = match url.scheme.as_str() {
-        "postgres" | "postgresql" => prepare_postgres(&url, keys).await,
-        "mysql" | "mariadb" => prepare_mysql(&url, keys).await,
-        "memcache" | "memcached" => prepare_memcached(&url, keys).await,
-        other => {
-            return Err(SetupError(format!(
-            "cannot prepare '{other}://' targets: use one of {SCHEMES} (http serves its own data)"
-        )))
-        }
+    let Some(&(_, store)) = STORES.iter().find(|(s, _)| *s == url.scheme) else {
+        let why = match url.scheme.as_str() {
+            "hs" | "handlersocket" => {
+                " (HandlerSocket reads the MariaDB table: prepare the mysql:// URL of that server)"
+            }
+            "http" | "https" => " (an HTTP endpoint serves its own data)",
+            _ => "",
+        };
+        return Err(SetupError(format!(
+            "cannot prepare '{}://' targets: use one of {}{why}",
+            url.scheme,
+            schemes()
+        )));
+    };
+    let rows = match store {
+        Store::Postgres => prepare_postgres(&url, keys).await,
+        Store::Mysql => prepare_mysql(&url, keys).await,
+        Store::Memcached => prepare_memcached(&url, keys).await,
     }
-    .map_err(|e| SetupError(format!("{label}: {e}")))?;
+    .map_err(|e| SetupError(format!("{label}: {}", crate::target::url::redact_text(&e))))?;
     Ok(Prepared {
         rows,
         seconds: start.elapsed().as_secs_f64(),

@@ -87,7 +87,12 @@ pub async fn run<T: Target>(
                 "{label}: no answer within {backstop:?} while connecting"
             )))
         }
-        Ok(Err(e)) => return Err(SetupError(format!("{label}: {}", e.message))),
+        Ok(Err(e)) => {
+            return Err(SetupError(format!(
+                "{label}: {}",
+                crate::target::url::redact_text(&e.message)
+            )))
+        }
         Ok(Ok(conn)) => drop(conn),
     }
     let server_before = target.server_count().await;
@@ -288,7 +293,7 @@ pub async fn run<T: Target>(
     for k in ErrorKind::ALL {
         errors.insert(k.name().to_string(), totals.counts.errors[k.index()]);
     }
-    Ok(RunResult {
+    let mut result = RunResult {
         target: label.to_string(),
         kind: target.kind().to_string(),
         started_at,
@@ -332,7 +337,10 @@ pub async fn run<T: Target>(
         timeline,
         histogram: crate::report::result::encode_histogram(&totals.latency),
         totals: Some(totals),
-    })
+    };
+    // Server messages (error samples, the first connect error) may echo a URL or a secret.
+    result.redact();
+    Ok(result)
 }
 
 fn round1(x: f64) -> f64 {

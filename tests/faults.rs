@@ -278,9 +278,19 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         &["run", "http://127.0.0.1:1/usr/{key}?pipeline=yes"],
         "pipeline=yes",
     ),
+    // HTTP: params other than loadgen's are the server's (sent, not refused); -p pipelines
+    // HTTP as every other target, and a URL that forbids it contradicts -p.
     (
-        &["run", "http://127.0.0.1:1/usr/{key}?pipelined=1"],
-        "unknown option 'pipelined'",
+        &["run", "http://127.0.0.1:1/usr/{key}?pipelined=1", "-n", "5"],
+        "cannot connect",
+    ),
+    (
+        &["run", "http://127.0.0.1:1/usr/{key}", "-p", "16", "-n", "5"],
+        "cannot connect",
+    ),
+    (
+        &["run", "http://127.0.0.1:1/usr/{key}?pipeline=0", "-p", "16"],
+        "-p sets the pipeline depth",
     ),
     (
         &["run", "memcache://127.0.0.1:1?prefx=usr:"],
@@ -326,6 +336,40 @@ fn bad_inputs_get_one_clear_line_and_exit_2() {
         assert!(
             first.contains("error") || first.starts_with("loadgen:"),
             "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// The "cannot prepare" line lists exactly what prepare loads, and prepare --help names each.
+#[test]
+fn prepare_names_what_it_loads() {
+    let out = run(&["prepare", "hs://127.0.0.1:1/db/usr"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let list = stderr
+        .split_once("use one of ")
+        .and_then(|(_, rest)| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("no list in: {stderr}"))
+        .trim();
+    let schemes: Vec<&str> = list.split(", ").collect();
+    assert_eq!(
+        schemes,
+        [
+            "postgres://",
+            "postgresql://",
+            "mysql://",
+            "mariadb://",
+            "memcache://",
+            "memcached://"
+        ],
+        "{stderr}"
+    );
+    let help = run(&["prepare", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for s in &schemes {
+        assert!(
+            help.contains(s),
+            "prepare --help does not name {s}:\n{help}"
         );
     }
 }

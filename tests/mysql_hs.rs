@@ -4,10 +4,27 @@
 mod common;
 use common::*;
 
+/// The nested `?mysql=` URL logs in with a password of its own, so every run through this URL
+/// also checks that the password is redacted (`assert_no_password`).
+const NESTED_PW: &str = "Nx6hsMyS3cretRt";
+
 fn hs_url() -> Option<String> {
     let hs = server("LOADGEN_HS_URL")?;
-    let my = server("LOADGEN_MY_URL")?;
-    Some(format!("{hs}?mysql={my}"))
+    let _ = server("LOADGEN_MY_URL")?;
+    my_user_with_password("lg_hs_status", NESTED_PW);
+    let port = std::env::var("LOADGEN_MY_PORT").unwrap_or_else(|_| "53306".into());
+    Some(format!(
+        "{hs}?mysql=mysql://lg_hs_status:{NESTED_PW}@127.0.0.1:{port}/loadgen"
+    ))
+}
+
+/// The run's stdout (the JSON document) and stderr never hold the nested URL's password.
+fn assert_no_password(url: &str, doc: &serde_json::Value, stderr: &str) {
+    if url.contains(NESTED_PW) {
+        let all = format!("{doc}{stderr}");
+        assert!(!all.contains(NESTED_PW), "password leaked: {all}");
+        assert!(all.contains("lg_hs_status:***@127.0.0.1"), "{all}");
+    }
 }
 
 /// Both MySQL drivers: loadgen's own wire driver (the default) and mysql_async.
@@ -45,6 +62,7 @@ fn hs_conservation_against_handler_read_key() {
     let Some(url) = hs_url() else { return };
     let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "2", "-p", "16"]);
     assert_eq!(code, 0, "{err}");
+    assert_no_password(&url, &doc, &err);
     let r = &doc["runs"][0];
     assert_eq!(u(r, "hits"), 20000);
     assert_server_saw(r, "global status Handler_read_key", 20000, "");
@@ -68,6 +86,7 @@ fn verify_full_range_on_both() {
         args.extend_from_slice(&extra);
         let (code, doc, err) = run_json(&args);
         assert_eq!(code, 0, "{url}: {err}");
+        assert_no_password(url, &doc, &err);
         let r = &doc["runs"][0];
         assert_eq!(u(r, "hits"), 1_000_000, "{url}");
         assert_eq!(u(r, "error_total"), 0, "{url}: {}", r["error_samples"]);
@@ -92,6 +111,7 @@ fn misses_are_misses_on_both() {
             "4",
         ]);
         assert_eq!(code, 0, "{url}: {err}");
+        assert_no_password(url, &doc, &err);
         assert_eq!(u(&doc["runs"][0], "misses"), 3000, "{url}");
     }
 }

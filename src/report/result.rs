@@ -27,6 +27,45 @@ pub struct ResultFile {
     pub slo: Vec<crate::sweep::SloResult>,
 }
 
+impl ResultFile {
+    /// Masks every password and secret in the strings that can carry a URL or a server's
+    /// message: a file written by an older loadgen (read by `merge`) may hold them.
+    pub fn redact(&mut self) {
+        use crate::target::url::{redact_str, redact_text};
+        for r in &mut self.runs {
+            r.redact();
+        }
+        for s in &mut self.sweeps {
+            s.target = redact_str(&s.target);
+        }
+        for s in &mut self.slo {
+            s.target = redact_str(&s.target);
+        }
+        if let Some(i) = &mut self.instance {
+            *i = redact_text(i);
+        }
+    }
+}
+
+impl RunResult {
+    /// See `ResultFile::redact`.
+    pub fn redact(&mut self) {
+        use crate::target::url::{redact_str, redact_text};
+        self.target = redact_str(&self.target);
+        for e in &mut self.error_samples {
+            *e = redact_text(e);
+        }
+        let note = self.server_observed.as_mut().and_then(|o| o.note.as_mut());
+        for m in [&mut self.connect_error, &mut self.stopped_early]
+            .into_iter()
+            .flatten()
+            .chain(note)
+        {
+            *m = redact_text(m);
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Settings {
     pub connections: usize,

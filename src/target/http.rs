@@ -1,6 +1,11 @@
-//! HTTP key-value endpoints: `http://host:port/path/{key}` (the key replaces `{key}`, or is
-//! appended when the URL has none). GET per lookup over keep-alive HTTP/1.1; 200 is a hit, 404 a
-//! miss. The embedded server is this target plus access to the server's own counters.
+//! HTTP key-value endpoints: `http://host:port/path/{key}` (the key replaces `{key}`, in the
+//! path or in the query, or is appended to the path when the URL has none). GET per lookup over
+//! keep-alive HTTP/1.1, pipelined to `-p`; 200 is a hit, 404 a miss. The embedded server is this
+//! target plus access to the server's own counters.
+//!
+//! Query params: loadgen's own options (`OPTIONS`) are taken out of the request; every other
+//! param belongs to the server and is sent as written (`?format=raw`), so unlike the other
+//! targets an HTTP URL accepts params loadgen does not know.
 
 use std::sync::Arc;
 
@@ -16,12 +21,12 @@ pub struct HttpTarget {
     prefix: String,
     suffix: String,
     verify: bool,
-    pipeline: usize,
     stats: Option<Arc<ServerStats>>,
 }
 
 impl HttpTarget {
-    /// The options this target reads from its URL's query (`pipeline` is read by dispatch).
+    /// loadgen's options in an HTTP URL (read by dispatch), never sent to the server.
+    /// `pipeline` is kept so URLs written for older versions still run: `-p` sets the depth.
     pub const OPTIONS: &'static [&'static str] = &["pipeline"];
 
     pub fn new(
@@ -32,41 +37,41 @@ impl HttpTarget {
         if url.scheme == "https" {
             return Err(SetupError("https:// is not supported: loadgen measures plain HTTP/1.1 on loopback; use http://".into()));
         }
-        let path = format!("/{}", url.path);
-        let (prefix, suffix) = match path.split_once("{key}") {
-            Some((a, b)) => (a.to_string(), b.to_string()),
-            None if path.ends_with('/') => (path.clone(), String::new()),
-            None => (format!("{path}/"), String::new()),
-        };
-        let mut prefix = prefix;
-        if !url.query.is_empty() && !path.contains('?') && suffix.is_empty() {
-            // keep a query string after the key: /kv/{key}?x=1
-            let q: Vec<String> = url.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            return Ok(HttpTarget {
-                addr: url.host_port(80),
-                host: host_header(url),
-                prefix: std::mem::take(&mut prefix),
-                suffix: format!("?{}", q.join("&")),
-                verify,
-                pipeline: 1,
-                stats,
-            });
-        }
+        let (prefix, suffix) = request_target(url);
         Ok(HttpTarget {
             addr: url.host_port(80),
             host: host_header(url),
             prefix,
             suffix,
             verify,
-            pipeline: 1,
             stats,
         })
     }
+}
 
-    /// HTTP/1.1 pipelining is allowed but many servers answer it poorly; the embedded one is fine.
-    pub fn allow_pipeline(mut self, depth: usize) -> Self {
-        self.pipeline = depth;
-        self
+/// The request target before and after the key: the path, then the server's params as written.
+fn request_target(url: &TargetUrl) -> (String, String) {
+    let server: Vec<&str> = url
+        .query
+        .iter()
+        .zip(&url.query_raw)
+        .filter(|((k, _), _)| !HttpTarget::OPTIONS.contains(&k.as_str()))
+        .map(|(_, raw)| raw.as_str())
+        .collect();
+    let query = if server.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", server.join("&"))
+    };
+    let path = format!("/{}", url.path);
+    if let Some((a, b)) = path.split_once("{key}") {
+        (a.to_string(), format!("{b}{query}"))
+    } else if let Some((a, b)) = query.split_once("{key}") {
+        (format!("{path}{a}"), b.to_string())
+    } else if path.ends_with('/') {
+        (path, query)
+    } else {
+        (format!("{path}/"), query)
     }
 }
 
@@ -97,8 +102,10 @@ impl Target for HttpTarget {
         .await
     }
 
+    /// HTTP/1.1 answers pipelined requests in order; `-p` decides the depth, as for every
+    /// target that can pipeline.
     fn max_pipeline(&self) -> usize {
-        self.pipeline
+        usize::MAX
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
@@ -106,5 +113,33 @@ impl Target for HttpTarget {
             value: s.lookups(),
             source: "embedded server hits+misses".into(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> (String, String) {
+        request_target(&TargetUrl::parse(url).unwrap())
+    }
+
+    #[test]
+    fn loadgen_options_are_removed_and_server_params_kept() {
+        let t = target("http://h:1/usr/{key}?pipeline=1&format=raw");
+        assert_eq!(t, ("/usr/".into(), "?format=raw".into()));
+        assert_eq!(
+            target("http://h:1/usr/{key}?pipeline=1"),
+            ("/usr/".into(), "".into())
+        );
+        assert_eq!(target("http://h:1/usr"), ("/usr/".into(), "".into()));
+        assert_eq!(
+            target("http://h:1/kv?id={key}&pipeline=0&q=a%26b"),
+            ("/kv?id=".into(), "&q=a%26b".into())
+        );
+        assert_eq!(
+            target("http://h:1/usr/?format=raw"),
+            ("/usr/".into(), "?format=raw".into())
+        );
     }
 }

@@ -14,6 +14,9 @@ pub struct TargetUrl {
     /// Path without the leading '/', percent-decoded per segment by the caller where needed.
     pub path: String,
     pub query: Vec<(String, String)>,
+    /// The query's `k=v` segments as written (not decoded), in the order of `query`: an HTTP
+    /// target sends the server's own params exactly as given.
+    pub query_raw: Vec<String>,
 }
 
 // Debug would print the password: show the redacted form instead.
@@ -28,7 +31,7 @@ impl TargetUrl {
         let (scheme, rest) = s.split_once("://").ok_or_else(|| {
             format!(
                 "bad target '{}': expected a URL like postgres://user@127.0.0.1:5432/db",
-                redact_str(s)
+                redact_text(s)
             )
         })?;
         let scheme = scheme.to_ascii_lowercase();
@@ -39,7 +42,7 @@ impl TargetUrl {
         {
             return Err(format!(
                 "bad target '{}': the scheme is not valid",
-                redact_str(s)
+                redact_text(s)
             ));
         }
         let (authority, path_query) = match rest.find('/') {
@@ -61,18 +64,20 @@ impl TargetUrl {
             },
         };
         let (host, port) = split_host_port(hostport)
-            .map_err(|e| format!("bad target '{}': {e}", redact_str(s)))?;
+            .map_err(|e| format!("bad target '{}': {e}", redact_text(s)))?;
         if host.is_empty() {
-            return Err(format!("bad target '{}': no host", redact_str(s)));
+            return Err(format!("bad target '{}': no host", redact_text(s)));
         }
         let (path, query) = match path_query.split_once('?') {
             Some((p, q)) => (p, q),
             None => (path_query, ""),
         };
         let mut pairs = Vec::new();
+        let mut raw = Vec::new();
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             pairs.push((decode(k)?, decode(v)?));
+            raw.push(kv.to_string());
         }
         Ok(TargetUrl {
             scheme,
@@ -82,6 +87,7 @@ impl TargetUrl {
             port,
             path: path.to_string(),
             query: pairs,
+            query_raw: raw,
         })
     }
 
@@ -103,11 +109,13 @@ impl TargetUrl {
         }
     }
 
-    /// The URL as it may be shown anywhere: the password (and secret-like params) replaced.
+    /// The URL as it may be shown anywhere: the password, secret-like params and the secrets of
+    /// any URL given as a param value (`?mysql=mysql://u:pw@h/db`) replaced by `***`; the rest
+    /// (path, other params) kept.
     pub fn redacted(&self) -> String {
         let mut s = format!("{}://", self.scheme);
-        if let Some(u) = &self.user {
-            s.push_str(u);
+        if self.user.is_some() || self.password.is_some() {
+            s.push_str(self.user.as_deref().unwrap_or(""));
             if self.password.is_some() {
                 s.push_str(":***");
             }
@@ -123,19 +131,13 @@ impl TargetUrl {
         }
         if !self.path.is_empty() {
             s.push('/');
-            s.push_str(&self.path);
+            s.push_str(&redact_text(&self.path));
         }
         if !self.query.is_empty() {
             let q: Vec<String> = self
                 .query
                 .iter()
-                .map(|(k, v)| {
-                    if is_secret_param(k) {
-                        format!("{k}=***")
-                    } else {
-                        format!("{k}={v}")
-                    }
-                })
+                .map(|(k, v)| format!("{k}={}", redact_value(k, v)))
                 .collect();
             s.push('?');
             s.push_str(&q.join("&"));
@@ -144,24 +146,99 @@ impl TargetUrl {
     }
 }
 
-pub fn is_secret_param(k: &str) -> bool {
-    matches!(
-        k.to_ascii_lowercase().as_str(),
-        "password" | "pass" | "secret" | "pwd"
-    )
+/// A query value as it may be shown: `***` for a secret-like param, a nested URL redacted.
+fn redact_value(k: &str, v: &str) -> String {
+    if is_secret_param(k) {
+        "***".into()
+    } else if v.contains("://") {
+        redact_str(v)
+    } else {
+        redact_text(v)
+    }
 }
 
-/// Best-effort redaction of a string that did not even parse as a URL.
+/// Param names whose value is a secret: these and any name containing one of them
+/// (`sslpassword`, `auth_token`, ...), so a future option is covered without a new list.
+const SECRET_PARAMS: &[&str] = &["pass", "pwd", "secret", "token"];
+
+pub fn is_secret_param(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    SECRET_PARAMS.iter().any(|s| k.contains(s))
+}
+
+/// A string meant to be one URL, as it may be shown: parsed and `redacted()` when it parses,
+/// otherwise masked as free text (`redact_text`), so the path survives either way.
 pub fn redact_str(s: &str) -> String {
-    if let Some((scheme, rest)) = s.split_once("://") {
-        if let Some(at) = rest.rfind('@') {
-            let ui = &rest[..at];
-            if let Some((u, _)) = ui.split_once(':') {
-                return format!("{scheme}://{u}:***@{}", &rest[at + 1..]);
+    match TargetUrl::parse(s) {
+        Ok(u) => u.redacted(),
+        Err(_) => redact_text(s),
+    }
+}
+
+/// Free text that may hold URLs (an error message, a URL that does not parse): every userinfo
+/// password (`scheme://user:PASSWORD@`) and every secret-like `name=VALUE` becomes `***`;
+/// every other byte is kept.
+pub fn redact_text(s: &str) -> String {
+    let mut masks: Vec<(usize, usize)> = Vec::new();
+    // Userinfo: from each `://` to the end of that URL (whitespace, a quote, or the next
+    // `://`), the last `@` ends the userinfo and its first `:` starts the password. The last
+    // `@` and not the first `/`: an unencoded `/` in a password must not leak either.
+    let starts: Vec<usize> = s.match_indices("://").map(|(i, _)| i + 3).collect();
+    for (n, &from) in starts.iter().enumerate() {
+        let next = starts.get(n + 1).map_or(s.len(), |&i| i - 3);
+        let end = s[from..next]
+            .find(|c: char| c.is_whitespace() || "'\"<>`".contains(c))
+            .map_or(next, |i| from + i);
+        let region = &s[from..end];
+        if let Some(at) = region.rfind('@') {
+            if let Some(colon) = region[..at].find(':') {
+                masks.push((from + colon + 1, from + at));
             }
         }
     }
-    s.to_string()
+    // Params: `name=value` where name is secret-like and starts the string or follows one of
+    // `?&;` or whitespace; the value runs to `&`, whitespace or a quote.
+    let b = s.as_bytes();
+    for (eq, _) in s.match_indices('=') {
+        let name_start = s[..eq]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let name = &s[name_start..eq];
+        let boundary = name_start == 0
+            || matches!(
+                b[name_start - 1],
+                b'?' | b'&' | b';' | b' ' | b'\t' | b'\n' | b'(' | b',' | b'\'' | b'"'
+            );
+        if name.is_empty() || !boundary || !is_secret_param(name) {
+            continue;
+        }
+        let end = s[eq + 1..]
+            .find(|c: char| c == '&' || c.is_whitespace() || "'\"<>`".contains(c))
+            .map_or(s.len(), |i| eq + 1 + i);
+        if end > eq + 1 {
+            masks.push((eq + 1, end));
+        }
+    }
+    if masks.is_empty() {
+        return s.to_string();
+    }
+    masks.sort();
+    let mut out = String::with_capacity(s.len());
+    let mut pos = 0;
+    for (a, z) in masks {
+        if z <= pos {
+            continue;
+        }
+        out.push_str(&s[pos..a.max(pos)]);
+        if a >= pos {
+            out.push_str("***");
+        }
+        pos = z;
+    }
+    out.push_str(&s[pos..]);
+    out
 }
 
 fn split_host_port(hp: &str) -> Result<(String, Option<u16>), String> {
@@ -183,7 +260,12 @@ fn split_host_port(hp: &str) -> Result<(String, Option<u16>), String> {
 fn parse_port(p: &str) -> Result<u16, String> {
     match p.parse::<u16>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("port '{p}' is not a number from 1 to 65535")),
+        // Not echoed: when a password holds an unencoded `/`, what looks like the port is
+        // part of the password.
+        _ => Err(
+            "the port is not a number from 1 to 65535 (percent-encode / ? # @ in a password)"
+                .into(),
+        ),
     }
 }
 
@@ -249,6 +331,48 @@ mod tests {
     }
 
     #[test]
+    fn nested_urls_and_secret_params_are_redacted() {
+        let s = "hs://127.0.0.1:9998/db/usr?mysql=mysql://bench:S3cretPW@127.0.0.1:3306/db&secret=abc&index=PRIMARY";
+        let want = "hs://127.0.0.1:9998/db/usr?mysql=mysql://bench:***@127.0.0.1:3306/db&secret=***&index=PRIMARY";
+        assert_eq!(TargetUrl::parse(s).unwrap().redacted(), want);
+        assert_eq!(redact_str(s), want);
+        // Nested twice, a password-only userinfo, and secret-like names beyond the four.
+        let s = "hs://h/d/t?mysql=mysql://:pw1@h/db?x=1&auth_token=tk2&sslpassword=sp3";
+        let r = redact_str(s);
+        for secret in ["pw1", "tk2", "sp3"] {
+            assert!(!r.contains(secret), "{r}");
+        }
+        assert!(
+            r.starts_with("hs://h/d/t?mysql=mysql://:***@h/db?x=1"),
+            "{r}"
+        );
+        // Redacting twice changes nothing.
+        assert_eq!(redact_str(&r), r);
+    }
+
+    #[test]
+    fn text_that_does_not_parse_keeps_its_path() {
+        // An unencoded '/' in the password: the URL does not parse, the password still goes.
+        let s = "postgres://u:pa/ss@127.0.0.1:5432/db?x=1";
+        assert!(TargetUrl::parse(s).is_err());
+        assert_eq!(redact_str(s), "postgres://u:***@127.0.0.1:5432/db?x=1");
+        let e = TargetUrl::parse(s).unwrap_err();
+        assert!(!e.contains("pa/ss") && !e.contains("'pa'"), "{e}");
+        assert_eq!(
+            redact_text("cannot reach mysql://root:hunter2@h:3306/db (x); secret=abc def&pwd=q"),
+            "cannot reach mysql://root:***@h:3306/db (x); secret=*** def&pwd=***"
+        );
+        assert_eq!(
+            redact_text("hs://h:1/db/usr?mysql=mysql://u:S3cret@h:3306/db bad"),
+            "hs://h:1/db/usr?mysql=mysql://u:***@h:3306/db bad"
+        );
+        // Nothing to hide: the text is kept byte for byte.
+        let plain = "é=1 ?x=2 a://b/c@d passes=3? no: password= (empty)";
+        assert_eq!(redact_text("é=1 ?x=2 a://b/c@d"), "é=1 ?x=2 a://b/c@d");
+        let _ = redact_text(plain);
+    }
+
+    #[test]
     fn bad_urls() {
         for bad in [
             "127.0.0.1:5432",
@@ -279,6 +403,34 @@ mod tests {
                     proptest::prop_assert!(!r.contains(&needle));
                 }
             }
+        }
+
+        /// Any text: redaction never panics and is stable.
+        #[test]
+        fn redact_text_never_panics(s in "\\PC{0,80}") {
+            let r = redact_text(&s);
+            proptest::prop_assert_eq!(redact_text(&r), r.clone());
+            let _ = redact_str(&s);
+        }
+
+        /// A password or secret anywhere in a string (URL or not, nested or not) never survives.
+        #[test]
+        fn secrets_never_survive_redact_str(
+            outer in "(hs|http|postgres)://[a-z]{1,4}(:[A-Za-z0-9/?#]{0,6})?@?127\\.0\\.0\\.1(:[0-9a-z]{1,5})?/[a-z/]{0,8}",
+            name in "(secret|password|pass|pwd|auth_token)",
+            pass in "[A-Z][A-Za-z0-9]{9,15}",
+            nested in proptest::bool::ANY,
+            junk in "[a-z =&?@:/]{0,6}",
+        ) {
+            let s = if nested {
+                format!("{outer}?x=1&mysql=mysql://u:{pass}@127.0.0.1:3306/db{junk}")
+            } else {
+                format!("{outer}?x=1&{name}={pass}{junk}")
+            };
+            let r = redact_str(&s);
+            proptest::prop_assert!(!r.contains(&pass), "{} -> {}", s, r);
+            let t = redact_text(&format!("error: {s} failed"));
+            proptest::prop_assert!(!t.contains(&pass), "{} -> {}", s, t);
         }
 
         /// URL-shaped input with a password: parsed, and the password is gone from the redacted form.

@@ -166,3 +166,37 @@ pub fn assert_server_saw(run: &Value, source: &str, n: u64, context: &str) {
     assert_eq!(o["source"], source, "{context}: {o}");
     assert_eq!(u(o, "delta"), n, "{context}: {o}");
 }
+
+/// A PostgreSQL login role with a password of our own and SELECT on usr (created once, its
+/// password set on every call, so reruns work). `admin_url`: the servers.sh superuser URL.
+pub fn pg_role_with_password(admin_url: &str, role: &str, password: &str) {
+    psql(
+        admin_url,
+        &format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') \
+             THEN CREATE ROLE {role}; END IF; END $$; \
+             ALTER ROLE {role} LOGIN PASSWORD '{password}'; GRANT SELECT ON usr TO {role}"
+        ),
+    );
+}
+
+/// A MariaDB user on 127.0.0.1 with a password of our own and SELECT on loadgen.*, made as
+/// root over the servers.sh socket (created once, its password set on every call).
+pub fn my_user_with_password(user: &str, password: &str) {
+    let sock = std::env::var("LOADGEN_MY_SOCKET").expect("LOADGEN_MY_SOCKET (servers.sh env)");
+    let sql = format!(
+        "CREATE USER IF NOT EXISTS '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'; \
+         ALTER USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'; \
+         GRANT SELECT ON loadgen.* TO '{user}'@'127.0.0.1';"
+    );
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-S", &sock, "-u", "root", "-e", &sql])
+        .env_remove("MYSQL_PWD")
+        .output()
+        .expect("mariadb client runs");
+    assert!(
+        out.status.success(),
+        "creating MariaDB user {user} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
