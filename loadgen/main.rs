@@ -63,7 +63,8 @@ struct RunArgs {
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, default_value_t = 16)]
     connections: usize,
-    /// Requests in flight per connection (PostgreSQL, HandlerSocket, memcached pipeline them).
+    /// Requests in flight per connection (PostgreSQL, MySQL/MariaDB wire driver, HandlerSocket,
+    /// memcached, the embedded server and HTTP with ?pipeline=1 pipeline them).
     #[arg(short = 'p', long, default_value_t = 1)]
     pipeline: usize,
     /// Worker threads, each with its own runtime and connections [default: number of cores].
