@@ -107,7 +107,12 @@ fn progress_lines_move_forward_and_stop_at_the_end() {
         let times = progress_times(&stderr);
         assert!(!times.is_empty(), "{args:?}: no progress lines: {stderr}");
         for w in times.windows(2) {
-            assert!(w[1] > w[0], "{args:?}: times go {} then {}: {stderr}", w[0], w[1]);
+            assert!(
+                w[1] > w[0],
+                "{args:?}: times go {} then {}: {stderr}",
+                w[0],
+                w[1]
+            );
         }
         let last = *times.last().unwrap();
         // Labels are rounded to 10 ms at most.
@@ -115,7 +120,10 @@ fn progress_lines_move_forward_and_stop_at_the_end() {
             last <= end + 0.005,
             "{args:?}: a line at {last}s after the measured end {end}s: {stderr}"
         );
-        assert!(last >= end - 0.05, "{args:?}: the final interval ({end}s) has no line: {stderr}");
+        assert!(
+            last >= end - 0.05,
+            "{args:?}: the final interval ({end}s) has no line: {stderr}"
+        );
     }
 }
 

@@ -108,10 +108,19 @@ fn assert_reads(got: &Value, h: &Histogram<u64>) {
     assert_eq!(u(got, "count"), h.len(), "{got}");
     for (name, q) in QUANTILES {
         let want = h.value_at_quantile(q) as f64 / 1000.0;
-        assert!((f(got, name) - want).abs() < 1e-6, "{name}: {got} vs {want}µs");
+        assert!(
+            (f(got, name) - want).abs() < 1e-6,
+            "{name}: {got} vs {want}µs"
+        );
     }
-    assert!((f(got, "max") - h.max() as f64 / 1000.0).abs() < 1e-6, "{got}");
-    assert!((f(got, "min") - h.min() as f64 / 1000.0).abs() < 1e-6, "{got}");
+    assert!(
+        (f(got, "max") - h.max() as f64 / 1000.0).abs() < 1e-6,
+        "{got}"
+    );
+    assert!(
+        (f(got, "min") - h.min() as f64 / 1000.0).abs() < 1e-6,
+        "{got}"
+    );
 }
 
 // ------------------------------------------------------------------ two real generators
@@ -228,7 +237,10 @@ fn merged_counts_and_p99_come_from_one_histogram_of_all_samples() {
     let mut all = raw_hist(ra);
     all.add(raw_hist(rb)).unwrap();
     assert_reads(&m["latency_us"], &all);
-    assert!(raw_hist(m) == all, "the merged histogram holds every sample of both");
+    assert!(
+        raw_hist(m) == all,
+        "the merged histogram holds every sample of both"
+    );
     let got = pct(&m["latency_us"]);
     // Not the average of the two p99s (2 vs 64 connections: the two p99s differ).
     let (pa, pb) = (f(ra, "latency_us.p99"), f(rb, "latency_us.p99"));
@@ -288,7 +300,10 @@ fn interval_logs_round_trip_and_sum_to_the_counted_requests() {
         assert_eq!(u(r, "error_total"), 0);
         assert_eq!(sum.len(), u(r, "requests"), "{name}");
         // And the intervals add up to the run's histogram exactly.
-        assert!(sum == raw_hist(r), "{name}: the intervals differ from the run's histogram");
+        assert!(
+            sum == raw_hist(r),
+            "{name}: the intervals differ from the run's histogram"
+        );
         assert_reads(&r["latency_us"], &sum);
     }
 }
@@ -527,8 +542,14 @@ fn percentiles_come_from_the_histograms_never_from_the_reported_percentiles() {
             "{name}: merged {have}µs, the samples' {want}µs"
         );
     }
-    assert!(got.max >= 22_990.0 && got.max <= 22_990.0 * (1.0 + 1.0 / 1024.0), "{got:?}");
-    assert!(got.min <= 80.0 && got.min >= 80.0 * (1.0 - 1.0 / 1024.0), "{got:?}");
+    assert!(
+        got.max >= 22_990.0 && got.max <= 22_990.0 * (1.0 + 1.0 / 1024.0),
+        "{got:?}"
+    );
+    assert!(
+        got.min <= 80.0 && got.min >= 80.0 * (1.0 - 1.0 / 1024.0),
+        "{got:?}"
+    );
     // 300 of 10,200 samples are slow (2.9%): the merged p99 is slow, unlike fast's p99 and
     // far from the average of the two files' true p99s.
     let avg = (fast.value_at_quantile(0.99) + slow.value_at_quantile(0.99)) as f64 / 2000.0;

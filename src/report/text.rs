@@ -380,7 +380,10 @@ mod tests {
         // The long URL is cut to the target column, keeping its start and its end.
         let long_row = lines[2];
         assert!(long_row.starts_with("hs://127.0.0.1:59998/"), "{table}");
-        assert!(long_row.contains("…") && long_row.contains("&index=PRIMARY  "), "{table}");
+        assert!(
+            long_row.contains("…") && long_row.contains("&index=PRIMARY  "),
+            "{table}"
+        );
         // Every row has its fields (right-aligned) ending at the same characters.
         let ends = |l: &str| -> Vec<usize> {
             let c: Vec<char> = l.chars().collect();
@@ -392,7 +395,10 @@ mod tests {
             assert_eq!(l.chars().count(), lines[0].chars().count(), "{table}");
             assert_eq!(ends(l), ends(lines[1]), "{table}");
             assert_eq!(ends(l).len(), 6, "{table}");
-            assert!(ends(l).iter().all(|e| ends(lines[0]).contains(e)), "{table}");
+            assert!(
+                ends(l).iter().all(|e| ends(lines[0]).contains(e)),
+                "{table}"
+            );
         }
         assert!(table.contains("9.02x"), "{table}");
     }
@@ -406,8 +412,10 @@ mod tests {
 
     #[test]
     fn a_sweep_names_the_connection_counts_it_swept() {
-        let step = |c: u32| serde_json::json!({"connections": c, "qps": 100.0 * c as f64,
-            "p50_us": 80.0, "p99_us": 900.0, "errors": 0});
+        let step = |c: u32| {
+            serde_json::json!({"connections": c, "qps": 100.0 * c as f64,
+            "p50_us": 80.0, "p99_us": 900.0, "errors": 0})
+        };
         let sweeps = serde_json::json!([{"target": "embedded", "kind": "embedded",
             "steps": [step(1), step(2), step(4)], "peak_qps": 400.0, "peak_connections": 4}]);
         let text = render(&file(vec![run("embedded", 1.0)], sweeps));
@@ -418,7 +426,10 @@ mod tests {
         );
         assert!(!settings.contains("16 connections"), "{text}");
         let plain = render(&file(vec![run("embedded", 1.0)], serde_json::json!([])));
-        assert!(plain.starts_with("settings   16 connections x 1 in flight"), "{plain}");
+        assert!(
+            plain.starts_with("settings   16 connections x 1 in flight"),
+            "{plain}"
+        );
     }
 
     #[test]
