@@ -291,6 +291,7 @@ prom_ping() {
 up_prometheus() {
   already_up prometheus prom_ping TERM && { say "prometheus already up on 127.0.0.1:$PROM_PORT"; return; }
   mkdir -p "$PROM_DIR/data"
+  # The tests' --metrics ports, away from the usual 9464 (docs/metrics.md says why).
   cat >"$PROM_DIR/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s

@@ -168,6 +168,8 @@ pub async fn run<T: Target>(
     let mut sent_upto = vec![0u64; nthreads];
     let mut done = vec![false; nthreads];
     let mut cpu_ns = vec![0u64; nthreads];
+    // Each thread's latest in-flight and connection gauges.
+    let mut gauges = vec![(0u64, 0u64); nthreads];
     let mut timeline = Vec::new();
     let mut emitted = 0u64;
     let mut interrupted = false;
@@ -190,6 +192,7 @@ pub async fn run<T: Target>(
         let t = snap.thread;
         totals += &snap;
         cpu_ns[t] = snap.cpu_ns;
+        gauges[t] = (snap.in_flight, snap.connections);
         sent_upto[t] = snap.index;
         done[t] |= snap.last;
         if done.iter().all(|&d| d) {
@@ -207,21 +210,42 @@ pub async fn run<T: Target>(
             if !(0..nthreads).all(|i| done[i] || sent_upto[i] >= k) {
                 break;
             }
-            let (iv, in_flight, conns) = pending.remove(&k).expect("present");
+            let all_done = done.iter().all(|&d| d);
+            // The interval that reaches the end of a timed run also takes the replies that come
+            // after the end (to requests sent before it): it waits for every worker to finish,
+            // so no progress line follows the end and none repeats its time.
+            let reaches_end = end_ns.is_some_and(|e| k * interval_ns >= e);
+            if reaches_end && !all_done {
+                break;
+            }
+            let (mut iv, mut in_flight, mut conns) = pending.remove(&k).expect("present");
+            if reaches_end {
+                for (_, (tail, _, _)) in std::mem::take(&mut pending) {
+                    iv += &tail;
+                }
+                in_flight = gauges.iter().map(|g| g.0).sum();
+                conns = gauges.iter().map(|g| g.1).sum();
+            }
             emitted = k;
-            let t_end = (k * interval_ns).min(start.elapsed().as_nanos() as u64);
+            let last = pending.is_empty() && all_done;
             let t_start = (k - 1) * interval_ns;
-            let len_s = (t_end.saturating_sub(t_start)) as f64 / 1e9;
+            let mut t_end = (k * interval_ns).min(start.elapsed().as_nanos() as u64);
+            if last {
+                // The final interval ends where the measured window ends.
+                t_end = (k * interval_ns).min(measured_end(&totals, end_ns, stopped_at));
+            }
+            let t_end = t_end.max(t_start);
+            let len_s = (t_end - t_start) as f64 / 1e9;
             let warm = t_start < warm_ns;
             let row = TimelineRow::of(&iv, k, t_end, warm_ns, len_s, warm, in_flight, conns);
-            // The final snapshots can open an interval after the end that holds nothing: the
-            // hooks still hear of it (it may be the last call), the user does not.
-            let empty_tail = end_ns.is_some_and(|e| t_start >= e)
-                && iv.counts.requests() + iv.warm.requests() == 0;
-            if control.progress && !empty_tail {
+            // A final sliver (the last replies of a `-n` run just after a whole interval) stays
+            // in the totals (and in the timeline if it holds any) but gets no line: it would
+            // read as the same second twice.
+            let sliver = last && k > 1 && t_end < t_start + SLIVER_NS;
+            let empty = iv.counts.requests() + iv.warm.requests() == 0;
+            if control.progress && !sliver {
                 eprintln!("{}", row.progress_line(&iv, len_s));
             }
-            let last = pending.is_empty() && (0..nthreads).all(|i| done[i]);
             for f in &control.hooks {
                 f(&IntervalView {
                     target: label,
@@ -240,7 +264,7 @@ pub async fn run<T: Target>(
                     rate: plan.rate,
                 });
             }
-            if !warm && !empty_tail {
+            if !warm && !(sliver && empty) {
                 timeline.push(row);
             }
         }
@@ -269,13 +293,7 @@ pub async fn run<T: Target>(
 
     // The measured window: from the end of the warm-up to the last reply, but never shorter
     // than the time we were asked to run (a stalled server must not inflate QPS).
-    let mut end = totals.last_done_ns;
-    if let Some(e) = end_ns {
-        end = end.max(e.min(stopped_at.unwrap_or(e)));
-    }
-    if let Some(s) = stopped_at {
-        end = end.max(s.min(end_ns.unwrap_or(s)));
-    }
+    let end = measured_end(&totals, end_ns, stopped_at);
     let window_s = (end.saturating_sub(warm_ns)) as f64 / 1e9;
     let answered = totals.counts.hits + totals.counts.misses;
     let all_requests = totals.counts.requests() + totals.warm.requests();
@@ -341,6 +359,22 @@ pub async fn run<T: Target>(
     // Server messages (error samples, the first connect error) may echo a URL or a secret.
     result.redact();
     Ok(result)
+}
+
+/// A final interval shorter than this is not printed (see the collector).
+const SLIVER_NS: u64 = 10_000_000;
+
+/// The end of the measured window, ns since the start: the last reply, but never before the
+/// time we were asked to run (a stalled server must not inflate QPS) or the stop.
+fn measured_end(totals: &Totals, end_ns: Option<u64>, stopped_at: Option<u64>) -> u64 {
+    let mut end = totals.last_done_ns;
+    if let Some(e) = end_ns {
+        end = end.max(e.min(stopped_at.unwrap_or(e)));
+    }
+    if let Some(s) = stopped_at {
+        end = end.max(s.min(end_ns.unwrap_or(s)));
+    }
+    end
 }
 
 fn round1(x: f64) -> f64 {

@@ -67,3 +67,76 @@ fn result_file_is_written_atomically_and_valid() {
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The times of the progress lines on stderr (`[   2.0s]`), the warm-up line left out.
+fn progress_times(stderr: &str) -> Vec<f64> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains(" qps "))
+        .filter(|l| !l.starts_with("[warm-up]"))
+        .map(|l| {
+            let label = &l[1..l.find(']').unwrap()];
+            label
+                .trim()
+                .trim_end_matches('s')
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("progress time: {l}"))
+        })
+        .collect()
+}
+
+#[test]
+fn progress_lines_move_forward_and_stop_at_the_end() {
+    // Replies to requests sent just before the end used to get a line of their own after it
+    // (`[  2.01s]` or a second `[   2.0s]`); a fractional duration and `-n` end mid-interval.
+    let cases: &[&[&str]] = &[
+        &["-d", "2s", "--warmup", "1s"],
+        &["-d", "2s", "--warmup", "1s"],
+        &["-d", "1500ms", "--warmup", "1s"],
+        &["-n", "60000"],
+    ];
+    for args in cases {
+        let mut all = vec!["run", "--keys", "1-100000", "-c", "8", "-p", "2"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "json", "-o", "-"]);
+        let out = run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let end = f(&doc["runs"][0], "duration_s");
+        let times = progress_times(&stderr);
+        assert!(!times.is_empty(), "{args:?}: no progress lines: {stderr}");
+        for w in times.windows(2) {
+            assert!(
+                w[1] > w[0],
+                "{args:?}: times go {} then {}: {stderr}",
+                w[0],
+                w[1]
+            );
+        }
+        let last = *times.last().unwrap();
+        // Labels are rounded to 10 ms at most.
+        assert!(
+            last <= end + 0.005,
+            "{args:?}: a line at {last}s after the measured end {end}s: {stderr}"
+        );
+        assert!(
+            last >= end - 0.05,
+            "{args:?}: the final interval ({end}s) has no line: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn run_help_names_every_target_that_pipelines() {
+    let out = run(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let p = help
+        .split("--pipeline")
+        .nth(1)
+        .and_then(|s| s.split("\n  -").next())
+        .expect("-p in run --help");
+    for name in ["PostgreSQL", "MySQL", "HandlerSocket", "memcached", "HTTP"] {
+        assert!(p.contains(name), "-p help leaves out {name}: {p}");
+    }
+}

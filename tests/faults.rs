@@ -27,14 +27,22 @@ fn kill(sig: &str, pid: &str) {
         .success());
 }
 
-/// Kills `name` 3 s into a 10 s run, restarts it, and checks the run kept counting.
+/// Requests of the runs below: a fixed rate makes them last a known time (`-n` at `-R`).
+const KILL_N: u64 = 24_000;
+const KILL_RATE: &str = "2000";
+
+/// Kills `name` 3 s into a 12 s run of exactly `KILL_N` requests, restarts it, and checks the
+/// run kept counting and lost no request: each one is a hit, a miss or an error.
 fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) {
     let url = url.to_string();
+    let t0 = Instant::now();
     let h = std::thread::spawn(move || {
         run_json(&[
             &url,
-            "-d",
-            "10s",
+            "-n",
+            &KILL_N.to_string(),
+            "-R",
+            KILL_RATE,
             "--warmup",
             "0s",
             "-c",
@@ -51,21 +59,27 @@ fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) {
     std::thread::sleep(Duration::from_millis(500));
     servers(&["up", name]);
     after_restart();
+    // loadgen's clock starts after ours (it connects first): its times are at most ours.
+    let restarted_s = t0.elapsed().as_secs_f64();
     let (code, doc, err) = h.join().unwrap();
     assert!(code == 0 || code == 1, "exit {code}: {err}");
     let r = &doc["runs"][0];
     assert!(u(r, "error_total") > 0, "the kill must show as errors: {r}");
-    assert_eq!(
-        u(r, "hits") + u(r, "misses") + u(r, "error_total"),
-        u(r, "requests")
-    );
+    // `requests` is the sum of the outcomes: only `-n` says how many there must be.
+    assert_eq!(u(r, "requests"), KILL_N, "a request was lost: {r}");
+    assert_eq!(u(r, "hits") + u(r, "misses") + u(r, "error_total"), KILL_N);
+    // The server's own counter restarts with the server, so it cannot be compared here; the
+    // pause below, where it survives, checks it.
     let timeline = r["timeline"].as_array().unwrap();
-    let last = timeline
+    let after = timeline
         .iter()
-        .filter(|row| f(row, "t_s") > 8.0)
+        .filter(|row| f(row, "t_s") - 1.0 >= restarted_s)
         .map(|row| u(row, "hits"))
         .sum::<u64>();
-    assert!(last > 0, "hits after the restart: {timeline:?}");
+    assert!(
+        after > 0,
+        "hits after the restart at {restarted_s:.1}s: {timeline:?}"
+    );
     assert!(u(r, "reconnects") > 0);
 }
 
@@ -99,12 +113,16 @@ fn paused_server_gives_timeouts_then_recovers() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
+    // 16,000 requests at 2,000/s: 8 s, paused from 2 s to 4 s.
+    const N: u64 = 16_000;
     let u2 = url.clone();
     let h = std::thread::spawn(move || {
         run_json(&[
             &u2,
-            "-d",
-            "8s",
+            "-n",
+            &N.to_string(),
+            "-R",
+            "2000",
             "--warmup",
             "0s",
             "-c",
@@ -122,6 +140,21 @@ fn paused_server_gives_timeouts_then_recovers() {
     assert!(code == 0 || code == 1, "{err}");
     let r = &doc["runs"][0];
     assert!(u(r, "errors.timeout") > 0, "{r}");
+    assert_eq!(u(r, "requests"), N, "a request was lost: {r}");
+    // The server's own count: every answered lookup was executed; a timed-out one was sent and
+    // may or may not have been (memcached reads it after SIGCONT even from a closed socket);
+    // a failed connect never reached it.
+    let so = &r["server_observed"];
+    assert_eq!(so["source"], "memcached get_hits+get_misses", "{so}");
+    let answered = u(r, "hits") + u(r, "misses");
+    let sent = N - u(r, "errors.connect");
+    assert_eq!(u(so, "expected"), sent, "{so}");
+    let counted = u(so, "delta");
+    assert!(
+        (answered..=sent).contains(&counted),
+        "the server counted {counted}: answered {answered}, sent {sent}"
+    );
+    assert_eq!(so["matches"], true, "{so}");
     let timeline = r["timeline"].as_array().unwrap();
     // the pause ends 4 s in; the intervals after 5 s carry traffic again
     let after: u64 = timeline

@@ -1,18 +1,18 @@
 //! The wire PostgreSQL driver against a real server: `eval "$(scripts/servers.sh env)"` first
 //! (LOADGEN_PG_URL and PGPASSWORD, table `usr` loaded by `loadgen prepare`). Without
-//! LOADGEN_PG_URL every test prints a note and passes.
+//! LOADGEN_PG_URL every test prints a note and passes, except under LOADGEN_REQUIRE_SERVERS=1
+//! (scripts/test.sh), where it fails.
+
+mod common;
 
 use loadgen::outcome::{ErrorKind, Outcome};
 use loadgen::plan::{Mode, Plan};
 use loadgen::target::pgwire::PgWireTarget;
 use loadgen::target::{Conn, Target, TargetUrl};
 
+/// The shared helper: skips with a note, but fails under LOADGEN_REQUIRE_SERVERS=1.
 fn server_url() -> Option<String> {
-    let url = std::env::var("LOADGEN_PG_URL").ok();
-    if url.is_none() {
-        eprintln!("skipped: LOADGEN_PG_URL is not set (eval \"$(scripts/servers.sh env)\")");
-    }
-    url
+    common::server("LOADGEN_PG_URL")
 }
 
 fn target(url: &str, query: Option<&str>) -> PgWireTarget {

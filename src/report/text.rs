@@ -53,10 +53,21 @@ pub fn render(file: &ResultFile) -> String {
         .rate
         .map(|r| format!(", fixed rate {r}/s ({})", s.arrival))
         .unwrap_or_default();
+    // A sweep sets the connection count per step: name the counts, not the unused -c.
+    let connections = match file.sweeps.first() {
+        Some(sw) => format!(
+            "connections swept: {}",
+            sw.steps
+                .iter()
+                .map(|st| st.connections.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        None => format!("{} connections", s.connections),
+    };
     let _ = writeln!(
         out,
-        "settings   {} connections x {} in flight, {} threads, {stop} after {}s warm-up, keys {} {}, {} mode{}{}, seed {}",
-        s.connections,
+        "settings   {connections} x {} in flight, {} threads, {stop} after {}s warm-up, keys {} {}, {} mode{}{}, seed {}",
         s.pipeline,
         s.threads,
         s.warmup_s,
@@ -284,10 +295,10 @@ pub fn comparison(runs: &[RunResult]) -> String {
     let mut out = String::new();
     let width = runs
         .iter()
-        .map(|r| r.target.len())
+        .map(|r| r.target.chars().count())
         .max()
         .unwrap_or(6)
-        .clamp(6, 60);
+        .clamp(6, TARGET_WIDTH);
     let _ = writeln!(
         out,
         "{:<width$}  {:>11}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
@@ -298,7 +309,7 @@ pub fn comparison(runs: &[RunResult]) -> String {
         let _ = writeln!(
             out,
             "{:<width$}  {:>11}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
-            r.target,
+            shorten(&r.target, width),
             thousands(r.qps.round() as u64),
             micros(r.latency_us.p50),
             micros(r.latency_us.p99),
@@ -314,9 +325,124 @@ pub fn comparison(runs: &[RunResult]) -> String {
     out
 }
 
+/// The widest target column of the comparison table, in characters.
+const TARGET_WIDTH: usize = 60;
+
+/// `s` cut to `width` characters by an ellipsis in the middle: the scheme and host at the start
+/// and the table or option at the end tell targets apart.
+fn shorten(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(target: &str, qps: f64) -> RunResult {
+        let p = serde_json::json!({"count": 1, "min": 50.0, "mean": 90.0, "p50": 87.3, "p90": 120.0,
+            "p99": 1240.0, "p999": 2100.0, "max": 3000.0});
+        serde_json::from_value(serde_json::json!({
+            "target": target, "kind": "hs", "started_at": "2026-12-03T10:00:00Z",
+            "interrupted": false, "stopped_early": null, "duration_s": 5.0, "qps": qps,
+            "requests": 5, "hits": 5, "misses": 0, "errors": {}, "error_total": 0,
+            "error_samples": [], "reconnects": 0, "warmup_requests": 0,
+            "latency_us": p, "service_us": p, "lag_us": null, "rate": null,
+            "client_cpu": {"worker_s": 1.0, "process_s": 1.0, "per_request_us": 1.0,
+                "utilization": 0.5, "saturated": false},
+            "server_observed": null, "timeline": [], "histogram": ""
+        }))
+        .expect("a run result")
+    }
+
+    fn file(runs: Vec<RunResult>, sweeps: serde_json::Value) -> ResultFile {
+        serde_json::from_value(serde_json::json!({
+            "loadgen_version": "0", "started_at": "2026-12-03T10:00:00Z", "interrupted": false,
+            "settings": {"connections": 16, "pipeline": 1, "threads": 2, "duration_s": 5.0,
+                "requests": null, "warmup_s": 1.0, "keys": "1-1000", "dist": "uniform",
+                "mode": "prepared", "verify": false, "timeout_ms": 1000, "interval_ms": 1000,
+                "seed": 1, "rate": null, "arrival": "uniform", "query": null},
+            "machine": {"cores": 2, "os": "linux", "hostname": "h"},
+            "runs": runs, "sweeps": sweeps
+        }))
+        .expect("a result file")
+    }
+
+    #[test]
+    fn comparison_keeps_its_columns_with_a_long_url() {
+        let long = format!(
+            "hs://127.0.0.1:59998/loadgen/usr?mysql=mysql://bench:***@127.0.0.1:53306/loadgen{}&index=PRIMARY",
+            "x".repeat(80)
+        );
+        let runs = vec![
+            run("mysql://bench:***@127.0.0.1:53306/loadgen", 25107.0),
+            run(&long, 226519.0),
+            run("embedded", 108050.0),
+        ];
+        let table = comparison(&runs);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 4, "{table}");
+        // The long URL is cut to the target column, keeping its start and its end.
+        let long_row = lines[2];
+        assert!(long_row.starts_with("hs://127.0.0.1:59998/"), "{table}");
+        assert!(
+            long_row.contains("…") && long_row.contains("&index=PRIMARY  "),
+            "{table}"
+        );
+        // Every row has its fields (right-aligned) ending at the same characters.
+        let ends = |l: &str| -> Vec<usize> {
+            let c: Vec<char> = l.chars().collect();
+            (TARGET_WIDTH..c.len())
+                .filter(|&i| c[i] != ' ' && c.get(i + 1).is_none_or(|&n| n == ' '))
+                .collect()
+        };
+        for l in &lines[1..] {
+            assert_eq!(l.chars().count(), lines[0].chars().count(), "{table}");
+            assert_eq!(ends(l), ends(lines[1]), "{table}");
+            assert_eq!(ends(l).len(), 6, "{table}");
+            assert!(
+                ends(l).iter().all(|e| ends(lines[0]).contains(e)),
+                "{table}"
+            );
+        }
+        assert!(table.contains("9.02x"), "{table}");
+    }
+
+    #[test]
+    fn shorten_keeps_both_ends() {
+        assert_eq!(shorten("abcdef", 6), "abcdef");
+        assert_eq!(shorten("abcdefghij", 7), "abc…hij");
+        assert_eq!(shorten("µsµsµsµs", 5), "µs…µs");
+    }
+
+    #[test]
+    fn a_sweep_names_the_connection_counts_it_swept() {
+        let step = |c: u32| {
+            serde_json::json!({"connections": c, "qps": 100.0 * c as f64,
+            "p50_us": 80.0, "p99_us": 900.0, "errors": 0})
+        };
+        let sweeps = serde_json::json!([{"target": "embedded", "kind": "embedded",
+            "steps": [step(1), step(2), step(4)], "peak_qps": 400.0, "peak_connections": 4}]);
+        let text = render(&file(vec![run("embedded", 1.0)], sweeps));
+        let settings = text.lines().next().unwrap();
+        assert!(
+            settings.starts_with("settings   connections swept: 1,2,4 x 1 in flight"),
+            "{text}"
+        );
+        assert!(!settings.contains("16 connections"), "{text}");
+        let plain = render(&file(vec![run("embedded", 1.0)], serde_json::json!([])));
+        assert!(
+            plain.starts_with("settings   16 connections x 1 in flight"),
+            "{plain}"
+        );
+    }
 
     #[test]
     fn formats() {
