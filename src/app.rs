@@ -285,7 +285,9 @@ async fn execute_targets(
             // Stopped during a target's set-up: report what earlier targets measured.
             if *stop.borrow() && !file.runs.is_empty() {
                 file.interrupted = true;
-                write_result(&file, opts, &mut path);
+                if to_file {
+                    write_result(&file, opts, dest.as_ref(), &mut saved);
+                }
                 break;
             }
             // Keep what earlier targets measured, then report the setup error.
