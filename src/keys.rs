@@ -311,10 +311,7 @@ mod tests {
             }
             corrections += bern * rising * (a.powf(-s - m) - b.powf(-s - m));
         }
-        (
-            head + integral + ends + corrections,
-            ZETA_HEAD - 1,
-        )
+        (head + integral + ends + corrections, ZETA_HEAD - 1)
     }
 
     #[test]
@@ -324,7 +321,10 @@ mod tests {
                 let (fast, terms) = zeta(n, s);
                 let exact = zeta_exact(n, s);
                 let rel = ((fast - exact) / exact).abs();
-                assert!(rel < 1e-12, "zeta({n}, {s}) = {fast}, exact {exact}, rel {rel:e}");
+                assert!(
+                    rel < 1e-12,
+                    "zeta({n}, {s}) = {fast}, exact {exact}, rel {rel:e}"
+                );
                 assert!(terms <= ZETA_HEAD, "zeta({n}, {s}) summed {terms} terms");
             }
         }

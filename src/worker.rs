@@ -89,7 +89,8 @@ pub fn spawn<T: Target>(
             local.block_on(&rt, async move {
                 // Connections are made here, on this thread's runtime, where they are used.
                 // A stop (Ctrl-C, SIGTERM) abandons the connects still waiting.
-                let connects = futures_util::future::join_all((0..share.conns).map(|_| target.connect()));
+                let connects =
+                    futures_util::future::join_all((0..share.conns).map(|_| target.connect()));
                 let results = tokio::select! {
                     r = connects => r,
                     _ = wait_true(stop.clone()) => return,
