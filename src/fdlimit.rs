@@ -31,7 +31,7 @@ pub fn raise() -> Option<u64> {
             lim.rlim_cur = lim.rlim_max;
         }
     }
-    Some(lim.rlim_cur as u64)
+    Some(lim.rlim_cur)
 }
 
 /// What one connection costs: its socket, the embedded server's end of it, a paced run's timer.
@@ -129,6 +129,6 @@ mod tests {
         // SAFETY: getrlimit fills the struct we own.
         assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
         assert_eq!(lim.rlim_cur, lim.rlim_max);
-        assert_eq!(limit, lim.rlim_cur as u64);
+        assert_eq!(limit, lim.rlim_cur);
     }
 }

@@ -192,4 +192,16 @@ mod tests {
         assert!(s.get(4).is_none());
         assert!(s.get(1005).is_none());
     }
+
+    #[test]
+    fn any_range_costs_no_memory_per_row() {
+        let s = Store::usr(1, 10_000_000_000);
+        assert_eq!(s.rows(), 10_000_000_000);
+        assert!(crate::row::tsv_matches(
+            9_999_999_999,
+            &s.get(9_999_999_999).unwrap()
+        ));
+        assert!(s.get(10_000_000_001).is_none());
+        assert_eq!(Store::usr(0, u64::MAX).rows(), u64::MAX);
+    }
 }

@@ -1,0 +1,173 @@
+//! Ctrl-C / SIGTERM before the first lookup: whatever set-up is still under way (zipf set-up,
+//! the preflight connection, the connect phase) gives way, and loadgen exits at once, cleanly.
+//! The slow servers here are listeners of the test's own that never answer (loopback only).
+
+mod common;
+use common::*;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadgen starts")
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM failed");
+}
+
+/// Waits up to `limit` for the child to exit; kills it (by pid) and fails if it does not.
+/// Returns its exit code (None: killed by a signal) and its stderr.
+fn exits_within(mut child: Child, limit: Duration, what: &str) -> (Option<i32>, String) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            return (status.code(), err);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: loadgen was still running {limit:?} after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn temp_json(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadgen-stop-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("r.json")
+}
+
+/// Accepts the next connection within `limit` (the listener never answers it).
+fn accept_within(l: &TcpListener, limit: Duration) -> std::net::TcpStream {
+    l.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + limit;
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).unwrap();
+                return s;
+            }
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("loadgen did not connect: {e}"),
+        }
+    }
+}
+
+#[test]
+fn sigterm_right_after_a_zipf_start_over_four_billion_keys() {
+    // Set-up over 4e9 zipf keys used to sum zeta term by term (minutes) with the signal
+    // unheard; now it is instant and the stop ends the run with its result.
+    let served = Served::start(1000);
+    let out = temp_json("zipf");
+    let child = spawn(&[
+        "run",
+        &served.url,
+        "--dist",
+        "zipf",
+        "--keys",
+        "1-4000000000",
+        "-d",
+        "60s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    sigterm(&child);
+    let (code, err) = exits_within(child, Duration::from_secs(5), "zipf set-up");
+    assert_eq!(code, Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert!(u(&doc["runs"][0], "requests") > 0, "no lookup was made");
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
+#[test]
+fn sigterm_during_the_preflight_connection() {
+    // A "MySQL server" that never sends its greeting: the preflight would wait --timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let url = format!("mysql://bench@127.0.0.1:{port}/loadgen");
+    let child = spawn(&[
+        "run",
+        &url,
+        "--timeout",
+        "60s",
+        "-n",
+        "100",
+        "-q",
+        "-o",
+        "-",
+    ]);
+    let _held = accept_within(&silent, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(200));
+    sigterm(&child);
+    let (code, err) = exits_within(child, Duration::from_secs(5), "preflight");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("stopped while connecting"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn sigterm_during_the_connect_phase() {
+    // A listener that accepts only the preflight connection: its queue fills with the first
+    // connections of the run and the kernel drops the others' SYNs, so they hang in connect.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/usr/{{key}}");
+    let out = temp_json("connect");
+    let child = spawn(&[
+        "run",
+        &url,
+        "-c",
+        "400",
+        "-t",
+        "1",
+        "-n",
+        "1000",
+        "--timeout",
+        "60s",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    // The preflight connection opens and closes: then the connect phase is under way.
+    let mut pre = accept_within(&l, Duration::from_secs(10));
+    pre.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(pre.read(&mut buf).unwrap_or(0), 0, "preflight sent data");
+    std::thread::sleep(Duration::from_millis(1000));
+    sigterm(&child);
+    let (code, err) = exits_within(child, Duration::from_secs(5), "connect phase");
+    assert!(code.is_some(), "killed by the signal: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    let connected = u(&doc["runs"][0], "connected");
+    assert!(
+        connected < 400,
+        "all {connected} connections opened: no hang to stop"
+    );
+    drop(l);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
