@@ -185,7 +185,11 @@ pub async fn slo_search(
     runs.push(max);
     let (pass_rate, fail_rate, stopped) = if max_p <= slo.bound_us {
         // Even flat out the bound holds: the maximum is the answer.
-        (Some(max_qps), None, "the closed loop meets the bound".to_string())
+        (
+            Some(max_qps),
+            None,
+            "the closed loop meets the bound".to_string(),
+        )
     } else {
         let mut search = Bisect::new(max_qps);
         let stopped = loop {
@@ -293,7 +297,11 @@ async fn slo_step(
     runs: &mut Vec<RunResult>,
 ) -> Result<(SloStep, bool), SetupError> {
     if control.progress {
-        let again = if retry { " (again: it failed by a little)" } else { "" };
+        let again = if retry {
+            " (again: it failed by a little)"
+        } else {
+            ""
+        };
         eprintln!("loadgen: slo step: {rate}/s{again}");
     }
     let r = run_target(
@@ -341,7 +349,10 @@ mod tests {
     }
 
     /// Runs the search against a judge of each step; returns it and the rates run.
-    fn search(max: f64, mut judge: impl FnMut(f64, bool) -> (bool, bool)) -> (Bisect, Vec<f64>, String) {
+    fn search(
+        max: f64,
+        mut judge: impl FnMut(f64, bool) -> (bool, bool),
+    ) -> (Bisect, Vec<f64>, String) {
         let mut b = Bisect::new(max);
         let mut rates = Vec::new();
         loop {

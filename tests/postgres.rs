@@ -229,7 +229,11 @@ fn connect_phase_failures_are_reported() {
 /// user points loadgen at), with a small usr table and a second table with an index of its own.
 fn database_without_pg_stat_statements(url: &str) -> String {
     let db = "loadgen_noext";
-    if psql(url, &format!("SELECT count(*) FROM pg_database WHERE datname = '{db}'")) == "0" {
+    if psql(
+        url,
+        &format!("SELECT count(*) FROM pg_database WHERE datname = '{db}'"),
+    ) == "0"
+    {
         psql(url, &format!("CREATE DATABASE {db}"));
     }
     let (base, _) = url.rsplit_once('/').expect("url names a database");

@@ -179,14 +179,12 @@ fn index_nodes(node: &serde_json::Value, out: &mut Vec<(String, Option<String>)>
 /// lookup written differently before (`$1::int4`, other spacing) would count 0.
 async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, String> {
     let r = match id {
-        Some(id) => {
-            client
-                .query_one(
-                    "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1",
-                    &[&id],
-                )
-                .await
-        }
+        Some(id) => client
+            .query_one(
+                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1",
+                &[&id],
+            )
+            .await,
         None => {
             client
                 .query_one(
@@ -219,7 +217,9 @@ async fn settled_scans(client: &Client, oid: u32) -> Result<u64, tokio_postgres:
     loop {
         // The statistics snapshot is cached per transaction: each read is a transaction of
         // its own, and the snapshot is dropped explicitly in case it is not.
-        client.batch_execute("SELECT pg_stat_clear_snapshot()").await?;
+        client
+            .batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await?;
         let row = client
             .query_one(
                 "SELECT coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelid = $1::oid), 0)::int8, \

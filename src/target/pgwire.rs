@@ -268,7 +268,9 @@ impl Target for PgWireTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter.read(&self.config, &self.sql, &self.label).await
+        self.counter
+            .read(&self.config, &self.sql, &self.label)
+            .await
     }
 }
 
