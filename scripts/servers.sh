@@ -100,11 +100,21 @@ ensure_packages() {
 }
 
 # ---------------------------------------------------------------- generic start/stop
+close_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    ((fd > 2 && fd != 255)) && eval "exec $fd>&-"
+  done
+  return 0
+}
 # launch NAME CMD...: start CMD detached (own session), output to the log, pid to the pidfile.
+# Every inherited descriptor above 2 is closed first: a server restarted from a test run under
+# `flock LOCK cargo test` would otherwise keep the lock's descriptor, and the lock, for life.
 launch() {
   local name=$1; shift
   echo "---- $(date '+%F %T') starting $name" >>"$(logfile "$name")"
-  (cd "$STATE" && exec setsid "$@") </dev/null >>"$(logfile "$name")" 2>&1 9>&- &
+  (cd "$STATE" && close_fds && exec setsid "$@") </dev/null >>"$(logfile "$name")" 2>&1 9>&- &
   echo $! >"$(pidfile "$name")"
   disown $!   # no "Killed" job notices from this shell
 }

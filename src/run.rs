@@ -242,7 +242,7 @@ pub async fn run<T: Target>(
             // in the totals (and in the timeline if it holds any) but gets no line: it would
             // read as the same second twice.
             let sliver = last && k > 1 && t_end < t_start + SLIVER_NS;
-            let empty = iv.counts.requests() + iv.warm.requests() == 0;
+            let empty_sliver = sliver && iv.counts.requests() + iv.warm.requests() == 0;
             if control.progress && !sliver {
                 eprintln!("{}", row.progress_line(&iv, len_s));
             }
@@ -264,7 +264,7 @@ pub async fn run<T: Target>(
                     rate: plan.rate,
                 });
             }
-            if !warm && !(sliver && empty) {
+            if !warm && !empty_sliver {
                 timeline.push(row);
             }
         }
