@@ -67,8 +67,8 @@ struct RunArgs {
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, default_value_t = 16)]
     connections: usize,
-    /// Requests in flight per connection: every target pipelines them (HTTP/1.1 pipelining
-    /// included), except MySQL with ?driver=mysql_async.
+    /// Requests in flight per connection, pipelined on PostgreSQL, MySQL/MariaDB (not with
+    /// ?driver=mysql_async), HandlerSocket, memcached, HTTP/1.1 and the embedded server.
     #[arg(short = 'p', long, default_value_t = 1)]
     pipeline: usize,
     /// Worker threads, each with its own runtime and connections [default: number of cores].
