@@ -106,6 +106,11 @@ pub struct Served {
 
 impl Served {
     pub fn start(rows: u64) -> Served {
+        Served::start_with(rows, &[])
+    }
+
+    /// `start` with more `serve` flags, e.g. `["--delay", "10ms"]`.
+    pub fn start_with(rows: u64, extra: &[&str]) -> Served {
         let port = free_port();
         let child = Command::new(bin())
             .args([
@@ -117,6 +122,7 @@ impl Served {
                 "-t",
                 "1",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
