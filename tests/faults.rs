@@ -545,3 +545,31 @@ fn protocol_garbage_is_counted_never_a_panic_or_a_hang() {
         h.join().unwrap();
     }
 }
+
+/// The "unknown target scheme" line lists every scheme run accepts, aliases included, and each
+/// one it lists is accepted (the run gets as far as connecting to a closed port).
+#[test]
+fn run_names_every_scheme_it_accepts() {
+    let out = run(&["run", "redis://127.0.0.1:1", "-n", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let list = stderr
+        .split_once("use one of ")
+        .map(|(_, rest)| rest.trim())
+        .unwrap_or_else(|| panic!("no list in: {stderr}"));
+    let schemes: Vec<&str> = list.split(", ").collect();
+    for alias in [
+        "handlersocket://",
+        "memcached://",
+        "postgresql://",
+        "mariadb://",
+    ] {
+        assert!(schemes.contains(&alias), "{alias} missing: {stderr}");
+    }
+    for s in schemes.iter().filter(|s| s.ends_with("://")) {
+        let url = format!("{s}u@127.0.0.1:1/db/usr");
+        let out = run(&["run", &url, "-n", "1", "--timeout", "1s"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("unknown target scheme"), "{url}: {err}");
+    }
+}

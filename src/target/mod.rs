@@ -74,6 +74,6 @@ impl From<String> for SetupError {
     }
 }
 
-/// Schemes loadgen knows, for the error message.
-pub const SCHEMES: &str =
-    "postgres://, postgresql://, mysql://, mariadb://, hs://, memcache://, http://";
+/// Schemes loadgen knows, for the error message: every one dispatch accepts, aliases included.
+pub const SCHEMES: &str = "postgres://, postgresql://, mysql://, mariadb://, hs://, \
+handlersocket://, memcache://, memcached://, http://, embedded";
