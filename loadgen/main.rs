@@ -58,11 +58,7 @@ struct MergeArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Target URLs, run one after another with the same settings and key stream:
-    /// postgres://user@host:port/db, mysql://user@host:port/db, hs://host:port/db/table,
-    /// memcache://host:port, http://host:port/path/{key}. None: the embedded server.
-    /// Options go in the query (?driver=wire); an unknown one is refused, except on http://,
-    /// where params other than loadgen's are the server's and are sent (?format=raw).
+    #[arg(help = run_targets_help())]
     targets: Vec<String>,
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, default_value_t = 16)]
@@ -177,9 +173,7 @@ fn parse_sweep(s: &str) -> Result<Counts, String> {
 
 #[derive(Args)]
 struct PrepareArgs {
-    /// Target URL: postgres://user@host:port/db (also postgresql://),
-    /// mysql://user@host:port/db (also mariadb://; HandlerSocket reads this table), or
-    /// memcache://host:port (also memcached://). Not hs:// or http://: they serve what is there.
+    #[arg(help = prepare_target_help())]
     target: String,
     /// Rows to load (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
@@ -221,6 +215,24 @@ enum FormatArg {
     Json,
 }
 
+/// The target lists come from the protocol table, so a new protocol shows up here by itself.
+fn run_targets_help() -> String {
+    format!(
+        "Target URLs, run one after another with the same settings and key stream: {}. None: \
+         the embedded server. Options go in the query (?driver=wire); an unknown one is \
+         refused, except on http://, where params other than loadgen's are the server's and \
+         are sent (?format=raw).",
+        loadgen::proto::table::url_forms(false)
+    )
+}
+
+fn prepare_target_help() -> String {
+    format!(
+        "Target URL: {}. HandlerSocket reads the MySQL table; http:// serves what is there.",
+        loadgen::proto::table::url_forms(true)
+    )
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
@@ -233,7 +245,7 @@ fn main() {
         Ok(c) => c,
         Err(msg) => {
             // The last sink of every error: a server's message may echo a URL or a secret.
-            eprintln!("loadgen: {}", loadgen::target::url::redact_text(&msg));
+            eprintln!("loadgen: {}", loadgen::url::redact_text(&msg));
             2
         }
     });

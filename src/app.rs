@@ -8,10 +8,10 @@ use tokio::sync::watch;
 
 use crate::dispatch::{run_target, Embedded};
 use crate::plan::{Plan, Stop};
+use crate::proto::target::SetupError;
 use crate::report::output::Dest;
 use crate::report::result::{Machine, ResultFile, Settings};
 use crate::run::Control;
-use crate::target::SetupError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -263,7 +263,7 @@ async fn execute_targets(
         }
         control.target_index = i;
         if opts.progress && targets.len() > 1 {
-            eprintln!("loadgen: running {}", crate::target::url::redact_str(t));
+            eprintln!("loadgen: running {}", crate::url::redact_str(t));
         }
         let before = file.runs.len();
         let r = match &opts.model {

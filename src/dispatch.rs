@@ -1,20 +1,23 @@
-//! The one `match` on the URL scheme: it builds the concrete target and calls the generic run,
-//! so every target gets its own monomorphized request loop.
+//! From a target string to a run: the protocol table names the protocol and its driver, and
+//! the one `match` on `Proto` builds the concrete target and calls the generic run, so every
+//! target gets its own monomorphized request loop.
 
 use std::sync::Arc;
 
-use crate::plan::Plan;
+use crate::plan::{Mode, Plan};
+use crate::proto::handlersocket::conn::HsTarget;
+use crate::proto::http::conn::HttpTarget;
+use crate::proto::memcached::conn::McTarget;
+use crate::proto::mysql::async_driver::MysqlTarget;
+use crate::proto::mysql::wire_driver::MyWireTarget;
+use crate::proto::postgres::tokio_driver::PgTarget;
+use crate::proto::postgres::wire_driver::PgWireTarget;
+use crate::proto::table::{self, Proto, EMBEDDED};
+use crate::proto::target::SetupError;
 use crate::report::result::RunResult;
 use crate::run::{run, Control};
 use crate::serve::ServerStats;
-use crate::target::handlersocket::HsTarget;
-use crate::target::http::HttpTarget;
-use crate::target::memcached::McTarget;
-use crate::target::mysql::MysqlTarget;
-use crate::target::mysqlwire::MyWireTarget;
-use crate::target::pgwire::PgWireTarget;
-use crate::target::postgres::PgTarget;
-use crate::target::{SetupError, TargetUrl, SCHEMES};
+use crate::url::TargetUrl;
 
 /// The embedded server, when the run uses it: its URL and its own counters.
 pub struct Embedded {
@@ -28,7 +31,7 @@ pub async fn run_target(
     control: &Control,
     embedded: Option<&Embedded>,
 ) -> Result<RunResult, SetupError> {
-    if target == "embedded" {
+    if target == EMBEDDED {
         let e = embedded.ok_or_else(|| SetupError("the embedded server is not running".into()))?;
         let url = TargetUrl::parse(&e.url)?;
         let t = HttpTarget::new(&url, plan.verify, Some(e.stats.clone()))?;
@@ -36,78 +39,35 @@ pub async fn run_target(
     }
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
-    let options = |known: &[&str]| check_options(&url, &label, known);
-    match url.scheme.as_str() {
-        // The lean wire driver is the default: measured ~1.4x the QPS of tokio-postgres at the
-        // same settings here, because it spends a third of the client CPU per lookup (README).
-        // Simple mode needs the query protocol, which only the tokio-postgres path speaks.
-        "postgres" | "postgresql" => {
+    let Some(protocol) = table::find(&url.scheme) else {
+        return Err(SetupError(format!(
+            "unknown target scheme '{}://' in {label}: use one of {}",
+            url.scheme,
+            table::schemes()
+        )));
+    };
+    let driver = protocol.driver(&url, plan.mode == Mode::Simple)?;
+    driver.check_options(&url)?;
+    match (protocol.proto, driver.name) {
+        (Proto::Postgres, "tokio") => {
             pg_sslmode(&url, &label)?;
-            let simple = plan.mode == crate::plan::Mode::Simple;
-            match url
-                .param("driver")
-                .unwrap_or(if simple { "tokio" } else { "wire" })
-            {
-                "tokio" => {
-                    options(PgTarget::OPTIONS)?;
-                    run(PgTarget::new(&url, plan)?, plan, &label, control).await
-                }
-                "wire" => {
-                    options(PgWireTarget::OPTIONS)?;
-                    run(PgWireTarget::new(&url, plan)?, plan, &label, control).await
-                }
-                other => Err(SetupError(format!(
-                    "unknown PostgreSQL driver '{other}' in {label}: use driver=tokio \
-                     (tokio-postgres via deadpool) or driver=wire"
-                ))),
-            }
+            run(PgTarget::new(&url, plan)?, plan, &label, control).await
         }
-        // The same for MySQL / MariaDB: loadgen's own binary-protocol driver by default
-        // (a third of mysql_async's client CPU per lookup here, README); simple mode needs the
-        // text protocol, which only mysql_async speaks. The `driver` parameter is read here
-        // only: mysql_opts builds the mysql_async options from the URL's parts, not its query.
-        "mysql" | "mariadb" => {
-            let simple = plan.mode == crate::plan::Mode::Simple;
-            match url
-                .param("driver")
-                .unwrap_or(if simple { "mysql_async" } else { "wire" })
-            {
-                "mysql_async" => {
-                    options(MysqlTarget::OPTIONS)?;
-                    run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
-                }
-                "wire" => {
-                    options(MyWireTarget::OPTIONS)?;
-                    run(MyWireTarget::new(&url, plan)?, plan, &label, control).await
-                }
-                other => Err(SetupError(format!(
-                    "unknown MySQL driver '{other}' in {label}: use driver=mysql_async \
-                     or driver=wire"
-                ))),
-            }
+        (Proto::Postgres, _) => {
+            pg_sslmode(&url, &label)?;
+            run(PgWireTarget::new(&url, plan)?, plan, &label, control).await
         }
-        "hs" | "handlersocket" => {
-            options(HsTarget::OPTIONS)?;
-            run(HsTarget::new(&url, plan)?, plan, &label, control).await
+        (Proto::Mysql, "mysql_async") => {
+            run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
         }
-        "memcache" | "memcached" => {
-            options(McTarget::OPTIONS)?;
-            run(McTarget::new(&url, plan)?, plan, &label, control).await
-        }
-        // Params other than loadgen's belong to the server (HttpTarget sends them): no check.
-        "http" | "https" => {
+        (Proto::Mysql, _) => run(MyWireTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::HandlerSocket, _) => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Memcached, _) => run(McTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Http, _) => {
             http_pipeline(&url, &label, plan.pipeline)?;
-            run(
-                HttpTarget::new(&url, plan.verify, None)?,
-                plan,
-                &label,
-                control,
-            )
-            .await
+            let t = HttpTarget::new(&url, plan.verify, None)?;
+            run(t, plan, &label, control).await
         }
-        other => Err(SetupError(format!(
-            "unknown target scheme '{other}://' in {label}: use one of {SCHEMES}"
-        ))),
     }
 }
 
@@ -135,19 +95,6 @@ fn http_pipeline(url: &TargetUrl, label: &str, depth: usize) -> Result<(), Setup
         Some(other) => Err(SetupError(format!(
             "pipeline={other} in {label}: -p sets the pipeline depth of HTTP targets; drop \
              ?pipeline= from the URL"
-        ))),
-    }
-}
-
-/// Refuses query options the chosen target does not read: a typo would otherwise be ignored
-/// silently (`?drvier=wire` measuring the other driver, `?cache_metadata=0` with mysql_async).
-/// Each target lists its options next to the code that reads them (`OPTIONS`).
-fn check_options(url: &TargetUrl, label: &str, known: &[&str]) -> Result<(), SetupError> {
-    match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        None => Ok(()),
-        Some((k, _)) => Err(SetupError(format!(
-            "unknown option '{k}' in {label}: this target takes {}",
-            known.join(", ")
         ))),
     }
 }

@@ -2,15 +2,17 @@
 //! MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints.
 //!
 //! Data flow: the binary turns flags into a [`plan::Plan`]; [`app::execute`] runs each target
-//! through [`dispatch::run_target`], the one match on the URL scheme, into the generic
-//! [`run::run`]. That starts one [`worker`] thread per core; each owns a current_thread runtime,
-//! its connections ([`target::Conn`]) and a [`recorder::Recorder`]. The only request loop is
-//! `worker::drive`: keys from [`keys`], due times from [`pacer`]. Every interval each worker hands
-//! a [`recorder::Snapshot`] to the collector in `run`, which merges them into
-//! [`totals::Totals`], prints progress and feeds [`metrics`]. The result is a
-//! [`report::result::RunResult`], written as JSON (schema in `schemas/`) and printed as text.
+//! through [`dispatch::run_target`], which finds the protocol in [`proto::table`] and calls the
+//! generic [`run::run`] with that protocol's target. That starts one [`worker`] thread per core;
+//! each owns a current_thread runtime, its connections ([`proto::target::Conn`]) and a
+//! [`recorder::Recorder`]. The only request loop is `worker::drive`: keys from [`keys`], due
+//! times from [`pacer`]. Every interval each worker hands a [`recorder::Snapshot`] to the
+//! collector in `run`, which merges them into [`totals::Totals`], prints progress and feeds
+//! [`metrics`]. Each protocol lives in its own folder under `proto/`; [`dataset`] alone knows
+//! the row a key should return.
 
 pub mod app;
+pub mod dataset;
 pub mod dispatch;
 pub mod fdlimit;
 pub mod hdrlog;
@@ -21,14 +23,14 @@ pub mod outcome;
 pub mod pacer;
 pub mod plan;
 pub mod prepare;
+pub mod proto;
 pub mod recorder;
 pub mod report;
-pub mod row;
 pub mod run;
 pub mod serve;
 pub mod sweep;
-pub mod target;
 pub mod timer;
 pub mod totals;
-pub mod wire;
+pub mod url;
+
 pub mod worker;

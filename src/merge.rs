@@ -133,7 +133,7 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
     merged.redact();
     let warnings = warnings
         .iter()
-        .map(|w| crate::target::url::redact_text(w))
+        .map(|w| crate::url::redact_text(w))
         .collect();
     Ok((merged, warnings))
 }

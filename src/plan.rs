@@ -276,7 +276,7 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
         }
         _ => return Err(bad()),
     };
-    let unix = crate::row::unix_of(y as i64, mo, d, h, mi, sec) - offset;
+    let unix = crate::dataset::unix_of(y as i64, mo, d, h, mi, sec) - offset;
     Ok(unix as f64 + frac)
 }
 

@@ -10,9 +10,9 @@ use tokio::sync::{mpsc, watch};
 use crate::keys::KeySpace;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};
+use crate::proto::target::{SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::report::result::{ClientCpu, RunResult, ServerObserved, TimelineRow};
-use crate::target::{SetupError, Target};
 use crate::totals::{Percentiles, Totals};
 use crate::worker::{self, wait_true, Ctx};
 
@@ -90,7 +90,7 @@ pub async fn run<T: Target>(
         Ok(Err(e)) => {
             return Err(SetupError(format!(
                 "{label}: {}",
-                crate::target::url::redact_text(&e.message)
+                crate::url::redact_text(&e.message)
             )))
         }
         Ok(Ok(conn)) => drop(conn),

@@ -36,7 +36,7 @@ impl Store {
             return None;
         }
         let mut row = Vec::with_capacity(64);
-        crate::row::write_tsv(&mut row, id);
+        crate::dataset::write_tsv(&mut row, id);
         Some(Bytes::from(row))
     }
 
@@ -187,8 +187,8 @@ mod tests {
     fn store_rows_are_the_derived_rows() {
         let s = Store::usr(5, 1004);
         assert_eq!(s.rows(), 1000);
-        assert!(crate::row::tsv_matches(5, &s.get(5).unwrap()));
-        assert!(crate::row::tsv_matches(1004, &s.get(1004).unwrap()));
+        assert!(crate::dataset::tsv_matches(5, &s.get(5).unwrap()));
+        assert!(crate::dataset::tsv_matches(1004, &s.get(1004).unwrap()));
         assert!(s.get(4).is_none());
         assert!(s.get(1005).is_none());
     }
@@ -197,7 +197,7 @@ mod tests {
     fn any_range_costs_no_memory_per_row() {
         let s = Store::usr(1, 10_000_000_000);
         assert_eq!(s.rows(), 10_000_000_000);
-        assert!(crate::row::tsv_matches(
+        assert!(crate::dataset::tsv_matches(
             9_999_999_999,
             &s.get(9_999_999_999).unwrap()
         ));

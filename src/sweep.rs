@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{run_target, Embedded};
 use crate::plan::Plan;
+use crate::proto::target::SetupError;
 use crate::report::result::RunResult;
 use crate::run::Control;
-use crate::target::SetupError;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepStep {

@@ -16,8 +16,8 @@ use crate::keys::KeySpace;
 use crate::outcome::ErrorKind;
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
+use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
-use crate::target::{Conn, Target};
 
 /// The outcome of one worker's connect phase.
 #[derive(Debug, Default)]

@@ -7,8 +7,8 @@ mod common;
 
 use loadgen::outcome::{ErrorKind, Outcome};
 use loadgen::plan::{Mode, Plan};
-use loadgen::target::pgwire::PgWireTarget;
-use loadgen::target::{Conn, Target, TargetUrl};
+use loadgen::proto::postgres::wire_driver::PgWireTarget;
+use loadgen::proto::{Conn, Target, TargetUrl};
 
 /// The shared helper: skips with a note, but fails under LOADGEN_REQUIRE_SERVERS=1.
 fn server_url() -> Option<String> {

@@ -287,7 +287,7 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
 
 /// The form loadgen shows: parsed, secrets masked, the rest kept.
 fn redacted(url: &str) -> String {
-    loadgen::target::url::redact_str(url)
+    loadgen::url::redact_str(url)
 }
 
 #[test]

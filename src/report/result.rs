@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::target::ServerCount;
+use crate::proto::target::ServerCount;
 use crate::totals::{Percentiles, Totals};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,7 +31,7 @@ impl ResultFile {
     /// Masks every password and secret in the strings that can carry a URL or a server's
     /// message: a file written by an older loadgen (read by `merge`) may hold them.
     pub fn redact(&mut self) {
-        use crate::target::url::{redact_str, redact_text};
+        use crate::url::{redact_str, redact_text};
         for r in &mut self.runs {
             r.redact();
         }
@@ -50,7 +50,7 @@ impl ResultFile {
 impl RunResult {
     /// See `ResultFile::redact`.
     pub fn redact(&mut self) {
-        use crate::target::url::{redact_str, redact_text};
+        use crate::url::{redact_str, redact_text};
         self.target = redact_str(&self.target);
         for e in &mut self.error_samples {
             *e = redact_text(e);

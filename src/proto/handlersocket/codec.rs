@@ -43,9 +43,9 @@
 
 use std::fmt;
 
-use super::{Codec, Decoded, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
+use crate::dataset;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
-use crate::row;
 
 /// The byte that introduces an escaped `0x00..=0x0f` byte.
 pub const ESCAPE_PREFIX: u8 = 0x01;
@@ -537,7 +537,7 @@ pub fn check_ok(resp: &Response<'_>) -> Result<(), HsError> {
 /// connection, with the row columns `user_name,user_email,created` as its column list.
 ///
 /// `--verify`: with exactly 3 columns the unescaped values joined with `\t` must equal
-/// `row::write_tsv(key)`. With any other column count the codec does not know the column order,
+/// `dataset::write_tsv(key)`. With any other column count the codec does not know the column order,
 /// so it only checks that the first value equals `user<key>` (i.e. the list starts with
 /// `user_name`). A NULL where a value is checked fails verification.
 #[derive(Clone, Debug)]
@@ -575,7 +575,7 @@ impl HsCodec {
                 }
                 unescape_into(tok, &mut self.scratch)?;
             }
-            Ok(row::tsv_matches(key, &self.scratch))
+            Ok(dataset::tsv_matches(key, &self.scratch))
         } else {
             let Some(tok) = values.next() else {
                 return Ok(false);
@@ -624,14 +624,14 @@ impl Codec for HsCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::testkit::{dec, dec_err};
+    use crate::proto::testkit::{dec, dec_err};
     use proptest::prelude::*;
 
     type Simple = Result<Outcome, (ErrorKind, bool)>;
 
     fn tsv(key: u64) -> Vec<u8> {
         let mut v = Vec::new();
-        row::write_tsv(&mut v, key);
+        dataset::write_tsv(&mut v, key);
         v
     }
 
@@ -1201,7 +1201,7 @@ mod tests {
 
     fn check_invariants(buf: &[u8], key: u64, verify: bool) {
         let mut c = HsCodec::new(1);
-        crate::wire::testkit::codec_contract(&mut c, buf, key, verify);
+        crate::proto::testkit::codec_contract(&mut c, buf, key, verify);
         match parse_response(buf) {
             Ok(None) => assert!(buf.len() < MAX_FRAME),
             Ok(Some((n, r))) => {

@@ -1,7 +1,7 @@
 //! Test helpers shared by the codec tests: the `Codec` contract, checked on every decode.
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
-use crate::wire::{Codec, MAX_FRAME};
+use crate::proto::codec::{Codec, MAX_FRAME};
 
 /// `decode` seen the old way for short assertions: a complete reply that came to a non-fatal
 /// error is an `Err` too. Checks the contract on the way: an `Err` from `decode` is fatal,

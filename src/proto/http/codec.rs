@@ -19,9 +19,9 @@
 //!   `\r\n`; a bare `\n` is accepted as well (RFC 9112 §2.2). Obsolete line folding, malformed
 //!   header lines and malformed chunk framing are fatal `Protocol` errors.
 
-use super::{Codec, Decoded, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
+use crate::dataset;
 use crate::outcome::{LookupError, Outcome};
-use crate::row;
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;
@@ -319,10 +319,10 @@ fn walk_chunks(
 
 /// True when `body` is the row of `key`, optionally followed by one `\n`.
 fn body_matches(key: u64, body: &[u8]) -> bool {
-    row::tsv_matches(key, body)
+    dataset::tsv_matches(key, body)
         || body
             .strip_suffix(b"\n")
-            .is_some_and(|b| row::tsv_matches(key, b))
+            .is_some_and(|b| dataset::tsv_matches(key, b))
 }
 
 /// `GET <prefix><key><suffix>` lookups on one keep-alive connection.
@@ -441,7 +441,7 @@ impl Codec for HttpCodec {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
-    use crate::wire::testkit::{dec, dec_err};
+    use crate::proto::testkit::{dec, dec_err};
     use proptest::prelude::*;
 
     type Simple = Result<(Outcome, bool), (ErrorKind, bool)>;
@@ -452,7 +452,7 @@ mod tests {
 
     fn tsv(key: u64) -> Vec<u8> {
         let mut v = Vec::new();
-        row::write_tsv(&mut v, key);
+        dataset::write_tsv(&mut v, key);
         v
     }
 
@@ -949,7 +949,7 @@ mod tests {
 
     fn check_invariants(buf: &[u8], key: u64, verify: bool) {
         let mut c = codec();
-        crate::wire::testkit::codec_contract(&mut c, buf, key, verify);
+        crate::proto::testkit::codec_contract(&mut c, buf, key, verify);
     }
 
     fn soup() -> impl Strategy<Value = Vec<u8>> {

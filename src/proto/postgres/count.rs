@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use crate::target::postgres::explain;
-use crate::target::ServerCount;
+use crate::proto::postgres::tokio_driver::explain;
+use crate::proto::target::ServerCount;
 
 pub const CALLS: &str = "pg_stat_statements.calls";
 

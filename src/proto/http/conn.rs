@@ -10,10 +10,11 @@
 use std::sync::Arc;
 
 use crate::outcome::LookupError;
+use crate::proto::http::codec::HttpCodec;
+use crate::proto::stream::StreamConn;
+use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::serve::ServerStats;
-use crate::target::stream::StreamConn;
-use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::http::HttpCodec;
+use crate::url::TargetUrl;
 
 pub struct HttpTarget {
     addr: String,
@@ -39,7 +40,7 @@ impl HttpTarget {
         }
         let (prefix, suffix) = request_target(url);
         Ok(HttpTarget {
-            addr: url.host_port(80),
+            addr: url.host_port(super::DEFAULT_PORT),
             host: host_header(url),
             prefix,
             suffix,

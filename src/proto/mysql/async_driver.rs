@@ -14,7 +14,8 @@ use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, State
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::target::{Conn, ServerCount, SetupError, Target, TargetUrl};
+use crate::proto::target::{Conn, ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = ?";
 
@@ -43,7 +44,7 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts 
         .with_constraints(PoolConstraints::new(0, max_conns.max(1)).expect("0 <= max"));
     OptsBuilder::default()
         .ip_or_hostname(url.host.clone())
-        .tcp_port(url.port.unwrap_or(3306))
+        .tcp_port(url.port.unwrap_or(super::DEFAULT_PORT))
         .user(Some(user))
         .pass(pass)
         .db_name(db)
@@ -247,18 +248,18 @@ fn row_matches(row: &Row, key: u64) -> bool {
     };
     let created_ok = match row.as_ref(2) {
         Some(Value::Date(y, mo, d, h, mi, s, _)) => {
-            crate::row::unix_of(
+            crate::dataset::unix_of(
                 *y as i64, *mo as u32, *d as u32, *h as u32, *mi as u32, *s as u32,
-            ) == crate::row::created_unix(key)
+            ) == crate::dataset::created_unix(key)
         }
         Some(Value::Bytes(b)) => {
             let mut want = Vec::new();
-            crate::row::write_created(&mut want, key);
+            crate::dataset::write_created(&mut want, key);
             *b == want
         }
         _ => false,
     };
-    text(0).as_deref() == Some(crate::row::user_name(key).as_bytes())
-        && text(1).as_deref() == Some(crate::row::user_email(key).as_bytes())
+    text(0).as_deref() == Some(crate::dataset::user_name(key).as_bytes())
+        && text(1).as_deref() == Some(crate::dataset::user_email(key).as_bytes())
         && created_ok
 }

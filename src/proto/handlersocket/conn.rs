@@ -11,9 +11,12 @@ use std::time::Duration;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::Plan;
-use crate::target::stream::StreamConn;
-use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::handlersocket::{check_ok, encode_auth, encode_open_index, parse_line, HsCodec};
+use crate::proto::handlersocket::codec::{
+    check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
+};
+use crate::proto::stream::StreamConn;
+use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 pub struct HsTarget {
     addr: String,
@@ -56,14 +59,18 @@ impl HsTarget {
         let status = match url.param("mysql") {
             Some(m) => {
                 let mu = TargetUrl::parse(m)?;
-                Some(crate::target::mysql::mysql_opts(&mu, plan.timeout, 1))
+                Some(crate::proto::mysql::async_driver::mysql_opts(
+                    &mu,
+                    plan.timeout,
+                    1,
+                ))
             }
             None => None,
         };
         Ok(HsTarget {
-            addr: url.host_port(9998),
-            db: crate::target::url::decode(db)?,
-            table: crate::target::url::decode(table)?,
+            addr: url.host_port(super::DEFAULT_PORT),
+            db: crate::url::decode(db)?,
+            table: crate::url::decode(table)?,
             index: url.param("index").unwrap_or("PRIMARY").to_string(),
             columns,
             secret: url
@@ -161,7 +168,7 @@ impl Target for HsTarget {
         let Some(opts) = &self.status else {
             return Ok(None);
         };
-        let v = crate::target::mysql::global_status(opts, "Handler_read_key").await?;
+        let v = crate::proto::mysql::async_driver::global_status(opts, "Handler_read_key").await?;
         Ok(Some(ServerCount {
             value: v,
             source: "global status Handler_read_key".into(),

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use super::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 use crate::outcome::{LookupError, Outcome};
 
 /// Name of the prepared statement `target::pgwire` parses on each connection.
@@ -325,7 +325,7 @@ fn row_matches(body: &[u8], key: u64) -> bool {
     let mut tmp = [0u8; 20];
     let digits = decimal(key, &mut tmp);
     let mut cols = Columns(body.get(2..).unwrap_or_default());
-    let created_us = (crate::row::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+    let created_us = (crate::dataset::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
     body.get(..2) == Some(&[0, 3])
         && cols
             .next()
@@ -356,7 +356,7 @@ impl<'a> Iterator for Columns<'a> {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
-    use crate::wire::testkit::decode_split;
+    use crate::proto::testkit::decode_split;
     use bytes::{BufMut, BytesMut};
     use postgres_protocol::message::frontend;
     use postgres_protocol::IsNull;
@@ -378,7 +378,7 @@ mod tests {
     }
 
     fn usr_row(key: u64) -> Vec<u8> {
-        let us = (crate::row::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        let us = (crate::dataset::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
         data_row(&[
             format!("user{key}").as_bytes(),
             format!("user{key}@example.com").as_bytes(),
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn verify_rejects_other_shapes() {
-        let us = (crate::row::created_unix(5) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        let us = (crate::dataset::created_unix(5) - PG_EPOCH_UNIX_SECS) * 1_000_000;
         for row in [
             data_row(&[b"user5", b"user5@example.com"]),
             data_row(&[b"user5", b"user5@example.org", &us.to_be_bytes()]),
@@ -648,9 +648,9 @@ mod tests {
             msg(b'Z', b"E"),
         ]
         .concat();
-        let (n, e) = crate::wire::testkit::dec_err(&mut c, &buf, 1, true);
+        let (n, e) = crate::proto::testkit::dec_err(&mut c, &buf, 1, true);
         assert!(e.message.contains("22003"), "{}", e.message);
-        let (m, e) = crate::wire::testkit::dec_err(&mut c, &buf[n..], 2, true);
+        let (m, e) = crate::proto::testkit::dec_err(&mut c, &buf[n..], 2, true);
         assert_eq!(n + m, buf.len());
         assert!(e.message.contains("skipped"), "{}", e.message);
     }

@@ -8,7 +8,7 @@
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
 use crate::outcome::{LookupError, Outcome};
-use crate::wire::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
@@ -330,13 +330,13 @@ fn row_matches(row: &[u8], columns: u64, key: u64) -> bool {
             .strip_prefix(b"user")
             .and_then(|e| e.strip_prefix(digits))
             == Some(b"@example.com")
-        && datetime_matches(rest, crate::row::created_unix(key))
+        && datetime_matches(rest, crate::dataset::created_unix(key))
 }
 
 /// A binary DATETIME/TIMESTAMP, the whole rest of the row: a length byte (0, 4, 7 or 11: the
 /// server drops trailing zero parts), year (2 LE), month, day, hour, minute, second, µs (4 LE).
 fn datetime_matches(b: &[u8], unix: i64) -> bool {
-    let (y, mo, d, h, mi, s) = crate::row::civil(unix);
+    let (y, mo, d, h, mi, s) = crate::dataset::civil(unix);
     let Some((&len, f)) = b.split_first() else {
         return false;
     };
@@ -354,7 +354,7 @@ fn datetime_matches(b: &[u8], unix: i64) -> bool {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
-    use crate::wire::testkit::{codec_contract, dec, dec_err, decode_split};
+    use crate::proto::testkit::{codec_contract, dec, dec_err, decode_split};
     use proptest::prelude::*;
 
     const ALL_SHAPES: [Shape; 4] = [
@@ -439,7 +439,7 @@ mod tests {
     }
 
     fn datetime(unix: i64) -> Vec<u8> {
-        let (y, mo, d, h, mi, s) = crate::row::civil(unix);
+        let (y, mo, d, h, mi, s) = crate::dataset::civil(unix);
         let mut v = vec![7];
         v.extend_from_slice(&(y as u16).to_le_bytes());
         v.extend_from_slice(&[mo as u8, d as u8, h as u8, mi as u8, s as u8]);
@@ -455,7 +455,7 @@ mod tests {
     }
 
     fn usr_row(key: u64) -> Vec<u8> {
-        let created = datetime(crate::row::created_unix(key));
+        let created = datetime(crate::dataset::created_unix(key));
         row_of(
             &format!("user{key}"),
             &format!("user{key}@example.com"),
@@ -538,7 +538,7 @@ mod tests {
     #[test]
     fn verify_rejects_other_rows() {
         let key = 5;
-        let good = datetime(crate::row::created_unix(key));
+        let good = datetime(crate::dataset::created_unix(key));
         let mut null_name = usr_row(key);
         null_name[1] = 0b100;
         let mut extra = usr_row(key);
@@ -555,7 +555,7 @@ mod tests {
             row_of(
                 "user5",
                 "user5@example.com",
-                &datetime(crate::row::created_unix(6)),
+                &datetime(crate::dataset::created_unix(6)),
             ),
             row_of("user5", "user5@example.com", &short_date),
             row_of("user5", "user5@example.com", &us_date),
@@ -578,7 +578,7 @@ mod tests {
     #[test]
     fn short_datetime_forms_mean_zeros() {
         // 2010-02-03 00:00:00 is sent as 4 bytes; midnight keys verify too.
-        let unix = crate::row::unix_of(2010, 2, 3, 0, 0, 0);
+        let unix = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0);
         let mut four = vec![4];
         four.extend_from_slice(&2010u16.to_le_bytes());
         four.extend_from_slice(&[2, 3]);

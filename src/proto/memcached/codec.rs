@@ -20,9 +20,9 @@
 
 use std::fmt;
 
-use super::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::dataset;
 use crate::outcome::{LookupError, Outcome};
-use crate::row;
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";
@@ -289,7 +289,7 @@ pub fn parse_stats(buf: &[u8]) -> Result<Option<(usize, Vec<(String, String)>)>,
     }
 }
 
-/// `get <prefix><id>` lookups. `--verify`: the data must be `row::write_tsv(id)` and the key
+/// `get <prefix><id>` lookups. `--verify`: the data must be `dataset::write_tsv(id)` and the key
 /// returned must be the key asked for (both mismatches are non-fatal `Verify` errors; without
 /// `--verify` neither is looked at).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -361,7 +361,7 @@ impl Codec for McCodec {
             None => None,
             Some((n, GetReply::Miss)) => Some((n, Ok(Outcome::Miss))),
             Some((n, GetReply::Hit { key: got, data, .. })) => {
-                if verify && !(self.key_matches(got, key) && row::tsv_matches(key, data)) {
+                if verify && !(self.key_matches(got, key) && dataset::tsv_matches(key, data)) {
                     Some((n, Err(LookupError::verify(key))))
                 } else {
                     Some((n, Ok(Outcome::Hit)))
@@ -375,7 +375,7 @@ impl Codec for McCodec {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
-    use crate::wire::testkit::{dec, dec_err};
+    use crate::proto::testkit::{dec, dec_err};
     use proptest::prelude::*;
 
     type Simple = Result<Outcome, (ErrorKind, bool)>;
@@ -397,7 +397,7 @@ mod tests {
 
     fn hit(id: u64) -> Vec<u8> {
         let mut data = Vec::new();
-        row::write_tsv(&mut data, id);
+        dataset::write_tsv(&mut data, id);
         let mut key = Vec::new();
         McCodec::default().key_into(id, &mut key);
         value_reply(&key, &data, None)
@@ -508,7 +508,7 @@ mod tests {
         );
         // Right data under the wrong key.
         let mut data = Vec::new();
-        row::write_tsv(&mut data, 42);
+        dataset::write_tsv(&mut data, 42);
         let wrong_key = value_reply(b"usr:43", &data, None);
         assert_eq!(
             dec(&mut c, &wrong_key, 42, true).unwrap_err().kind,
@@ -789,7 +789,7 @@ mod tests {
 
     fn check_invariants(buf: &[u8], key: u64, verify: bool) {
         let mut c = McCodec::default();
-        crate::wire::testkit::codec_contract(&mut c, buf, key, verify);
+        crate::proto::testkit::codec_contract(&mut c, buf, key, verify);
         match parse_stats(buf) {
             Ok(None) => assert!(buf.len() < MAX_FRAME),
             Ok(Some((n, _))) => assert!(n > 0 && n <= buf.len()),

@@ -1,13 +1,5 @@
-//! Pure codecs for the text protocols loadgen speaks itself: bytes in, frames out, no sockets.
-//! One generic pipelined connection (`target::stream`) drives any of them.
-
-pub mod handlersocket;
-pub mod http;
-pub mod memcached;
-pub mod mysql;
-pub mod postgres;
-#[cfg(test)]
-pub(crate) mod testkit;
+//! The codec contract: bytes in, replies out, no sockets. Each protocol's `codec.rs` implements
+//! it; one generic pipelined connection (`proto::stream`) drives any of them.
 
 use crate::outcome::{LookupError, Outcome};
 

@@ -15,14 +15,15 @@ use tokio::net::TcpStream;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::target::mysql::{explain_server, global_status, lookup_sql, mysql_opts};
-use crate::target::mysql_handshake::{
+use crate::proto::mysql::async_driver::{explain_server, global_status, lookup_sql, mysql_opts};
+use crate::proto::mysql::codec::{MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE};
+use crate::proto::mysql::handshake::{
     auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
     parse_prepare_ok, NATIVE_PASSWORD,
 };
-use crate::target::stream::{connect_error, StreamConn};
-use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::mysql::{MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE};
+use crate::proto::stream::{connect_error, StreamConn};
+use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
 pub struct MyWireTarget {
@@ -53,7 +54,7 @@ impl MyWireTarget {
         // (URL, then $USER / MYSQL_PWD).
         let opts = mysql_opts(url, plan.timeout, 1);
         Ok(MyWireTarget {
-            addr: url.host_port(3306),
+            addr: url.host_port(super::DEFAULT_PORT),
             user: opts.user().unwrap_or_default().to_string(),
             password: opts.pass().map(str::to_string),
             db: opts.db_name().map(str::to_string),

@@ -1,24 +1,9 @@
-//! Targets: what loadgen can drive. A `Target` is shared read-only state (address, SQL text,
-//! options) that opens connections; a `Conn` is owned by one task of one worker thread.
-//! `dispatch` is the one `match` on the URL scheme that picks the monomorphized run.
-
-pub mod handlersocket;
-pub mod http;
-pub mod memcached;
-pub mod mysql;
-pub mod mysql_handshake;
-pub mod mysqlwire;
-pub mod pg_count;
-pub mod pgwire;
-pub mod postgres;
-pub mod stream;
-pub mod url;
+//! The two traits every protocol implements. A `Target` is shared read-only state (address,
+//! SQL text, options) that opens connections; a `Conn` is owned by one task of one worker thread.
 
 use std::future::Future;
 
 use crate::outcome::{LookupError, Outcome};
-
-pub use url::TargetUrl;
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
 #[derive(Clone, Debug)]
@@ -73,7 +58,3 @@ impl From<String> for SetupError {
         SetupError(s)
     }
 }
-
-/// Schemes loadgen knows, for the error message: every one dispatch accepts, aliases included.
-pub const SCHEMES: &str = "postgres://, postgresql://, mysql://, mariadb://, hs://, \
-handlersocket://, memcache://, memcached://, http://, embedded";

@@ -18,8 +18,9 @@ use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::target::pg_count::PgCounter;
-use crate::target::{Conn, ServerCount, SetupError, Target, TargetUrl};
+use crate::proto::postgres::count::PgCounter;
+use crate::proto::target::{Conn, ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
 
@@ -42,7 +43,7 @@ type Rc2<T> = std::sync::Arc<T>;
 pub fn pg_config(url: &TargetUrl, timeout: Duration) -> tokio_postgres::Config {
     let mut c = tokio_postgres::Config::new();
     c.host(&url.host);
-    c.port(url.port.unwrap_or(5432));
+    c.port(url.port.unwrap_or(super::DEFAULT_PORT));
     let user = url
         .user
         .clone()
@@ -306,9 +307,9 @@ impl Conn for PgConn {
 
 fn simple_row_matches(row: &SimpleQueryRow, key: u64) -> bool {
     let mut created = Vec::new();
-    crate::row::write_created(&mut created, key);
-    row.get(0) == Some(crate::row::user_name(key).as_str())
-        && row.get(1) == Some(crate::row::user_email(key).as_str())
+    crate::dataset::write_created(&mut created, key);
+    row.get(0) == Some(crate::dataset::user_name(key).as_str())
+        && row.get(1) == Some(crate::dataset::user_email(key).as_str())
         && row.get(2).map(str::as_bytes) == Some(&created[..])
 }
 
@@ -316,7 +317,8 @@ fn row_matches(row: &Row, key: u64) -> bool {
     let name: Option<&str> = row.try_get(0).ok();
     let email: Option<&str> = row.try_get(1).ok();
     let created: Option<SystemTime> = row.try_get(2).ok();
-    name == Some(crate::row::user_name(key).as_str())
-        && email == Some(crate::row::user_email(key).as_str())
-        && created == Some(UNIX_EPOCH + Duration::from_secs(crate::row::created_unix(key) as u64))
+    name == Some(crate::dataset::user_name(key).as_str())
+        && email == Some(crate::dataset::user_email(key).as_str())
+        && created
+            == Some(UNIX_EPOCH + Duration::from_secs(crate::dataset::created_unix(key) as u64))
 }

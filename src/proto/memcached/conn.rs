@@ -8,9 +8,10 @@
 
 use crate::outcome::LookupError;
 use crate::plan::Plan;
-use crate::target::stream::StreamConn;
-use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::memcached::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
+use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
+use crate::proto::stream::StreamConn;
+use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 pub struct McTarget {
     addr: String,
@@ -30,7 +31,7 @@ impl McTarget {
         McCodec::new(prefix.clone())
             .map_err(|e| SetupError(format!("bad memcached key prefix: {}", e.0)))?;
         Ok(McTarget {
-            addr: url.host_port(11211),
+            addr: url.host_port(super::DEFAULT_PORT),
             prefix,
             verify: plan.verify,
         })

@@ -20,12 +20,13 @@ use tokio_postgres::types::Type;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::target::pg_count::PgCounter;
-use crate::target::postgres::{explain_db, lookup_sql, pg_config};
-use crate::target::stream::{connect_error, StreamConn};
-use crate::target::{ServerCount, SetupError, Target, TargetUrl};
-use crate::wire::postgres::{KeyType, PgCodec, ServerError, STATEMENT};
-use crate::wire::MAX_FRAME;
+use crate::proto::codec::MAX_FRAME;
+use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
+use crate::proto::postgres::count::PgCounter;
+use crate::proto::postgres::tokio_driver::{explain_db, lookup_sql, pg_config};
+use crate::proto::stream::{connect_error, StreamConn};
+use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
 
 /// No Debug: `config` holds the password.
 pub struct PgWireTarget {
@@ -52,7 +53,7 @@ impl PgWireTarget {
             ));
         }
         Ok(PgWireTarget {
-            addr: url.host_port(5432),
+            addr: url.host_port(super::DEFAULT_PORT),
             config: pg_config(url, plan.timeout),
             sql: lookup_sql(plan)?,
             verify: plan.verify,
@@ -280,7 +281,7 @@ mod tests {
     //! server that checks what the client sends. SCRAM runs against the real one in tests/pgwire.rs.
     use super::*;
     use crate::outcome::Outcome;
-    use crate::target::Conn;
+    use crate::proto::target::Conn;
     use tokio::net::TcpListener;
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {

@@ -6,8 +6,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::outcome::{LookupError, Outcome};
-use crate::target::Conn;
-use crate::wire::{Codec, MAX_FRAME};
+use crate::proto::codec::{Codec, MAX_FRAME};
+use crate::proto::target::Conn;
 
 pub struct StreamConn<C> {
     sock: TcpStream,

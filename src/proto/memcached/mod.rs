@@ -1,0 +1,8 @@
+//! memcached: a pure codec and the target that drives it over `proto::stream`.
+
+pub mod codec;
+pub mod conn;
+pub mod prepare;
+
+/// The port a URL without one connects to.
+pub const DEFAULT_PORT: u16 = 11211;

@@ -1,0 +1,44 @@
+//! `prepare memcache://...`: the rows under `usr:<id>`, as the other stores hold them.
+
+use tokio::io::AsyncWriteExt;
+
+use super::codec::encode_set_noreply;
+use super::conn::McTarget;
+use crate::proto::target::Conn;
+use crate::url::TargetUrl;
+
+/// Rows are written in chunks of about this many bytes.
+const CHUNK: usize = 1 << 20;
+
+/// Pipelined `set ... noreply` in 1 MiB writes, then a `get` of the last key, whose reply proves
+/// memcached has processed every set before it (replies and commands are in order).
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+    let plan = crate::plan::Plan::default();
+    let target = McTarget::new(url, &plan).map_err(|e| e.0)?;
+    let codec = target.codec();
+    let mut sock = tokio::net::TcpStream::connect(target.addr())
+        .await
+        .map_err(|e| crate::proto::stream::connect_error(target.addr(), &e).message)?;
+    let (mut key, mut value, mut buf) = (Vec::new(), Vec::new(), Vec::with_capacity(CHUNK + 256));
+    for id in keys.0..=keys.1 {
+        key.clear();
+        codec.key_into(id, &mut key);
+        value.clear();
+        crate::dataset::write_tsv(&mut value, id);
+        encode_set_noreply(&key, &value, &mut buf);
+        if buf.len() >= CHUNK {
+            sock.write_all(&buf).await.map_err(|e| e.to_string())?;
+            buf.clear();
+        }
+    }
+    sock.write_all(&buf).await.map_err(|e| e.to_string())?;
+    let mut conn = crate::proto::stream::StreamConn::new(sock, codec, true);
+    conn.send(keys.1);
+    match conn.recv(keys.1).await {
+        Ok(crate::outcome::Outcome::Hit) => Ok(keys.1 - keys.0 + 1),
+        Ok(crate::outcome::Outcome::Miss) => {
+            Err("memcached did not keep the rows: is it out of memory (-m)?".into())
+        }
+        Err(e) => Err(e.message),
+    }
+}

@@ -1,0 +1,55 @@
+//! `prepare mysql://...`: the `usr` table from `schemas/mysql.sql`, loaded with multi-row
+//! INSERTs (HandlerSocket reads this table).
+
+use std::time::Duration;
+
+use crate::url::TargetUrl;
+
+pub const SCHEMA: &str = include_str!("../../../schemas/mysql.sql");
+
+/// Rows per multi-row INSERT (about 350 KB a statement, under max_allowed_packet).
+const BATCH: u64 = 5000;
+
+/// Creates the table and loads ids `keys.0..=keys.1`.
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+    use mysql_async::prelude::Queryable;
+    let opts = crate::proto::mysql::async_driver::mysql_opts(url, Duration::from_secs(10), 1);
+    let addr = url.host_port(super::DEFAULT_PORT);
+    let err = |e: mysql_async::Error| crate::proto::mysql::async_driver::explain(&e, &addr);
+    let mut c = mysql_async::Conn::new(opts).await.map_err(err)?;
+    for stmt in SCHEMA
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && !s.lines().all(|l| l.starts_with("--")))
+    {
+        c.query_drop(stmt).await.map_err(err)?;
+    }
+    c.query_drop("SET unique_checks = 0, foreign_key_checks = 0, autocommit = 0")
+        .await
+        .map_err(err)?;
+    let mut sql = String::with_capacity(400_000);
+    let mut id = keys.0;
+    while id <= keys.1 {
+        let last = (id + BATCH - 1).min(keys.1);
+        sql.clear();
+        sql.push_str("INSERT INTO usr (user_id, user_name, user_email, created) VALUES ");
+        let mut created = Vec::with_capacity(20);
+        for k in id..=last {
+            created.clear();
+            crate::dataset::write_created(&mut created, k);
+            if k > id {
+                sql.push(',');
+            }
+            sql.push_str(&format!(
+                "({k},'user{k}','user{k}@example.com','{}')",
+                std::str::from_utf8(&created).expect("ascii")
+            ));
+        }
+        c.query_drop(&sql).await.map_err(err)?;
+        id = last + 1;
+    }
+    c.query_drop("COMMIT").await.map_err(err)?;
+    c.query_drop("ANALYZE TABLE usr").await.map_err(err)?;
+    let _ = c.disconnect().await;
+    Ok(keys.1 - keys.0 + 1)
+}

@@ -1,0 +1,59 @@
+//! `prepare postgres://...`: the `usr` table from `schemas/postgres.sql`, loaded with COPY.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::SinkExt;
+use tokio_postgres::NoTls;
+
+use super::tokio_driver::{explain, pg_config};
+use crate::url::TargetUrl;
+
+pub const SCHEMA: &str = include_str!("../../../schemas/postgres.sql");
+
+/// Rows are written in chunks of about this many bytes.
+const CHUNK: usize = 1 << 20;
+
+/// Creates the table and loads ids `keys.0..=keys.1`; the rows COPY reports.
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+    let config = pg_config(url, Duration::from_secs(10));
+    let (client, conn) = config
+        .connect(NoTls)
+        .await
+        .map_err(|e| explain(&e, "schema"))?;
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(SCHEMA)
+        .await
+        .map_err(|e| explain(&e, "schema"))?;
+    let sink = client
+        .copy_in("COPY usr (user_id, user_name, user_email, created) FROM STDIN")
+        .await
+        .map_err(|e| explain(&e, "COPY"))?;
+    futures_util::pin_mut!(sink);
+    let mut buf = Vec::with_capacity(CHUNK + 256);
+    for id in keys.0..=keys.1 {
+        crate::dataset::write_copy_line(&mut buf, id);
+        if buf.len() >= CHUNK {
+            sink.send(Bytes::from(std::mem::replace(
+                &mut buf,
+                Vec::with_capacity(CHUNK + 256),
+            )))
+            .await
+            .map_err(|e| explain(&e, "COPY"))?;
+        }
+    }
+    if !buf.is_empty() {
+        sink.send(Bytes::from(buf))
+            .await
+            .map_err(|e| explain(&e, "COPY"))?;
+    }
+    let n = sink.finish().await.map_err(|e| explain(&e, "COPY"))?;
+    client
+        .batch_execute("ANALYZE usr")
+        .await
+        .map_err(|e| explain(&e, "ANALYZE"))?;
+    drop(client);
+    let _ = task.await;
+    Ok(n)
+}

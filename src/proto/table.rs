@@ -1,0 +1,258 @@
+//! The one table of protocols. Dispatch, `prepare`, the URL option check, error messages and
+//! `--help` all read it; a new protocol is a folder under `proto/` and a row here.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::{handlersocket, http, memcached, mysql, postgres};
+use crate::url::TargetUrl;
+
+/// Which protocol a row is: dispatch matches on it (exhaustively) to build the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Postgres,
+    Mysql,
+    HandlerSocket,
+    Memcached,
+    Http,
+}
+
+/// One way to drive a protocol, chosen with `?driver=`; the first that speaks the run's mode
+/// is the default.
+pub struct Driver {
+    pub name: &'static str,
+    /// Speaks `--mode simple` (statements with the key inlined) as well as prepared.
+    pub simple: bool,
+    /// What it is, for messages.
+    pub about: &'static str,
+    /// The URL query options it reads; any other is refused (a typo would be ignored silently).
+    pub options: Options,
+}
+
+#[derive(Clone, Copy)]
+pub enum Options {
+    Only(&'static [&'static str]),
+    /// loadgen's own options are these; every other one belongs to the server (HTTP).
+    ServerTakesTheRest(&'static [&'static str]),
+}
+
+/// Rows loaded, or a message.
+pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
+
+/// How `prepare` loads the data set into this protocol's server, or why it does not.
+pub enum Load {
+    By(for<'a> fn(&'a TargetUrl, (u64, u64)) -> LoadFuture<'a>),
+    Not(&'static str),
+}
+
+pub struct Protocol {
+    pub proto: Proto,
+    /// The name people write, for messages.
+    pub name: &'static str,
+    /// URL schemes, the usual one first.
+    pub schemes: &'static [&'static str],
+    /// The URL form, for `--help`.
+    pub url: &'static str,
+    pub default_port: u16,
+    pub drivers: &'static [Driver],
+    pub load: Load,
+}
+
+pub const PROTOCOLS: &[Protocol] = &[
+    Protocol {
+        proto: Proto::Postgres,
+        name: "PostgreSQL",
+        schemes: &["postgres", "postgresql"],
+        url: "postgres://user@host:port/db",
+        default_port: postgres::DEFAULT_PORT,
+        drivers: &[
+            Driver {
+                name: "wire",
+                simple: false,
+                about: "loadgen's own pipelined extended-protocol driver",
+                options: Options::Only(postgres::wire_driver::PgWireTarget::OPTIONS),
+            },
+            Driver {
+                name: "tokio",
+                simple: true,
+                about: "tokio-postgres via deadpool",
+                options: Options::Only(postgres::tokio_driver::PgTarget::OPTIONS),
+            },
+        ],
+        load: Load::By(|url, keys| Box::pin(postgres::prepare::load(url, keys))),
+    },
+    Protocol {
+        proto: Proto::Mysql,
+        name: "MySQL",
+        schemes: &["mysql", "mariadb"],
+        url: "mysql://user@host:port/db",
+        default_port: mysql::DEFAULT_PORT,
+        drivers: &[
+            Driver {
+                name: "wire",
+                simple: false,
+                about: "loadgen's own pipelined binary-protocol driver",
+                options: Options::Only(mysql::wire_driver::MyWireTarget::OPTIONS),
+            },
+            Driver {
+                name: "mysql_async",
+                simple: true,
+                about: "the mysql_async crate",
+                options: Options::Only(mysql::async_driver::MysqlTarget::OPTIONS),
+            },
+        ],
+        load: Load::By(|url, keys| Box::pin(mysql::prepare::load(url, keys))),
+    },
+    Protocol {
+        proto: Proto::HandlerSocket,
+        name: "HandlerSocket",
+        schemes: &["hs", "handlersocket"],
+        url: "hs://host:port/db/table",
+        default_port: handlersocket::DEFAULT_PORT,
+        drivers: &[Driver {
+            name: "wire",
+            simple: false,
+            about: "loadgen's own pipelined HandlerSocket codec",
+            options: Options::Only(handlersocket::conn::HsTarget::OPTIONS),
+        }],
+        load: Load::Not(
+            "HandlerSocket reads the MariaDB table: prepare the mysql:// URL of that server",
+        ),
+    },
+    Protocol {
+        proto: Proto::Memcached,
+        name: "memcached",
+        schemes: &["memcache", "memcached"],
+        url: "memcache://host:port",
+        default_port: memcached::DEFAULT_PORT,
+        drivers: &[Driver {
+            name: "wire",
+            simple: false,
+            about: "loadgen's own pipelined text-protocol codec",
+            options: Options::Only(memcached::conn::McTarget::OPTIONS),
+        }],
+        load: Load::By(|url, keys| Box::pin(memcached::prepare::load(url, keys))),
+    },
+    Protocol {
+        proto: Proto::Http,
+        name: "HTTP",
+        schemes: &["http", "https"],
+        url: "http://host:port/path/{key}",
+        default_port: http::DEFAULT_PORT,
+        drivers: &[Driver {
+            name: "wire",
+            simple: false,
+            about: "loadgen's own pipelined HTTP/1.1 client",
+            options: Options::ServerTakesTheRest(http::conn::HttpTarget::OPTIONS),
+        }],
+        load: Load::Not("an HTTP endpoint serves its own data"),
+    },
+];
+
+/// The target that is not a URL: loadgen's own server, started in-process.
+pub const EMBEDDED: &str = "embedded";
+
+pub fn find(scheme: &str) -> Option<&'static Protocol> {
+    PROTOCOLS.iter().find(|p| p.schemes.contains(&scheme))
+}
+
+/// Every scheme `run` accepts, aliases included, for messages: `postgres://, ..., embedded`.
+pub fn schemes() -> String {
+    let mut all: Vec<String> = PROTOCOLS
+        .iter()
+        .flat_map(|p| p.schemes.iter().map(|s| format!("{s}://")))
+        .collect();
+    all.push(EMBEDDED.to_string());
+    all.join(", ")
+}
+
+/// The schemes `prepare` can load.
+pub fn loadable_schemes() -> String {
+    let all: Vec<String> = PROTOCOLS
+        .iter()
+        .filter(|p| matches!(p.load, Load::By(_)))
+        .flat_map(|p| p.schemes.iter().map(|s| format!("{s}://")))
+        .collect();
+    all.join(", ")
+}
+
+/// The URL forms, for `--help`: `postgres://user@host:port/db (also postgresql://), ...`;
+/// only those `prepare` loads when `loadable`.
+pub fn url_forms(loadable: bool) -> String {
+    let all: Vec<String> = PROTOCOLS
+        .iter()
+        .filter(|p| !loadable || matches!(p.load, Load::By(_)))
+        .map(|p| {
+            let also: Vec<String> = p.schemes[1..].iter().map(|s| format!("{s}://")).collect();
+            if also.is_empty() {
+                p.url.to_string()
+            } else {
+                format!("{} (also {})", p.url, also.join(", "))
+            }
+        })
+        .collect();
+    all.join(", ")
+}
+
+impl Protocol {
+    /// The driver `?driver=` names, or the default for the mode.
+    pub fn driver(&self, url: &TargetUrl, simple: bool) -> Result<&'static Driver, String> {
+        match url.param("driver") {
+            None => self
+                .drivers
+                .iter()
+                .find(|d| d.simple || !simple)
+                .ok_or_else(|| format!("no {} driver speaks --mode simple", self.name)),
+            Some(name) => self.drivers.iter().find(|d| d.name == name).ok_or_else(|| {
+                let known: Vec<String> = self
+                    .drivers
+                    .iter()
+                    .map(|d| format!("driver={} ({})", d.name, d.about))
+                    .collect();
+                format!(
+                    "unknown {} driver '{name}' in {}: use {}",
+                    self.name,
+                    url.redacted(),
+                    known.join(" or ")
+                )
+            }),
+        }
+    }
+}
+
+impl Driver {
+    /// Refuses query options this driver does not read.
+    pub fn check_options(&self, url: &TargetUrl) -> Result<(), String> {
+        let known = match self.options {
+            Options::Only(known) => known,
+            Options::ServerTakesTheRest(_) => return Ok(()),
+        };
+        match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            None => Ok(()),
+            Some((k, _)) => Err(format!(
+                "unknown option '{k}' in {}: this target takes {}",
+                url.redacted(),
+                known.join(", ")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheme_is_in_one_row_only() {
+        let mut seen = std::collections::HashSet::new();
+        for p in PROTOCOLS {
+            assert!(!p.drivers.is_empty());
+            for s in p.schemes {
+                assert!(seen.insert(*s), "{s} in two rows");
+                assert_eq!(find(s).map(|f| f.proto), Some(p.proto));
+            }
+        }
+        assert!(schemes().ends_with("embedded"));
+        assert!(!loadable_schemes().contains("hs://"));
+    }
+}
