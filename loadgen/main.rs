@@ -33,8 +33,8 @@ struct Cli {
 enum Cmd {
     /// Drive lookups at one or more targets and report QPS and latency.
     Run(RunArgs),
-    /// Load the rows that --verify expects: the usr table (from schemas/) in PostgreSQL or
-    /// MariaDB/MySQL (HandlerSocket reads that table), or usr:<id> keys in memcached.
+    /// Load the rows that --verify expects: the usr table (from schemas/) in an SQL server,
+    /// usr:<id> keys in a key-value store.
     Prepare(PrepareArgs),
     /// Run the embedded HTTP key-value server on its own (GET /usr/<id>, GET /stats).
     Serve(ServeArgs),
@@ -63,8 +63,8 @@ struct RunArgs {
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, default_value_t = 16)]
     connections: usize,
-    /// Requests in flight per connection, pipelined on PostgreSQL, MySQL/MariaDB (not with
-    /// ?driver=mysql_async), HandlerSocket, memcached, HTTP/1.1 and the embedded server.
+    /// Requests in flight per connection, pipelined on every target loadgen speaks itself
+    /// (a library driver that cannot pipeline, ?driver=mysql_async, refuses -p > 1).
     #[arg(short = 'p', long, default_value_t = 1)]
     pipeline: usize,
     /// Worker threads, each with its own runtime and connections [default: number of cores].

@@ -43,9 +43,9 @@
 
 use std::fmt;
 
-use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
 use crate::dataset;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
+use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
 
 /// The byte that introduces an escaped `0x00..=0x0f` byte.
 pub const ESCAPE_PREFIX: u8 = 0x01;

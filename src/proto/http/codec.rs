@@ -19,9 +19,9 @@
 //!   `\r\n`; a bare `\n` is accepted as well (RFC 9112 §2.2). Obsolete line folding, malformed
 //!   header lines and malformed chunk framing are fatal `Protocol` errors.
 
-use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
 use crate::dataset;
 use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;

@@ -20,9 +20,9 @@
 
 use std::fmt;
 
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 use crate::dataset;
 use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";

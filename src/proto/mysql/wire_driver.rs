@@ -1,8 +1,8 @@
 //! MySQL / MariaDB without a client library on the hot path (`?driver=wire`, the default): the
 //! request loop owns the socket (`StreamConn<MyCodec>`), so a lookup is a 26-byte
 //! COM_STMT_EXECUTE copied into the write buffer and a binary result set parsed in place, with
-//! no connection task, boxed future or row allocation in between (mysql_async costs ~3x the
-//! client CPU per lookup; README).
+//! no connection task, boxed future or row allocation in between (the measured cost against
+//! mysql_async is in docs/benchmarks.md).
 //! The handshake here: Handshake v10, HandshakeResponse41 with the database,
 //! mysql_native_password (also after an AuthSwitchRequest; other plugins are refused with a
 //! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. Always TCP, never the

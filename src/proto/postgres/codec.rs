@@ -12,8 +12,8 @@
 
 use std::collections::VecDeque;
 
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
 
 /// Name of the prepared statement `target::pgwire` parses on each connection.
 pub const STATEMENT: &str = "lg";
