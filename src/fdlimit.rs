@@ -13,25 +13,23 @@ const PER_THREAD: u64 = 4;
 /// Raises the soft limit to the hard limit (once is enough; again is harmless). Returns the
 /// limit now in force, or None when it cannot be read.
 pub fn raise() -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let want = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    // None is RLIM_INFINITY.
+    let lim = getrlimit(Resource::Nofile);
+    let (soft, hard) = (
+        lim.current.unwrap_or(u64::MAX),
+        lim.maximum.unwrap_or(u64::MAX),
+    );
+    if soft < hard {
+        let want = Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
         };
-        // SAFETY: setrlimit reads the struct we own.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
-            lim.rlim_cur = lim.rlim_max;
+        if setrlimit(Resource::Nofile, want).is_ok() {
+            return Some(hard);
         }
     }
-    Some(lim.rlim_cur)
+    Some(soft)
 }
 
 /// What one connection costs: its socket, the embedded server's end of it, a paced run's timer.
@@ -122,13 +120,8 @@ mod tests {
     #[test]
     fn raise_lifts_the_soft_limit_to_the_hard_one() {
         let limit = raise().expect("readable");
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit fills the struct we own.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
-        assert_eq!(lim.rlim_cur, lim.rlim_max);
-        assert_eq!(limit, lim.rlim_cur);
+        let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        assert_eq!(lim.current, lim.maximum);
+        assert_eq!(Some(limit), lim.current.or(Some(u64::MAX)));
     }
 }

@@ -209,6 +209,8 @@ impl Inner {
 mod tests {
     use super::*;
     use crate::totals::Totals;
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hdrhistogram::serialization::Deserializer;
 
@@ -287,8 +289,7 @@ mod tests {
         for e in IntervalLogIterator::new(&text) {
             match e.unwrap() {
                 LogEntry::Interval(ilh) => {
-                    let bytes =
-                        crate::report::result::base64_decode(ilh.encoded_histogram()).unwrap();
+                    let bytes = STANDARD.decode(ilh.encoded_histogram()).unwrap();
                     let h: hdrhistogram::Histogram<u64> =
                         Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
                     n += h.len();

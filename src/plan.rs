@@ -160,29 +160,21 @@ impl Plan {
     }
 }
 
-/// `30s`, `500ms`, `2m`, `1h`, `250us`, or a bare number of seconds (`1.5`).
+/// `30s`, `500ms`, `2m`, `1h`, `250us`, `1.5ms`, `1m30s` (humantime's units), or a bare number
+/// of seconds (`1.5`), at most 10^9 s.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad =
         || format!("bad duration '{s}': use a number with a unit, like 30s, 500ms, 2m, 250us");
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "" | "s" => v,
-        "ms" => v / 1e3,
-        "us" | "µs" => v / 1e6,
-        "ns" => v / 1e9,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(bad()),
+    let d = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        Duration::try_from_secs_f64(t.parse().map_err(|_| bad())?).map_err(|_| bad())?
+    } else {
+        humantime::parse_duration(t).map_err(|_| bad())?
     };
-    if !(0.0..=1e9).contains(&secs) {
+    if d > Duration::from_secs(1_000_000_000) {
         return Err(bad());
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// `A-B` (inclusive), both non-negative integers with A <= B; `N` alone means 1-N.
@@ -312,7 +304,18 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        for bad in ["", "s", "10x", "-1s", "1e9999", "ten"] {
+        assert_eq!(
+            parse_duration("1.5ms").unwrap(),
+            Duration::from_micros(1500)
+        );
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration(" 1h ").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("250µs").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
+        for bad in [
+            "", "s", "10x", "-1s", "1e9999", "ten", "1.2.3", ".", "100y", "1e3",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -3,18 +3,17 @@
 //! every paced request. A timerfd (hrtimer, CLOCK_MONOTONIC, absolute) wakes within tens of
 //! microseconds. It costs two syscalls per wait, paid only in paced runs, never in closed loop.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
+use rustix::time::{
+    clock_gettime, timerfd_create, timerfd_settime, ClockId, Itimerspec, TimerfdClockId,
+    TimerfdFlags, TimerfdTimerFlags, Timespec,
+};
 use tokio::io::unix::AsyncFd;
 
 /// CLOCK_MONOTONIC now, nanoseconds (the clock `std::time::Instant` uses on Linux).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = clock_gettime(ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -24,18 +23,10 @@ pub struct PreciseSleep {
 
 impl PreciseSleep {
     pub fn new() -> std::io::Result<PreciseSleep> {
-        // SAFETY: plain syscall; the fd is owned right away.
-        let raw = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: raw is a fresh, valid fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd: OwnedFd = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
         // SAFETY: the OwnedFd stays open and unchanged for as long as the AsyncFd owns it.
         let fd =
             unsafe { AsyncFd::register(fd) }.map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -47,26 +38,17 @@ impl PreciseSleep {
         if mono_ns <= monotonic_ns() {
             return;
         }
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
+        let spec = Itimerspec {
+            it_interval: Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: libc::timespec {
-                tv_sec: (mono_ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (mono_ns % 1_000_000_000) as libc::c_long,
+            it_value: Timespec {
+                tv_sec: (mono_ns / 1_000_000_000) as i64,
+                tv_nsec: (mono_ns % 1_000_000_000) as _,
             },
         };
-        // SAFETY: valid fd and a spec we own.
-        let rc = unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
+        if timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &spec).is_err() {
             tokio::time::sleep(std::time::Duration::from_nanos(
                 mono_ns.saturating_sub(monotonic_ns()),
             ))
@@ -77,16 +59,8 @@ impl PreciseSleep {
             let Ok(mut guard) = self.fd.readable().await else {
                 return;
             };
-            let mut expirations = 0u64;
-            // SAFETY: reads 8 bytes into a u64 we own.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    &mut expirations as *mut u64 as *mut libc::c_void,
-                    8,
-                )
-            };
-            if n == 8 {
+            let mut expirations = [0u8; 8];
+            if rustix::io::read(self.fd.get_ref(), &mut expirations) == Ok(8) {
                 return;
             }
             guard.clear_ready();

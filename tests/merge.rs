@@ -12,6 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
@@ -282,8 +284,7 @@ fn interval_logs_round_trip_and_sum_to_the_counted_requests() {
                 LogEntry::Interval(ilh) => {
                     intervals += 1;
                     assert_eq!(ilh.tag().map(|t| t.as_str()), Some("memcache"));
-                    let bytes = loadgen::report::result::base64_decode(ilh.encoded_histogram())
-                        .expect("base64");
+                    let bytes = STANDARD.decode(ilh.encoded_histogram()).expect("base64");
                     let h: Histogram<u64> = Deserializer::new()
                         .deserialize(&mut &bytes[..])
                         .expect("a V2 deflate histogram");

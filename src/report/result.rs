@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::proto::target::ServerCount;
@@ -349,74 +351,29 @@ impl TimelineRow {
     }
 }
 
-/// V2 deflate encoding, base64: the format HistogramLogProcessor and `hdrhistogram` read.
+/// V2 deflate encoding, base64 (standard alphabet, padded): the format HistogramLogProcessor and `hdrhistogram` read.
 pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     let mut buf = Vec::new();
     if V2DeflateSerializer::new().serialize(h, &mut buf).is_err() {
         return String::new();
     }
-    base64_encode(&buf)
+    STANDARD.encode(&buf)
 }
 
 pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
     use hdrhistogram::serialization::Deserializer;
-    let bytes = base64_decode(s).ok_or("histogram is not valid base64")?;
+    let bytes = STANDARD
+        .decode(s)
+        .map_err(|_| "histogram is not valid base64")?;
     Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| format!("histogram does not decode: {e:?}"))
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-pub fn base64_encode(b: &[u8]) -> String {
-    let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
-    for chunk in b.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes() {
-        if c == b'=' {
-            break;
-        }
-        let v = B64.iter().position(|&x| x == c)? as u32;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_round_trip() {
-        for len in 0..20 {
-            let v: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-            assert_eq!(base64_decode(&base64_encode(&v)).unwrap(), v);
-        }
-        assert_eq!(base64_encode(b"foob"), "Zm9vYg==");
-    }
 
     #[test]
     fn histogram_round_trip() {

@@ -15,9 +15,13 @@
 //! * `Connection: close` (or an HTTP/1.0 response without `Connection: keep-alive`) does not
 //!   make the reply an error, but the server will close the connection after it:
 //!   `Codec::must_close` says so after each completed reply.
+//! * The status line and header fields are parsed by `httparse` into a stack array (at most
+//!   100 fields); loadgen reads the framing headers from it and walks chunked bodies itself.
 //! * The header section is limited to 64 KiB, the whole reply to [`MAX_FRAME`]. Lines end with
 //!   `\r\n`; a bare `\n` is accepted as well (RFC 9112 §2.2). Obsolete line folding, malformed
 //!   header lines and malformed chunk framing are fatal `Protocol` errors.
+
+use std::mem::MaybeUninit;
 
 use crate::dataset;
 use crate::outcome::{LookupError, Outcome};
@@ -79,10 +83,6 @@ fn line_at(buf: &[u8], from: usize, limit: usize) -> Option<(&[u8], usize)> {
     Some((line.strip_suffix(b"\r").unwrap_or(line), from + p + 1))
 }
 
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
 /// Field values and reason phrases: visible ASCII, SP, HT and obs-text (0x80..).
 fn is_field_text(s: &[u8]) -> bool {
     s.iter().all(|&b| b == b'\t' || (b >= b' ' && b != 0x7f))
@@ -137,65 +137,49 @@ struct Head<'a> {
     close: bool,
 }
 
+/// Header fields accepted in one response head; more is a `Protocol` error (hyper's limit too).
+const MAX_HEADERS: usize = 100;
+
 /// Parses the head of the response at the front of `buf`. `Ok(None)`: incomplete.
 fn parse_head(buf: &[u8]) -> Result<Option<Head<'_>>, LookupError> {
+    // httparse skips empty lines before a status line; a reply must start with it.
     let n = buf.len().min(7);
     if buf.get(..n) != b"HTTP/1.".get(..n) {
         return Err(protocol("reply does not start with HTTP/1."));
     }
-    let limit = MAX_HEADER;
-    let Some((status_line, mut pos)) = line_at(buf, 0, limit) else {
-        return if buf.len() >= limit {
-            Err(protocol("header section larger than 64 KiB"))
-        } else {
-            Ok(None)
-        };
-    };
-    let (minor, status, reason) = match status_line {
-        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ (b'0' | b'1'), b' ', s1, s2, s3, rest @ ..]
-            if s1.is_ascii_digit() && s2.is_ascii_digit() && s3.is_ascii_digit() =>
-        {
-            let reason = match rest {
-                [] => &[][..],
-                [b' ', reason @ ..] if is_field_text(reason) => reason,
-                _ => return Err(protocol("malformed status line")),
-            };
-            let status =
-                u16::from(s1 - b'0') * 100 + u16::from(s2 - b'0') * 10 + u16::from(s3 - b'0');
-            (*minor, status, reason)
+    // Left uninitialised: httparse writes only the fields it parses, and the array would
+    // otherwise be zeroed on every decode call.
+    let mut fields = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut res,
+        buf,
+        &mut fields,
+    );
+    let len = match parsed {
+        Ok(httparse::Status::Complete(len)) if len <= MAX_HEADER => len,
+        Ok(httparse::Status::Partial) if buf.len() < MAX_HEADER => return Ok(None),
+        Ok(_) => return Err(protocol("header section larger than 64 KiB")),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(protocol("more than 100 header fields"))
         }
-        _ => return Err(protocol("malformed status line")),
+        Err(httparse::Error::Version | httparse::Error::Status) => {
+            return Err(protocol("malformed status line"))
+        }
+        Err(httparse::Error::HeaderName) => return Err(protocol("malformed header name")),
+        Err(httparse::Error::HeaderValue) => {
+            return Err(protocol("control byte in a header value"))
+        }
+        Err(_) => return Err(protocol("malformed header section")),
+    };
+    let (Some(minor), Some(status)) = (res.version, res.code) else {
+        return Err(protocol("malformed status line"));
     };
     let mut content_length: Option<usize> = None;
     let mut chunked = false;
-    let mut close = minor == b'0';
-    loop {
-        let Some((line, next)) = line_at(buf, pos, limit) else {
-            return if buf.len() >= limit {
-                Err(protocol("header section larger than 64 KiB"))
-            } else {
-                Ok(None)
-            };
-        };
-        pos = next;
-        if line.is_empty() {
-            break;
-        }
-        if matches!(line.first(), Some(b' ' | b'\t')) {
-            return Err(protocol("obsolete header line folding"));
-        }
-        let colon = line
-            .iter()
-            .position(|&b| b == b':')
-            .ok_or_else(|| protocol("header line without ':'"))?;
-        let name = line.get(..colon).unwrap_or_default();
-        let value = trim_ows(line.get(colon + 1..).unwrap_or_default());
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-            return Err(protocol("malformed header name"));
-        }
-        if !is_field_text(value) {
-            return Err(protocol("control byte in a header value"));
-        }
+    let mut close = minor == 0;
+    for field in res.headers.iter() {
+        let (name, value) = (field.name.as_bytes(), trim_ows(field.value));
         if name.eq_ignore_ascii_case(b"content-length") {
             let n = parse_decimal(value).ok_or_else(|| protocol("malformed Content-Length"))?;
             if content_length.is_some_and(|c| c != n) {
@@ -212,7 +196,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head<'_>>, LookupError> {
         } else if name.eq_ignore_ascii_case(b"connection") {
             if list_has(value, b"close") {
                 close = true;
-            } else if minor == b'0' && list_has(value, b"keep-alive") {
+            } else if minor == 0 && list_has(value, b"keep-alive") {
                 close = false;
             }
         }
@@ -233,8 +217,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head<'_>>, LookupError> {
     };
     Ok(Some(Head {
         status,
-        reason,
-        len: pos,
+        reason: res.reason.unwrap_or_default().as_bytes(),
+        len,
         body,
         close,
     }))
@@ -868,6 +852,20 @@ mod tests {
             dec(&mut c, &r, 1, false).unwrap_err().kind,
             ErrorKind::Protocol
         );
+        // At most MAX_HEADERS fields, however short.
+        let mut r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n".to_vec();
+        for _ in 1..MAX_HEADERS {
+            r.extend_from_slice(b"X-A: b\r\n");
+        }
+        r.extend_from_slice(b"\r\n");
+        assert_eq!(
+            dec(&mut c, &r, 1, false).unwrap(),
+            Some((r.len(), Outcome::Miss))
+        );
+        r.truncate(r.len() - 2);
+        r.extend_from_slice(b"X-A: b\r\n\r\n");
+        let e = dec(&mut c, &r, 1, false).unwrap_err();
+        assert!(e.message.contains("header fields"), "{}", e.message);
         // A header section just under the limit is fine.
         let mut r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nX-Big: ".to_vec();
         r.resize(MAX_HEADER - 4, b'a');

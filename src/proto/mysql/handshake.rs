@@ -1,9 +1,16 @@
-//! The MySQL / MariaDB connection handshake as pure functions over packet payloads: the
-//! server's greeting (Handshake v10), the client's HandshakeResponse41, the
-//! mysql_native_password scramble, and the COM_STMT_PREPARE reply. `target::mysqlwire` moves
-//! the bytes; keeping the byte layout here lets it be tested without a server.
+//! The MySQL / MariaDB connection handshake over packet payloads: the server's greeting
+//! (Handshake v10), the client's HandshakeResponse41, the mysql_native_password scramble, the
+//! AuthSwitchRequest and the COM_STMT_PREPARE reply. The packet layouts and the scramble are
+//! `mysql_common`'s (the crate under mysql_async); loadgen keeps only the choices: which
+//! capabilities to ask for and which plugin to answer. `target::mysqlwire` moves the bytes.
 
-use sha1::{Digest, Sha1};
+use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
+use mysql_common::io::ParseBuf;
+use mysql_common::packets::{
+    AuthPlugin, AuthSwitchRequest, HandshakePacket, HandshakeResponse, StmtPacket,
+};
+use mysql_common::proto::MySerialize;
+use mysql_common::scramble::scramble_native;
 
 use crate::proto::mysql::codec::{
     CLIENT_CONNECT_WITH_DB, CLIENT_DEPRECATE_EOF, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS,
@@ -13,28 +20,26 @@ use crate::proto::mysql::codec::{
 
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
 
-/// utf8mb4_general_ci: every server since MySQL 5.5 knows it.
-const CHARSET: u8 = 45;
+/// The server version mysql_common picks the connection's collation from: from 5.5.3 on it is
+/// utf8mb4_general_ci, which every server since then knows.
+const UTF8MB4_SERVER: (u16, u16, u16) = (5, 5, 3);
 
 /// What the server's greeting says that the client needs.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Greeting {
-    pub version: String,
     /// MySQL's 32 capability bits, and MariaDB's extended ones in the high 32 bits (only when
     /// the server clears CLIENT_MYSQL, bit 0, to say it is MariaDB).
     pub capabilities: u64,
     /// The auth challenge: 20 bytes for mysql_native_password.
     pub scramble: Vec<u8>,
-    /// The server's default auth plugin.
-    pub plugin: String,
 }
 
-/// Parses Handshake v10: protocol version, server version (NUL-terminated), connection id (4),
-/// scramble part 1 (8), filler, capabilities low (2), charset, status (2), capabilities high
-/// (2), scramble length, 6 reserved bytes, MariaDB capabilities (4), scramble part 2, plugin.
+/// Parses Handshake v10; any other protocol version, or bytes that are not a greeting, are
+/// refused with a line saying so.
 pub fn parse_greeting(p: &[u8]) -> Result<Greeting, String> {
-    let not_mysql =
-        || "the server's greeting is not MySQL protocol (is this a MySQL/MariaDB port?)";
+    let not_mysql = || {
+        "the server's greeting is not MySQL protocol (is this a MySQL/MariaDB port?)".to_string()
+    };
     match p.first() {
         Some(10) => {}
         Some(v) => {
@@ -42,42 +47,16 @@ pub fn parse_greeting(p: &[u8]) -> Result<Greeting, String> {
                 "the server speaks MySQL protocol version {v}; loadgen speaks version 10 (MySQL 4.1 and later)"
             ))
         }
-        None => return Err(not_mysql().into()),
+        None => return Err(not_mysql()),
     }
-    let nul = p[1..].iter().position(|&b| b == 0).ok_or_else(not_mysql)?;
-    let version = String::from_utf8_lossy(&p[1..1 + nul]).into_owned();
-    let f = &p[2 + nul..];
-    if f.len() < 31 {
-        return Err(not_mysql().into());
-    }
-    let mut scramble = f[4..12].to_vec();
-    let low = u16::from_le_bytes([f[13], f[14]]) as u64;
-    let high = u16::from_le_bytes([f[18], f[19]]) as u64;
-    let mut capabilities = low | high << 16;
-    let scramble_len = f[20] as usize;
+    let hello: HandshakePacket<'_> = ParseBuf(p).parse(()).map_err(|_| not_mysql())?;
+    let mut capabilities = u64::from(hello.capabilities().bits());
     if capabilities & CLIENT_LONG_PASSWORD == 0 {
-        let mariadb = u32::from_le_bytes([f[27], f[28], f[29], f[30]]) as u64;
-        capabilities |= mariadb << 32;
+        capabilities |= u64::from(hello.mariadb_ext_capabilities().bits()) << 32;
     }
-    let mut rest = &f[31..];
-    if capabilities & CLIENT_SECURE_CONNECTION != 0 {
-        // Part 2 is at least 13 bytes including a trailing NUL that is not part of it.
-        let n = scramble_len.saturating_sub(8).max(13).min(rest.len());
-        let part2 = &rest[..n];
-        scramble.extend_from_slice(part2.strip_suffix(&[0]).unwrap_or(part2));
-        rest = &rest[n..];
-    }
-    let plugin = if capabilities & CLIENT_PLUGIN_AUTH != 0 {
-        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-        String::from_utf8_lossy(&rest[..end]).into_owned()
-    } else {
-        NATIVE_PASSWORD.into()
-    };
     Ok(Greeting {
-        version,
         capabilities,
-        scramble,
-        plugin,
+        scramble: hello.nonce(),
     })
 }
 
@@ -111,8 +90,8 @@ pub fn client_capabilities(
     Ok(want & server)
 }
 
-/// HandshakeResponse41: capabilities (4), max packet (4), charset, 19 zero bytes, MariaDB
-/// capabilities (4), user NUL, auth response (1-byte length), database NUL, plugin NUL.
+/// HandshakeResponse41 for `capabilities` (from `client_capabilities`): the database only
+/// with CLIENT_CONNECT_WITH_DB, the plugin name only with CLIENT_PLUGIN_AUTH.
 pub fn handshake_response(
     capabilities: u64,
     user: &str,
@@ -120,59 +99,49 @@ pub fn handshake_response(
     db: Option<&str>,
     plugin: &str,
 ) -> Result<Vec<u8>, String> {
+    // mysql_common would cut a name at its first NUL and log in as someone else.
     if user.contains('\0') || db.is_some_and(|d| d.contains('\0')) {
         return Err("the user or database name contains a NUL byte".into());
     }
+    let db = db.filter(|_| capabilities & CLIENT_CONNECT_WITH_DB != 0);
+    let plugin = Some(AuthPlugin::from_bytes(plugin.as_bytes()))
+        .filter(|_| capabilities & CLIENT_PLUGIN_AUTH != 0);
+    let response = HandshakeResponse::new(
+        Some(auth),
+        UTF8MB4_SERVER,
+        Some(user.as_bytes()),
+        db.map(str::as_bytes),
+        plugin,
+        CapabilityFlags::from_bits_truncate(capabilities as u32),
+        None,
+        1 << 24,
+    )
+    .with_mariadb_ext_capabilities(MariadbCapabilities::from_bits_truncate(
+        (capabilities >> 32) as u32,
+    ));
     let mut p = Vec::with_capacity(64 + user.len());
-    p.extend_from_slice(&(capabilities as u32).to_le_bytes());
-    p.extend_from_slice(&(1u32 << 24).to_le_bytes());
-    p.push(CHARSET);
-    p.extend_from_slice(&[0; 19]);
-    p.extend_from_slice(&((capabilities >> 32) as u32).to_le_bytes());
-    p.extend_from_slice(user.as_bytes());
-    p.push(0);
-    p.push(auth.len() as u8); // a SHA1: 20 bytes
-    p.extend_from_slice(auth);
-    if let Some(db) = db.filter(|_| capabilities & CLIENT_CONNECT_WITH_DB != 0) {
-        p.extend_from_slice(db.as_bytes());
-        p.push(0);
-    }
-    if capabilities & CLIENT_PLUGIN_AUTH != 0 {
-        p.extend_from_slice(plugin.as_bytes());
-        p.push(0);
-    }
+    response.serialize(&mut p);
     Ok(p)
 }
 
-/// mysql_native_password: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).
-/// The server stores SHA1(SHA1(password)) and can check this without the password itself.
-/// No password: an empty response.
+/// mysql_native_password over the first 20 bytes of the challenge (a challenge may carry its
+/// trailing NUL). No password: an empty response.
 pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
-    if password.is_empty() {
-        return Vec::new();
-    }
-    let stage1 = Sha1::digest(password);
-    let stage2 = Sha1::digest(stage1);
-    let mask = Sha1::new()
-        .chain_update(scramble.get(..20).unwrap_or(scramble))
-        .chain_update(stage2)
-        .finalize();
-    stage1.iter().zip(mask.iter()).map(|(a, b)| a ^ b).collect()
+    scramble_native(scramble.get(..20).unwrap_or(scramble), password)
+        .map_or_else(Vec::new, |r| r.to_vec())
 }
 
 /// An AuthSwitchRequest (0xFE, plugin NUL, data): the plugin and its challenge.
 /// A bare 0xFE is the pre-4.1 switch to mysql_old_password.
-pub fn auth_switch(p: &[u8]) -> (String, &[u8]) {
-    let body = &p[1..];
-    if body.is_empty() {
-        return ("mysql_old_password".into(), body);
+pub fn auth_switch(p: &[u8]) -> Result<(String, Vec<u8>), String> {
+    if p == [0xFE] {
+        return Ok(("mysql_old_password".into(), Vec::new()));
     }
-    let end = body.iter().position(|&b| b == 0).unwrap_or(body.len());
-    let data = body.get(end + 1..).unwrap_or_default();
-    (
-        String::from_utf8_lossy(&body[..end]).into_owned(),
-        data.strip_suffix(&[0]).unwrap_or(data),
-    )
+    let switch: AuthSwitchRequest<'_> = ParseBuf(p)
+        .parse(())
+        .map_err(|_| "malformed AuthSwitchRequest from the server".to_string())?;
+    let plugin = String::from_utf8_lossy(switch.auth_plugin().as_bytes()).into_owned();
+    Ok((plugin, switch.plugin_data().to_vec()))
 }
 
 /// COM_STMT_PREPARE_OK: 0x00, statement id (4), columns (2), parameters (2), ...
@@ -184,14 +153,12 @@ pub struct Prepared {
 }
 
 pub fn parse_prepare_ok(p: &[u8]) -> Option<Prepared> {
-    match p {
-        [0x00, a, b, c, d, c0, c1, p0, p1, ..] => Some(Prepared {
-            statement_id: u32::from_le_bytes([*a, *b, *c, *d]),
-            columns: u16::from_le_bytes([*c0, *c1]),
-            params: u16::from_le_bytes([*p0, *p1]),
-        }),
-        _ => None,
-    }
+    let ok: StmtPacket = ParseBuf(p).parse(()).ok()?;
+    Some(Prepared {
+        statement_id: ok.statement_id(),
+        columns: ok.num_columns(),
+        params: ok.num_params(),
+    })
 }
 
 #[cfg(test)]
@@ -220,9 +187,7 @@ mod tests {
     #[test]
     fn greeting_of_mariadb() {
         let g = parse_greeting(&mariadb_greeting()).unwrap();
-        assert_eq!(g.version, "5.5.5-10.11.19-MariaDB-0+deb12u1");
         assert_eq!(g.scramble, b"abcdefghijklmnopqrst");
-        assert_eq!(g.plugin, NATIVE_PASSWORD);
         assert_eq!(g.capabilities >> 32, 0x1d);
         assert_ne!(g.capabilities & CLIENT_DEPRECATE_EOF, 0);
         let caps = client_capabilities(g.capabilities, true, true).unwrap();
@@ -291,41 +256,16 @@ mod tests {
         assert!(handshake_response(caps, "b\0b", &[], None, "x").is_err());
     }
 
-    /// Checks a response the way the server does, from SHA1(SHA1(password)) alone.
-    fn server_accepts(response: &[u8], scramble: &[u8], stage2: &[u8]) -> bool {
-        let mask = Sha1::new()
-            .chain_update(scramble)
-            .chain_update(stage2)
-            .finalize();
-        let stage1: Vec<u8> = response
-            .iter()
-            .zip(mask.iter())
-            .map(|(a, b)| a ^ b)
-            .collect();
-        Sha1::digest(&stage1).as_slice() == stage2
-    }
-
     #[test]
     fn native_password_is_what_the_server_checks() {
-        // The well-known PASSWORD('password') = *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19.
-        let stage2: Vec<u8> = (0..20)
-            .map(|i| {
-                u8::from_str_radix(
-                    &"2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"[2 * i..2 * i + 2],
-                    16,
-                )
-                .unwrap()
-            })
-            .collect();
+        // SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))) for "password", worked out
+        // apart from loadgen (Python's hashlib); the server stores only the inner SHA1(SHA1()).
+        let want = "bfdd49584b917d42c758edd2a7a541f721843041";
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let scramble = b"abcdefghijklmnopqrst";
         let r = native_password(b"password", scramble);
-        assert_eq!(r.len(), 20);
-        assert!(server_accepts(&r, scramble, &stage2));
-        assert!(!server_accepts(
-            &native_password(b"Password", scramble),
-            scramble,
-            &stage2
-        ));
+        assert_eq!(hex(&r), want);
+        assert_ne!(hex(&native_password(b"Password", scramble)), want);
         // A challenge with its trailing NUL still uses only the 20 bytes.
         assert_eq!(native_password(b"password", b"abcdefghijklmnopqrst\0"), r);
         assert!(native_password(b"", scramble).is_empty());
@@ -333,13 +273,20 @@ mod tests {
 
     #[test]
     fn auth_switch_and_prepare_ok() {
-        let (plugin, data) = auth_switch(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0");
+        let (plugin, data) =
+            auth_switch(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0").unwrap();
         assert_eq!(
-            (plugin.as_str(), data),
+            (plugin.as_str(), &data[..]),
             (NATIVE_PASSWORD, &b"abcdefghijklmnopqrst"[..])
         );
-        assert_eq!(auth_switch(b"\xfe").0, "mysql_old_password");
-        assert_eq!(auth_switch(b"\xfeclient_ed25519").0, "client_ed25519");
+        assert_eq!(auth_switch(b"\xfe").unwrap().0, "mysql_old_password");
+        assert_eq!(
+            auth_switch(b"\xfeclient_ed25519\0").unwrap().0,
+            "client_ed25519"
+        );
+        for bad in [&b"\xfeclient_ed25519"[..], b"", b"\x00x\0"] {
+            assert!(auth_switch(bad).unwrap_err().contains("AuthSwitchRequest"));
+        }
         let ok = [0, 1, 0, 0, 0, 3, 0, 1, 0, 0, 0, 0];
         let want = Prepared {
             statement_id: 1,
@@ -347,7 +294,10 @@ mod tests {
             params: 1,
         };
         assert_eq!(parse_prepare_ok(&ok), Some(want));
-        assert_eq!(parse_prepare_ok(&ok[..8]), None);
-        assert_eq!(parse_prepare_ok(&[0xFF, 0, 0, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(parse_prepare_ok(&ok[..11]), None);
+        assert_eq!(
+            parse_prepare_ok(&[0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            None
+        );
     }
 }

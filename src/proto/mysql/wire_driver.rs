@@ -166,12 +166,12 @@ async fn authenticate(s: &mut Session, password: &[u8]) -> Result<(), LookupErro
         match p[0] {
             0x00 => return Ok(()),
             0xFE if !switched => {
-                let (plugin, challenge) = auth_switch(&p);
+                let (plugin, challenge) = auth_switch(&p).map_err(fail)?;
                 if plugin != NATIVE_PASSWORD {
                     return Err(unsupported(&plugin));
                 }
                 switched = true;
-                s.send(&native_password(password, challenge)).await?;
+                s.send(&native_password(password, &challenge)).await?;
             }
             // AuthMoreData: caching_sha2_password, sha256_password and the like.
             0x01 => return Err(unsupported("caching_sha2_password or sha256_password")),
