@@ -20,7 +20,7 @@ use loadgen::sweep::Slo;
     name = "loadgen",
     version,
     about = "Point-lookup load tester: maximum QPS and latency of SELECT ... WHERE id = $1 \
-against PostgreSQL, MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints."
+against PostgreSQL, MariaDB/MySQL, HandlerSocket, memcached, Redis and HTTP key-value endpoints."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,7 +34,7 @@ enum Cmd {
     /// Drive lookups at one or more targets and report QPS and latency.
     Run(RunArgs),
     /// Load the rows that --verify expects: the usr table (from schemas/) in PostgreSQL or
-    /// MariaDB/MySQL (HandlerSocket reads that table), or usr:<id> keys in memcached.
+    /// MariaDB/MySQL (HandlerSocket reads that table), or usr:<id> keys in memcached or Redis.
     Prepare(PrepareArgs),
     /// Run the embedded HTTP key-value server on its own (GET /usr/<id>, GET /stats).
     Serve(ServeArgs),
@@ -60,7 +60,8 @@ struct MergeArgs {
 struct RunArgs {
     /// Target URLs, run one after another with the same settings and key stream:
     /// postgres://user@host:port/db, mysql://user@host:port/db, hs://host:port/db/table,
-    /// memcache://host:port, http://host:port/path/{key}. None: the embedded server.
+    /// memcache://host:port, redis://[user:pass@]host:port[/db], http://host:port/path/{key}.
+    /// None: the embedded server.
     /// Options go in the query (?driver=wire); an unknown one is refused, except on http://,
     /// where params other than loadgen's are the server's and are sent (?format=raw).
     targets: Vec<String>,
@@ -68,7 +69,7 @@ struct RunArgs {
     #[arg(short = 'c', long, default_value_t = 16)]
     connections: usize,
     /// Requests in flight per connection, pipelined on PostgreSQL, MySQL/MariaDB (not with
-    /// ?driver=mysql_async), HandlerSocket, memcached, HTTP/1.1 and the embedded server.
+    /// ?driver=mysql_async), HandlerSocket, memcached, Redis, HTTP/1.1 and the embedded server.
     #[arg(short = 'p', long, default_value_t = 1)]
     pipeline: usize,
     /// Worker threads, each with its own runtime and connections [default: number of cores].
@@ -179,7 +180,8 @@ fn parse_sweep(s: &str) -> Result<Counts, String> {
 struct PrepareArgs {
     /// Target URL: postgres://user@host:port/db (also postgresql://),
     /// mysql://user@host:port/db (also mariadb://; HandlerSocket reads this table), or
-    /// memcache://host:port (also memcached://). Not hs:// or http://: they serve what is there.
+    /// memcache://host:port (also memcached://), or redis://[user:pass@]host:port[/db].
+    /// Not hs:// or http://: they serve what is there.
     target: String,
     /// Rows to load (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]

@@ -13,6 +13,7 @@ use crate::target::memcached::McTarget;
 use crate::target::mysql::MysqlTarget;
 use crate::target::mysqlwire::MyWireTarget;
 use crate::target::pgwire::PgWireTarget;
+use crate::proto::redis::RedisTarget;
 use crate::target::postgres::PgTarget;
 use crate::target::{SetupError, TargetUrl, SCHEMES};
 
@@ -94,6 +95,14 @@ pub async fn run_target(
             options(McTarget::OPTIONS)?;
             run(McTarget::new(&url, plan)?, plan, &label, control).await
         }
+        "redis" => {
+            options(RedisTarget::OPTIONS)?;
+            run(RedisTarget::new(&url, plan)?, plan, &label, control).await
+        }
+        "rediss" | "redis+unix" => Err(SetupError(format!(
+            "{label}: loadgen does not speak Redis over TLS or a Unix socket yet (issue 16): \
+             use redis://host:port"
+        ))),
         // Params other than loadgen's belong to the server (HttpTarget sends them): no check.
         "http" | "https" => {
             http_pipeline(&url, &label, plan.pipeline)?;

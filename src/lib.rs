@@ -1,5 +1,5 @@
 //! loadgen: a load tester for point lookups (`SELECT ... WHERE id = $1`) against PostgreSQL,
-//! MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints.
+//! MariaDB/MySQL, HandlerSocket, memcached, Redis and HTTP key-value endpoints.
 //!
 //! Data flow: the binary turns flags into a [`plan::Plan`]; [`app::execute`] runs each target
 //! through [`dispatch::run_target`], the one match on the URL scheme, into the generic
@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod pacer;
 pub mod plan;
 pub mod prepare;
+pub mod proto;
 pub mod recorder;
 pub mod report;
 pub mod row;

@@ -29,6 +29,7 @@ enum Store {
     Postgres,
     Mysql,
     Memcached,
+    Redis,
 }
 
 /// What `prepare` loads, by scheme: the one list its dispatch and its messages are made from.
@@ -39,6 +40,7 @@ const STORES: &[(&str, Store)] = &[
     ("mariadb", Store::Mysql),
     ("memcache", Store::Memcached),
     ("memcached", Store::Memcached),
+    ("redis", Store::Redis),
 ];
 
 /// The schemes `prepare` accepts, for messages: `postgres://, postgresql://, ...`.
@@ -69,6 +71,7 @@ pub async fn prepare(target: &str, keys: (u64, u64)) -> Result<Prepared, SetupEr
         Store::Postgres => prepare_postgres(&url, keys).await,
         Store::Mysql => prepare_mysql(&url, keys).await,
         Store::Memcached => prepare_memcached(&url, keys).await,
+        Store::Redis => crate::proto::redis::prepare::prepare(&url, keys).await,
     }
     .map_err(|e| SetupError(format!("{label}: {}", crate::target::url::redact_text(&e))))?;
     Ok(Prepared {

@@ -31,7 +31,7 @@ pub struct ServerCount {
 pub trait Target: Send + Sync + 'static {
     type Conn: Conn;
 
-    /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `http`.
+    /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `redis`, `http`.
     fn kind(&self) -> &'static str;
 
     /// Opens one connection and does the per-connection setup (prepare, open index).
@@ -76,4 +76,4 @@ impl From<String> for SetupError {
 
 /// Schemes loadgen knows, for the error message: every one dispatch accepts, aliases included.
 pub const SCHEMES: &str = "postgres://, postgresql://, mysql://, mariadb://, hs://, \
-handlersocket://, memcache://, memcached://, http://, embedded";
+handlersocket://, memcache://, memcached://, redis://, http://, embedded";
