@@ -154,6 +154,9 @@ fn http_pipeline(url: &TargetUrl, label: &str, depth: usize) -> Result<(), Setup
 fn check_options(url: &TargetUrl, label: &str, known: &[&str]) -> Result<(), SetupError> {
     match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
         None => Ok(()),
+        Some((k, _)) if known.is_empty() => Err(SetupError(format!(
+            "unknown option '{k}' in {label}: this target takes no options"
+        ))),
         Some((k, _)) => Err(SetupError(format!(
             "unknown option '{k}' in {label}: this target takes {}",
             known.join(", ")
