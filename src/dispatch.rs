@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::plan::Plan;
+use crate::proto::redis::RedisTarget;
 use crate::report::result::RunResult;
 use crate::run::{run, Control};
 use crate::serve::ServerStats;
@@ -13,7 +14,6 @@ use crate::target::memcached::McTarget;
 use crate::target::mysql::MysqlTarget;
 use crate::target::mysqlwire::MyWireTarget;
 use crate::target::pgwire::PgWireTarget;
-use crate::proto::redis::RedisTarget;
 use crate::target::postgres::PgTarget;
 use crate::target::{SetupError, TargetUrl, SCHEMES};
 

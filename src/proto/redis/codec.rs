@@ -127,7 +127,10 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError
                     Reply::Bulk(buf.get(after..after + n).unwrap_or_default()),
                 )))
             }
-            _ => Err(protocol(&format!("malformed bulk length `${}`", shown(text)))),
+            _ => Err(protocol(&format!(
+                "malformed bulk length `${}`",
+                shown(text)
+            ))),
         },
         _ => Err(protocol(&format!(
             "unexpected reply `{}`",
@@ -292,7 +295,10 @@ mod tests {
             bulk(&r)
         }] {
             let (n, e) = dec_err(&mut c, &wrong, 42, true);
-            assert_eq!((n, e.kind, e.fatal), (wrong.len(), ErrorKind::Verify, false));
+            assert_eq!(
+                (n, e.kind, e.fatal),
+                (wrong.len(), ErrorKind::Verify, false)
+            );
             assert_eq!(
                 dec(&mut c, &wrong, 42, false).unwrap(),
                 Some((wrong.len(), Outcome::Hit))
@@ -330,7 +336,10 @@ mod tests {
             parse_reply(b":1000000\r\n").unwrap(),
             Some((10, Reply::Integer(1_000_000)))
         );
-        assert_eq!(parse_reply(b":-3\r\n").unwrap(), Some((5, Reply::Integer(-3))));
+        assert_eq!(
+            parse_reply(b":-3\r\n").unwrap(),
+            Some((5, Reply::Integer(-3)))
+        );
         assert_eq!(
             parse_reply(b"-WRONGPASS invalid\r\n").unwrap(),
             Some((20, Reply::Error(b"WRONGPASS invalid")))

@@ -141,7 +141,10 @@ impl Login {
         }
         if self.db != 0 {
             let db = self.db.to_string();
-            match self.ask(conn, &[b"SELECT", db.as_bytes()], "SELECT").await? {
+            match self
+                .ask(conn, &[b"SELECT", db.as_bytes()], "SELECT")
+                .await?
+            {
                 Answer::Status(_) => {}
                 Answer::Error(e) if e.starts_with("NOAUTH") => return Err(self.noauth()),
                 Answer::Error(e) => {
@@ -171,10 +174,9 @@ impl Login {
 
     fn unexpected(&self, name: &str, a: &Answer) -> String {
         match a {
-            Answer::Error(e) => format!(
-                "{name} failed: {}",
-                e.split(' ').next().unwrap_or_default()
-            ),
+            Answer::Error(e) => {
+                format!("{name} failed: {}", e.split(' ').next().unwrap_or_default())
+            }
             other => format!("unexpected reply to {name}: {other:?}: is this a Redis port?"),
         }
     }
@@ -191,10 +193,19 @@ mod tests {
     #[test]
     fn urls() {
         let l = login("redis://127.0.0.1").unwrap();
-        assert_eq!((l.addr.as_str(), l.db, l.user()), ("127.0.0.1:6379", 0, "default"));
+        assert_eq!(
+            (l.addr.as_str(), l.db, l.user()),
+            ("127.0.0.1:6379", 0, "default")
+        );
         let l = login("redis://lg:pw@127.0.0.1:7000/3").unwrap();
-        assert_eq!((l.addr.as_str(), l.db, l.user()), ("127.0.0.1:7000", 3, "lg"));
-        assert_eq!(login("redis://:pw@h/").unwrap().password.as_deref(), Some("pw"));
+        assert_eq!(
+            (l.addr.as_str(), l.db, l.user()),
+            ("127.0.0.1:7000", 3, "lg")
+        );
+        assert_eq!(
+            login("redis://:pw@h/").unwrap().password.as_deref(),
+            Some("pw")
+        );
         for bad in ["redis://h/x", "redis://h/1/2", "redis://h/-1"] {
             let e = login(bad).err().unwrap().0;
             assert!(e.contains("database number"), "{bad}: {e}");
