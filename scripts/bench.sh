@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|embedded|rss|all|soak]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|embedded|rss|all|soak]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
@@ -20,7 +20,7 @@ PAIRS=${BENCH_PAIRS:-3}
 SECS=${BENCH_SECONDS:-10}
 B=scripts/bench
 LIB="python3 $B/benchlib.py"
-ALL=(pg mysql hs memcache embedded rss)
+ALL=(pg mysql hs memcache redis embedded rss)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
@@ -28,7 +28,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | embedded | rss | soak) ;;
+    pg | mysql | hs | memcache | redis | embedded | rss | soak) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -92,6 +92,14 @@ memas() { # memas TSV CELL PAIR CONNS
   timed "$out" -- memcaslap -s "127.0.0.1:$LOADGEN_MC_PORT" -T 2 -c "$4" -t "${SECS}s" -w 1k \
     -S "$((SECS + 3600))s" -F $B/memaslap-get.cfg
   $LIB record "$1" "$2" peer "$3" memaslap "$out" "$out.time"
+}
+
+# rb TSV CELL PAIR CONNS DEPTH N: one redis-benchmark run of N GETs of the padded keys in RB_DB.
+rb() {
+  local out=$WORK/run$((++N))
+  timed "$out" -- redis-benchmark -h 127.0.0.1 -p "$LOADGEN_REDIS_PORT" --user loadgen -a loadgen \
+    --dbnum "$RB_DB" -c "$4" --threads 2 -P "$5" -n "$6" -r 1000000 --csv GET 'usr:__rand_int__'
+  $LIB record "$1" "$2" peer "$3" redis-benchmark "$out" "$out.time" "$6"
 }
 
 # rotate PAIR CMD...: eval the command strings in an order rotated by the pair number,
@@ -168,6 +176,32 @@ bench_memcache() {
     done
   done
   $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets (memaslap: gets/s = cmd_get / run time, its C x 1000 preload sets not counted as lookups; CPU over all its ops; p99 = log2 bucket upper bound)" loadgen memaslap
+}
+
+# redis-benchmark asks for usr:<id zero-padded to 12 digits> (its __rand_int__) and runs a
+# number of requests, not a time: the same rows are stored under its key names in database
+# RB_DB (dropped afterwards), and its -n is set from a short calibration run to last SECS.
+bench_redis() {
+  have redis-benchmark || { skip "redis" "redis-benchmark (redis-tools) not installed"; return; }
+  local tsv=$WORK/redis.tsv cfg p n rps cli=(redis-cli -h 127.0.0.1 -p "$LOADGEN_REDIS_PORT" --user loadgen --no-auth-warning)
+  RB_DB=15
+  export REDISCLI_AUTH=loadgen
+  python3 $B/redis-benchmark-keys.py 1000000 | "${cli[@]}" -n "$RB_DB" --pipe >"$WORK/rb-load" 2>&1 ||
+    { skip "redis" "loading redis-benchmark's keys failed: $(tail -n 1 "$WORK/rb-load")"; return; }
+  for cfg in "16 1" "16 16"; do
+    set -- $cfg
+    rps=$(redis-benchmark -h 127.0.0.1 -p "$LOADGEN_REDIS_PORT" --user loadgen -a loadgen --dbnum "$RB_DB" \
+      -c "$1" --threads 2 -P "$2" -n $((50000 * $2)) -r 1000000 --csv GET 'usr:__rand_int__' 2>/dev/null |
+      tail -n 1 | cut -d, -f2 | tr -d '"')
+    n=$(python3 -c "print(max(10000, int(float('${rps:-0}') * $SECS)))")
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv 'c$1 P$2' lg $p '$LOADGEN_REDIS_URL' -c $1 -p $2 -t 2" "rb $tsv 'c$1 P$2' $p $1 $2 $n"
+    done
+  done
+  "${cli[@]}" -n "$RB_DB" FLUSHDB >/dev/null
+  unset REDISCLI_AUTH
+  $LIB pairs "$tsv" "redis: loadgen -t 2 -p D vs redis-benchmark --threads 2 -P D, GET of 1,000,000 stored rows (loadgen usr:<id>, redis-benchmark usr:<12-digit id>, same rows; redis-benchmark runs -n requests calibrated to ${SECS}s)" \
+    loadgen redis-benchmark "ratio >= 1.0 at -P 1 and -P 16; client CPU per GET <= redis-benchmark's" "conns/depth"
 }
 
 bench_embedded() {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Local throwaway servers for loadgen tests: PostgreSQL 15, MariaDB 10.11 (+HandlerSocket),
-# memcached and Prometheus, all on 127.0.0.1, with their state under $LOADGEN_STATE.
+# memcached, Redis and Prometheus, all on 127.0.0.1, with their state under $LOADGEN_STATE.
 #
-#   scripts/servers.sh up   [all|postgres|mariadb|memcached|prometheus]...  install/start/wait (idempotent)
-#   scripts/servers.sh down [all|postgres|mariadb|memcached|prometheus]...  stop what this script started
+#   scripts/servers.sh up   [all|postgres|mariadb|memcached|redis|prometheus]...  install/start/wait (idempotent)
+#   scripts/servers.sh down [all|postgres|mariadb|memcached|redis|prometheus]...  stop what this script started
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
@@ -18,18 +18,21 @@ MY_PORT=${LOADGEN_MY_PORT:-53306}
 HS_PORT=${LOADGEN_HS_PORT:-59998}
 HSW_PORT=${LOADGEN_HSW_PORT:-59999}
 MC_PORT=${LOADGEN_MC_PORT:-51211}
+REDIS_PORT=${LOADGEN_REDIS_PORT:-56379}
 PROM_PORT=${LOADGEN_PROM_PORT:-59090}
 START_TIMEOUT=${LOADGEN_START_TIMEOUT:-60}
 # Throwaway credentials for these local servers only (also printed by `env`).
 PASS=loadgen
 HS_SECRET=hs-secret
-ALL=(postgres mariadb memcached prometheus)
+# Redis: the default user's password (requirepass); the ACL user loadgen has $PASS.
+REDIS_PASS=redis-secret
+ALL=(postgres mariadb memcached redis prometheus)
 
 say() { echo "servers: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 pidfile() { echo "$STATE/run/$1.pid"; }
 logfile() { echo "$STATE/log/$1.log"; }
-comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; *) echo "$1" ;; esac; }
+comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;; *) echo "$1" ;; esac; }
 
 # Process state letter of a live (non-zombie) process whose comm is $2, or nothing.
 proc_state() {
@@ -74,6 +77,7 @@ packages_for() {
     postgres) echo postgresql postgresql-contrib sysbench ;;
     mariadb) echo mariadb-server mariadb-client sysbench ;;
     memcached) echo memcached libmemcached-tools ;;
+    redis) echo redis-server redis-tools ;;
     prometheus) echo prometheus python3-yaml ;;
   esac
 }
@@ -293,6 +297,30 @@ up_memcached() {
   say "memcached up on 127.0.0.1:$MC_PORT (pid $(cat "$(pidfile memcached)"))"
 }
 
+# ---------------------------------------------------------------- Redis
+REDIS_DIR=$STATE/redis
+redis_ping() { [[ $(chat "$REDIS_PORT" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]]; }
+up_redis() {
+  already_up redis redis_ping TERM && { say "redis already up on 127.0.0.1:$REDIS_PORT"; return; }
+  mkdir -p "$REDIS_DIR"
+  # In a file, not on the command line: ps shows command lines. No persistence: a restart is empty.
+  (umask 077 && cat >"$REDIS_DIR/redis.conf" <<EOF
+bind 127.0.0.1
+port $REDIS_PORT
+dir $REDIS_DIR
+save ""
+appendonly no
+daemonize no
+maxclients 4064
+requirepass $REDIS_PASS
+user loadgen on >$PASS ~* &* +@all
+EOF
+  )
+  launch redis redis-server "$REDIS_DIR/redis.conf"
+  wait_ready redis redis_ping || exit 1
+  say "redis up on 127.0.0.1:$REDIS_PORT (pid $(cat "$(pidfile redis)"))"
+}
+
 # ---------------------------------------------------------------- Prometheus
 PROM_DIR=$STATE/prometheus
 prom_ping() {
@@ -328,7 +356,7 @@ names() {
   for n in "$@"; do
     case $n in
       all) list+=("${ALL[@]}") ;;
-      postgres | mariadb | memcached | prometheus) list+=("$n") ;;
+      postgres | mariadb | memcached | redis | prometheus) list+=("$n") ;;
       *) die "unknown server '$n' (use: all ${ALL[*]})" ;;
     esac
   done
@@ -373,6 +401,7 @@ export LOADGEN_MY_PORT=$MY_PORT
 export LOADGEN_HS_PORT=$HS_PORT
 export LOADGEN_HSW_PORT=$HSW_PORT
 export LOADGEN_MC_PORT=$MC_PORT
+export LOADGEN_REDIS_PORT=$REDIS_PORT
 export LOADGEN_PROM_PORT=$PROM_PORT
 export LOADGEN_PG_SOCKET_DIR=$PG_DIR/sock
 export LOADGEN_MY_SOCKET=$MY_DIR/mysqld.sock
@@ -381,6 +410,8 @@ export LOADGEN_MY_URL=mysql://loadgen@127.0.0.1:$MY_PORT/loadgen
 export LOADGEN_HS_URL=hs://127.0.0.1:$HS_PORT/loadgen/usr
 export LOADGEN_HSW_URL=hs://127.0.0.1:$HSW_PORT/loadgen/usr
 export LOADGEN_MC_URL=memcache://127.0.0.1:$MC_PORT
+export LOADGEN_REDIS_URL=redis://loadgen:$PASS@127.0.0.1:$REDIS_PORT
+export LOADGEN_REDIS_PASSWORD=$REDIS_PASS
 export LOADGEN_PROM_URL=http://127.0.0.1:$PROM_PORT
 export PGPASSWORD=$PASS
 export MYSQL_PWD=$PASS
@@ -388,7 +419,7 @@ export LOADGEN_HS_SECRET=$HS_SECRET
 EOF
     ;;
   pid)
-    [[ $# -eq 1 ]] || die "usage: $0 pid postgres|mariadb|memcached|prometheus"
+    [[ $# -eq 1 ]] || die "usage: $0 pid postgres|mariadb|memcached|redis|prometheus"
     [[ $1 != all ]] || die "pid takes one server name"
     names "$1" && n=${list[0]}
     server_pid "$n" || die "$n is not running (no live pid in $(pidfile "$n"))"

@@ -12,7 +12,8 @@ use crate::proto::mysql::async_driver::MysqlTarget;
 use crate::proto::mysql::wire_driver::MyWireTarget;
 use crate::proto::postgres::tokio_driver::PgTarget;
 use crate::proto::postgres::wire_driver::PgWireTarget;
-use crate::proto::table::{self, Proto, EMBEDDED};
+use crate::proto::redis::RedisTarget;
+use crate::proto::table::{self, Proto, EMBEDDED, NOT_YET};
 use crate::proto::target::SetupError;
 use crate::report::result::RunResult;
 use crate::run::{run, Control};
@@ -40,6 +41,11 @@ pub async fn run_target(
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
     let Some(protocol) = table::find(&url.scheme) else {
+        if let Some((_, what, instead)) = NOT_YET.iter().find(|(s, ..)| *s == url.scheme) {
+            return Err(SetupError(format!(
+                "{label}: loadgen does not speak {what} yet (issue 16): use {instead}"
+            )));
+        }
         return Err(SetupError(format!(
             "unknown target scheme '{}://' in {label}: use one of {}",
             url.scheme,
@@ -63,6 +69,7 @@ pub async fn run_target(
         (Proto::Mysql, _) => run(MyWireTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::HandlerSocket, _) => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Memcached, _) => run(McTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Redis, _) => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Http, _) => {
             http_pipeline(&url, &label, plan.pipeline)?;
             let t = HttpTarget::new(&url, plan.verify, None)?;

@@ -1,5 +1,5 @@
 //! loadgen: a load tester for point lookups (`SELECT ... WHERE id = $1`) against PostgreSQL,
-//! MariaDB/MySQL, HandlerSocket, memcached and HTTP key-value endpoints.
+//! MariaDB/MySQL, HandlerSocket, memcached, Redis and HTTP key-value endpoints.
 //!
 //! Data flow: the binary turns flags into a [`plan::Plan`]; [`app::execute`] runs each target
 //! through [`dispatch::run_target`], which finds the protocol in [`proto::table`] and calls the

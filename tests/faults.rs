@@ -5,28 +5,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn servers(args: &[&str]) -> String {
-    let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/servers.sh"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "servers.sh {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn kill(sig: &str, pid: &str) {
-    assert!(Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .unwrap()
-        .success());
-}
-
 /// Requests of the runs below: a fixed rate makes them last a known time (`-n` at `-R`).
 const KILL_N: u64 = 24_000;
 const KILL_RATE: &str = "2000";
@@ -109,13 +87,44 @@ fn memcached_killed_and_restarted_mid_run() {
 }
 
 #[test]
+fn redis_killed_and_restarted_mid_run() {
+    let Some(url) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let reload = url.clone();
+    kill_and_restart("redis", &url, move || {
+        // servers.sh runs Redis without persistence: load the rows again so hits come back
+        let out = run(&["prepare", &reload, "--rows", "1000000"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+#[test]
 fn paused_server_gives_timeouts_then_recovers() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
+    pause_and_resume("memcached", &url, "memcached get_hits+get_misses");
+}
+
+#[test]
+fn paused_redis_gives_timeouts_then_recovers() {
+    let Some(url) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    pause_and_resume("redis", &url, "INFO commandstats cmdstat_get.calls");
+}
+
+/// SIGSTOPs server `name` from 2 s to 4 s into an 8 s run: timeouts, no request lost, the
+/// server's own counter (`source`) within what was answered and what was sent, traffic after.
+fn pause_and_resume(name: &str, url: &str, source: &str) {
     // 16,000 requests at 2,000/s: 8 s, paused from 2 s to 4 s.
     const N: u64 = 16_000;
-    let u2 = url.clone();
+    let u2 = url.to_string();
     let h = std::thread::spawn(move || {
         run_json(&[
             &u2,
@@ -132,7 +141,7 @@ fn paused_server_gives_timeouts_then_recovers() {
         ])
     });
     std::thread::sleep(Duration::from_secs(2));
-    let pid = servers(&["pid", "memcached"]);
+    let pid = servers(&["pid", name]);
     kill("-STOP", &pid);
     std::thread::sleep(Duration::from_secs(2));
     kill("-CONT", &pid);
@@ -142,10 +151,10 @@ fn paused_server_gives_timeouts_then_recovers() {
     assert!(u(r, "errors.timeout") > 0, "{r}");
     assert_eq!(u(r, "requests"), N, "a request was lost: {r}");
     // The server's own count: every answered lookup was executed; a timed-out one was sent and
-    // may or may not have been (memcached reads it after SIGCONT even from a closed socket);
+    // may or may not have been (the server reads it after SIGCONT even from a closed socket);
     // a failed connect never reached it.
     let so = &r["server_observed"];
-    assert_eq!(so["source"], "memcached get_hits+get_misses", "{so}");
+    assert_eq!(so["source"], source, "{so}");
     let answered = u(r, "hits") + u(r, "misses");
     let sent = N - u(r, "errors.connect");
     assert_eq!(u(so, "expected"), sent, "{so}");
@@ -393,7 +402,8 @@ fn prepare_names_what_it_loads() {
             "mysql://",
             "mariadb://",
             "memcache://",
-            "memcached://"
+            "memcached://",
+            "redis://"
         ],
         "{stderr}"
     );
@@ -550,7 +560,7 @@ fn protocol_garbage_is_counted_never_a_panic_or_a_hang() {
 /// one it lists is accepted (the run gets as far as connecting to a closed port).
 #[test]
 fn run_names_every_scheme_it_accepts() {
-    let out = run(&["run", "redis://127.0.0.1:1", "-n", "1"]);
+    let out = run(&["run", "nosuch://127.0.0.1:1", "-n", "1"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let list = stderr
@@ -563,6 +573,7 @@ fn run_names_every_scheme_it_accepts() {
         "memcached://",
         "postgresql://",
         "mariadb://",
+        "redis://",
     ] {
         assert!(schemes.contains(&alias), "{alias} missing: {stderr}");
     }

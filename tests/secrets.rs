@@ -19,6 +19,8 @@ const PG_PW: &str = "Zq7pgS3cretXy";
 const MY_USER: &str = "lg_secret_my";
 const MY_PW: &str = "Kw4mySecr3tQp";
 const MC_PW: &str = "Mc9cacheS3crVb";
+const REDIS_USER: &str = "lg_secret_redis";
+const REDIS_PW: &str = "Rd6redisS3cretNk";
 const HTTP_PW: &str = "Ht5userS3cretJw";
 const HTTP_TOKEN: &str = "Tk8tokenS3cretLm";
 const WRONG: &str = "Wr0ngS3cretZzq";
@@ -29,6 +31,7 @@ struct Env {
     hs: String,
     hs_secret: String,
     mc_port: String,
+    redis: String,
 }
 
 /// The servers, and our own PostgreSQL role and MariaDB user with distinctive passwords.
@@ -38,9 +41,11 @@ fn setup() -> Option<Env> {
     let hs = server("LOADGEN_HS_URL")?;
     let mc = server("LOADGEN_MC_URL")?;
     let hs_secret = server("LOADGEN_HS_SECRET")?;
+    let _ = server("LOADGEN_REDIS_URL")?;
     let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (servers.sh env)"));
     pg_role_with_password(&pg_admin, PG_ROLE, PG_PW);
     my_user_with_password(MY_USER, MY_PW);
+    redis_user_with_password(REDIS_USER, REDIS_PW);
     Some(Env {
         pg: format!(
             "postgres://{PG_ROLE}:{PG_PW}@127.0.0.1:{}/loadgen",
@@ -57,6 +62,10 @@ fn setup() -> Option<Env> {
             .expect("memcache URL has a port")
             .1
             .to_string(),
+        redis: format!(
+            "redis://{REDIS_USER}:{REDIS_PW}@127.0.0.1:{}",
+            var("LOADGEN_REDIS_PORT")
+        ),
     })
 }
 
@@ -65,7 +74,8 @@ fn loadgen() -> Command {
     let mut c = Command::new(bin());
     c.env_remove("PGPASSWORD")
         .env_remove("MYSQL_PWD")
-        .env_remove("LOADGEN_HS_SECRET");
+        .env_remove("LOADGEN_HS_SECRET")
+        .env_remove("LOADGEN_REDIS_PASSWORD");
     c
 }
 
@@ -123,11 +133,13 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         nested.clone(),
         format!("memcache://lg:{MC_PW}@127.0.0.1:{}", env.mc_port),
         http,
+        env.redis.clone(),
     ];
     let secrets = [
         PG_PW,
         MY_PW,
         MC_PW,
+        REDIS_PW,
         HTTP_PW,
         HTTP_TOKEN,
         env.hs_secret.as_str(),
@@ -185,7 +197,7 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         targets.len(),
         "{stderr}"
     );
-    for kind in ["postgres", "mysql", "hs", "memcache", "http"] {
+    for kind in ["postgres", "mysql", "hs", "memcache", "http", "redis"] {
         assert!(
             metrics.contains(&format!("target=\"{kind}")),
             "no {kind} series scraped:\n{metrics}"
@@ -302,6 +314,7 @@ fn failures_never_print_the_secret() {
         (wrong_my.clone(), "Access denied"),
         (format!("{wrong_my}?driver=mysql_async"), "Access denied"),
         (format!("{}?secret={WRONG}", env.hs), "secret"),
+        (env.redis.replace(REDIS_PW, WRONG), "refused the password"),
         // An unencoded '/' in the password: the URL does not parse.
         (env.pg.replace(PG_PW, &format!("{WRONG}/x")), "bad target"),
         (

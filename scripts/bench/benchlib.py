@@ -4,8 +4,8 @@
   benchlib.py record TSV CELLS ROLE PAIR KIND OUT TIMEFILE [FACTOR] [PGLOG_PREFIX]
       Append one record per cell in CELLS (comma-separated) for the run whose stdout is OUT
       (stderr in OUT.err) and whose `/usr/bin/time -f '%U %S %M'` line is in TIMEFILE.
-      ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap.
-      FACTOR: lookups per pgbench transaction (pipelined script: 10).
+      ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap | redis-benchmark.
+      FACTOR: lookups per pgbench transaction (pipelined script: 10); redis-benchmark: its -n.
   benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [GOAL [FIRST_COLUMN]]   loadgen-vs-peer table
   benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
   benchlib.py soak RSS_SAMPLES RESULT_JSON TITLE               RSS over a long run
@@ -100,6 +100,13 @@ def parse_memaslap(out, err):
     return tps, p99, ops, misses, NAN, "<="
 
 
+def parse_redis_benchmark(out, err, n):
+    # --csv: a header, then "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+    # "p95_latency_ms","p99_latency_ms","max_latency_ms". It counts no errors of its own.
+    row = [f.strip('"') for f in out.strip().splitlines()[-1].split('","')]
+    return float(row[1]), float(row[6]) * 1000, n, 0, NAN, ""
+
+
 def record(args):
     tsv, cells, role, pair, kind, out_path, time_path = args[:7]
     factor = int(args[7]) if len(args) > 7 and args[7] else 1
@@ -115,6 +122,8 @@ def record(args):
             qps, p99, lookups, errors, worker, note = parse_pgbench(out, err, factor, logprefix)
         elif kind == "sysbench":
             qps, p99, lookups, errors, worker, note = parse_sysbench(out, err)
+        elif kind == "redis-benchmark":
+            qps, p99, lookups, errors, worker, note = parse_redis_benchmark(out, err, factor)
         else:
             qps, p99, lookups, errors, worker, note = parse_memaslap(out, err)
         cpu = (user + sys_) * 1e6 / lookups if lookups else NAN  # µs per lookup = ms per 1k

@@ -8,6 +8,7 @@ pub mod http;
 pub mod memcached;
 pub mod mysql;
 pub mod postgres;
+pub mod redis;
 pub mod stream;
 pub mod table;
 pub mod target;

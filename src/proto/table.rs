@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::{handlersocket, http, memcached, mysql, postgres};
+use super::{handlersocket, http, memcached, mysql, postgres, redis};
 use crate::url::TargetUrl;
 
 /// Which protocol a row is: dispatch matches on it (exhaustively) to build the target.
@@ -14,6 +14,7 @@ pub enum Proto {
     Mysql,
     HandlerSocket,
     Memcached,
+    Redis,
     Http,
 }
 
@@ -134,6 +135,20 @@ pub const PROTOCOLS: &[Protocol] = &[
         load: Load::By(|url, keys| Box::pin(memcached::prepare::load(url, keys))),
     },
     Protocol {
+        proto: Proto::Redis,
+        name: "Redis",
+        schemes: &["redis"],
+        url: "redis://[user:pass@]host:port[/db]",
+        default_port: redis::DEFAULT_PORT,
+        drivers: &[Driver {
+            name: "wire",
+            simple: false,
+            about: "loadgen's own pipelined RESP codec",
+            options: Options::Only(redis::conn::RedisTarget::OPTIONS),
+        }],
+        load: Load::By(|url, keys| Box::pin(redis::prepare::load(url, keys))),
+    },
+    Protocol {
         proto: Proto::Http,
         name: "HTTP",
         schemes: &["http", "https"],
@@ -147,6 +162,17 @@ pub const PROTOCOLS: &[Protocol] = &[
         }],
         load: Load::Not("an HTTP endpoint serves its own data"),
     },
+];
+
+/// Schemes a later version will speak, with what they need: refused with that reason rather
+/// than as unknown.
+pub const NOT_YET: &[(&str, &str, &str)] = &[
+    ("rediss", "Redis over TLS", "redis://host:port"),
+    (
+        "redis+unix",
+        "Redis over a Unix socket",
+        "redis://host:port",
+    ),
 ];
 
 /// The target that is not a URL: loadgen's own server, started in-process.
@@ -229,6 +255,10 @@ impl Driver {
         };
         match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
             None => Ok(()),
+            Some((k, _)) if known.is_empty() => Err(format!(
+                "unknown option '{k}' in {}: this target takes no options",
+                url.redacted()
+            )),
             Some((k, _)) => Err(format!(
                 "unknown option '{k}' in {}: this target takes {}",
                 url.redacted(),

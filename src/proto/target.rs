@@ -16,7 +16,7 @@ pub struct ServerCount {
 pub trait Target: Send + Sync + 'static {
     type Conn: Conn;
 
-    /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `http`.
+    /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `redis`, `http`.
     fn kind(&self) -> &'static str;
 
     /// Opens one connection and does the per-connection setup (prepare, open index).

@@ -206,3 +206,53 @@ pub fn my_user_with_password(user: &str, password: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `scripts/servers.sh ARGS` (up, pid, ...), its trimmed stdout; fails the test if it fails.
+pub fn servers(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/servers.sh"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "servers.sh {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `kill SIG PID` (a server of servers.sh, or a process of our own).
+pub fn kill(sig: &str, pid: &str) {
+    assert!(Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// redis-cli against the servers.sh Redis as its default user (the password from the
+/// environment, never on the command line), its trimmed output.
+pub fn redis_cli(args: &[&str]) -> String {
+    let port = std::env::var("LOADGEN_REDIS_PORT").expect("LOADGEN_REDIS_PORT (servers.sh env)");
+    let pw = std::env::var("LOADGEN_REDIS_PASSWORD").expect("LOADGEN_REDIS_PASSWORD");
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port])
+        .args(args)
+        .env("REDISCLI_AUTH", pw)
+        .output()
+        .expect("redis-cli runs");
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && !text.starts_with("ERR"),
+        "redis-cli {args:?}: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// A Redis ACL user with a password of our own (set on every call, so reruns work).
+pub fn redis_user_with_password(user: &str, password: &str) {
+    let pw = format!(">{password}");
+    redis_cli(&["ACL", "SETUSER", user, "reset", "on", &pw, "~*", "+@all"]);
+}

@@ -1,0 +1,478 @@
+//! RESP (REdis Serialization Protocol) for `GET usr:<id>`: requests are RESP2 arrays of bulk
+//! strings; one reply parser serves the lookups, the handshake, `INFO` and `DBSIZE`.
+//!
+//! Replies (each ends with `\r\n`):
+//!
+//! * `$<n>\r\n<n bytes>\r\n` — a bulk string: a hit. The bytes may hold anything, `\r\n`
+//!   included: they are skipped by length.
+//! * `$-1\r\n` (RESP2) or `_\r\n` (RESP3) — a null: a miss.
+//! * `-<message>\r\n` — a server error (`-ERR`, `-WRONGTYPE`, `-NOAUTH`, `-LOADING`...): the
+//!   server answered this one request and the stream stays in step, so it is non-fatal.
+//! * `+<status>`, `:<integer>` — well-formed, but not an answer to `GET`: the stream is out of
+//!   step, a fatal `Protocol` error (as is anything else, and any array).
+
+use crate::dataset;
+use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+
+/// Keys are `usr:<id>`, as memcached stores them.
+pub const PREFIX: &[u8] = b"usr:";
+
+/// Longest status, error or length line accepted: a garbage stream must not be scanned forever.
+pub const MAX_LINE: usize = 8192;
+
+/// One RESP reply, borrowed from the read buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply<'a> {
+    /// `+OK`
+    Status(&'a [u8]),
+    /// `-ERR ...`: the whole message, code included.
+    Error(&'a [u8]),
+    /// `:42`
+    Integer(i64),
+    /// `$n` with its bytes.
+    Bulk(&'a [u8]),
+    /// `$-1` or `_`.
+    Null,
+}
+
+fn protocol(what: &str) -> LookupError {
+    LookupError::protocol(format!("redis: {what}"))
+}
+
+/// At most 200 bytes of `bytes`, lossy UTF-8, for a message.
+pub fn shown(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes.get(..200).unwrap_or(bytes)).into_owned()
+}
+
+/// The line after the type byte, without its `\r\n`, and the offset after it. `Ok(None)`: not
+/// complete yet. A bare `\n` or a line longer than [`MAX_LINE`] is an error.
+fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, LookupError> {
+    let rest = buf.get(1..).unwrap_or_default();
+    let window = rest.get(..MAX_LINE).unwrap_or(rest);
+    match window.iter().position(|&b| b == b'\n') {
+        Some(p) => match rest.get(..p).and_then(|l| l.strip_suffix(b"\r")) {
+            Some(l) => Ok(Some((l, p + 2))),
+            None => Err(protocol("reply line ends with a bare \\n")),
+        },
+        None if rest.len() >= MAX_LINE => Err(protocol("reply line longer than 8 KiB")),
+        None => Ok(None),
+    }
+}
+
+/// A RESP integer: optional `-`, then 1 to 19 digits.
+fn integer(digits: &[u8]) -> Option<i64> {
+    let (neg, digits) = match digits.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, digits),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Parses the reply at the front of `buf`. `Ok(None)`: incomplete. `Err`: malformed (fatal),
+/// including arrays and bulk strings that would not fit in [`MAX_FRAME`]. No allocation on
+/// success.
+pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError> {
+    let Some(&kind) = buf.first() else {
+        return Ok(None);
+    };
+    if !matches!(kind, b'$' | b'-' | b'+' | b':' | b'_') {
+        return Err(protocol(&format!(
+            "unexpected reply `{}`: is this a Redis port?",
+            shown(buf.get(..40).unwrap_or(buf))
+        )));
+    }
+    let Some((text, after)) = line(buf)? else {
+        return Ok(None);
+    };
+    match kind {
+        b'+' => Ok(Some((after, Reply::Status(text)))),
+        b'-' => Ok(Some((after, Reply::Error(text)))),
+        b':' => match integer(text) {
+            Some(n) => Ok(Some((after, Reply::Integer(n)))),
+            None => Err(protocol(&format!("malformed integer `:{}`", shown(text)))),
+        },
+        b'_' if text.is_empty() => Ok(Some((after, Reply::Null))),
+        b'$' => match integer(text) {
+            Some(-1) => Ok(Some((after, Reply::Null))),
+            Some(n) if n >= 0 => {
+                let n = n as usize;
+                let Some(total) = after
+                    .checked_add(n)
+                    .and_then(|t| t.checked_add(2))
+                    .filter(|&t| t <= MAX_FRAME)
+                else {
+                    return Err(protocol(&format!("bulk length {n} exceeds MAX_FRAME")));
+                };
+                let tail = buf.get(after + n..).unwrap_or_default();
+                let end = tail.len().min(2);
+                if tail.get(..end) != b"\r\n".get(..end) {
+                    return Err(protocol("bulk string not followed by \\r\\n"));
+                }
+                if buf.len() < total {
+                    return Ok(None);
+                }
+                Ok(Some((
+                    total,
+                    Reply::Bulk(buf.get(after..after + n).unwrap_or_default()),
+                )))
+            }
+            _ => Err(protocol(&format!(
+                "malformed bulk length `${}`",
+                shown(text)
+            ))),
+        },
+        _ => Err(protocol(&format!(
+            "unexpected reply `{}`",
+            shown(buf.get(..after).unwrap_or(buf))
+        ))),
+    }
+}
+
+fn push_bulk(arg: &[u8], out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    out.push(b'$');
+    out.extend_from_slice(decimal(arg.len() as u64, &mut digits));
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a command as a RESP array of bulk strings (handshake, `INFO`, `SET`, `DBSIZE`).
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    out.push(b'*');
+    out.extend_from_slice(decimal(args.len() as u64, &mut digits));
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        push_bulk(a, out);
+    }
+}
+
+/// Appends the key of `id`: `usr:<id>`.
+pub fn key_into(id: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(PREFIX);
+    out.extend_from_slice(decimal(id, &mut digits));
+}
+
+/// `GET usr:<id>` lookups. `--verify`: the value must be `dataset::write_tsv(id)` (a mismatch is a
+/// non-fatal `Verify` error). The expected row is built in a buffer the codec keeps, so a
+/// verified lookup allocates nothing either.
+#[derive(Debug, Default)]
+pub struct RedisCodec {
+    expect: Vec<u8>,
+}
+
+impl Codec for RedisCodec {
+    #[inline]
+    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+        let mut digits = [0u8; 20];
+        let id = decimal(key, &mut digits);
+        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$");
+        let mut len = [0u8; 20];
+        out.extend_from_slice(decimal((PREFIX.len() + id.len()) as u64, &mut len));
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(PREFIX);
+        out.extend_from_slice(id);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+        let Some((n, reply)) = parse_reply(buf)? else {
+            return Ok(None);
+        };
+        let result = match reply {
+            Reply::Bulk(value) => {
+                if verify {
+                    self.expect.clear();
+                    dataset::write_tsv(&mut self.expect, key);
+                    if self.expect != value {
+                        return Ok(Some((
+                            n,
+                            Err(LookupError::new(
+                                crate::outcome::ErrorKind::Verify,
+                                false,
+                                format!(
+                                    "redis: GET usr:{key} returned `{}`, not its row",
+                                    shown(value)
+                                ),
+                            )),
+                        )));
+                    }
+                }
+                Ok(Outcome::Hit)
+            }
+            Reply::Null => Ok(Outcome::Miss),
+            Reply::Error(msg) => Err(LookupError::server(format!("redis: {}", shown(msg)))),
+            Reply::Status(s) => {
+                return Err(protocol(&format!(
+                    "`+{}` in reply to GET: the stream is out of step",
+                    shown(s)
+                )))
+            }
+            Reply::Integer(i) => {
+                return Err(protocol(&format!(
+                    "`:{i}` in reply to GET: the stream is out of step"
+                )))
+            }
+        };
+        Ok(Some((n, result)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorKind;
+    use crate::proto::testkit::{codec_contract, dec, dec_err, decode_split};
+    use proptest::prelude::*;
+
+    fn bulk(data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        push_bulk(data, &mut v);
+        v
+    }
+
+    fn hit(id: u64) -> Vec<u8> {
+        let mut row = Vec::new();
+        dataset::write_tsv(&mut row, id);
+        bulk(&row)
+    }
+
+    #[test]
+    fn encoders() {
+        let mut c = RedisCodec::default();
+        let mut out = Vec::new();
+        c.encode(42, &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$6\r\nusr:42\r\n");
+        out.clear();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(
+            out,
+            b"*2\r\n$3\r\nGET\r\n$24\r\nusr:18446744073709551615\r\n"
+        );
+        let mut out = Vec::with_capacity(64);
+        let p = out.as_ptr();
+        c.encode(u64::MAX, &mut out);
+        assert_eq!(out.as_ptr(), p, "encode must not reallocate");
+        out.clear();
+        encode_command(&[b"SET", b"usr:7", b"a\r\nb"], &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$5\r\nusr:7\r\n$4\r\na\r\nb\r\n");
+        out.clear();
+        encode_command(&[b"DBSIZE"], &mut out);
+        assert_eq!(out, b"*1\r\n$6\r\nDBSIZE\r\n");
+        out.clear();
+        key_into(0, &mut out);
+        assert_eq!(out, b"usr:0");
+    }
+
+    #[test]
+    fn hit_miss_error_verify() {
+        let mut c = RedisCodec::default();
+        let h = hit(42);
+        for verify in [false, true] {
+            assert_eq!(
+                dec(&mut c, &h, 42, verify).unwrap(),
+                Some((h.len(), Outcome::Hit))
+            );
+        }
+        // The row of another key, an empty value, the row with a newline: verify errors.
+        for wrong in [hit(43), bulk(b""), {
+            let mut r = Vec::new();
+            dataset::write_tsv(&mut r, 42);
+            r.push(b'\n');
+            bulk(&r)
+        }] {
+            let (n, e) = dec_err(&mut c, &wrong, 42, true);
+            assert_eq!(
+                (n, e.kind, e.fatal),
+                (wrong.len(), ErrorKind::Verify, false)
+            );
+            assert_eq!(
+                dec(&mut c, &wrong, 42, false).unwrap(),
+                Some((wrong.len(), Outcome::Hit))
+            );
+        }
+        assert_eq!(
+            dec(&mut c, b"$-1\r\n", 1, true).unwrap(),
+            Some((5, Outcome::Miss))
+        );
+        assert_eq!(
+            dec(&mut c, b"_\r\n$-1\r\n", 1, true).unwrap(),
+            Some((3, Outcome::Miss))
+        );
+        let err = b"-ERR something broke\r\n$-1\r\n";
+        let (n, e) = dec_err(&mut c, err, 1, true);
+        assert_eq!((n, e.kind, e.fatal), (22, ErrorKind::Server, false));
+        assert!(e.message.contains("ERR something broke"), "{}", e.message);
+        let (_, e) = dec_err(&mut c, b"-NOAUTH Authentication required.\r\n", 1, false);
+        assert_eq!(e.kind, ErrorKind::Server);
+        // A value holding CRLF and RESP-looking bytes is skipped by length.
+        let tricky = bulk(b"$-1\r\n-ERR\r\n+OK\r\n");
+        assert_eq!(
+            dec(&mut c, &tricky, 1, false).unwrap(),
+            Some((tricky.len(), Outcome::Hit))
+        );
+    }
+
+    #[test]
+    fn handshake_replies() {
+        assert_eq!(
+            parse_reply(b"+OK\r\n").unwrap(),
+            Some((5, Reply::Status(b"OK")))
+        );
+        assert_eq!(
+            parse_reply(b":1000000\r\n").unwrap(),
+            Some((10, Reply::Integer(1_000_000)))
+        );
+        assert_eq!(
+            parse_reply(b":-3\r\n").unwrap(),
+            Some((5, Reply::Integer(-3)))
+        );
+        assert_eq!(
+            parse_reply(b"-WRONGPASS invalid\r\n").unwrap(),
+            Some((20, Reply::Error(b"WRONGPASS invalid")))
+        );
+        assert_eq!(parse_reply(b"+OK\r").unwrap(), None);
+        assert_eq!(parse_reply(b"").unwrap(), None);
+    }
+
+    #[test]
+    fn garbage_is_fatal() {
+        let mut c = RedisCodec::default();
+        for bad in [
+            &b"HTTP/1.1 200 OK\r\n"[..],
+            b"VALUE usr:1 0 1\r\n",
+            b"END\r\n",
+            b"*1\r\n$1\r\na\r\n",
+            b"*-1\r\n",
+            b"+OK\r\n",
+            b":1\r\n",
+            b":x\r\n",
+            b"$\r\n",
+            b"$-2\r\n",
+            b"$x\r\n",
+            b"$3\r\nabcX",
+            b"$3\r\nabc\rX",
+            b"$3\n",
+            b"$99999999999999999999\r\n",
+            b"_x\r\n",
+            b"-ERR\n",
+        ] {
+            let e = dec(&mut c, bad, 1, false).unwrap_err();
+            assert_eq!(
+                (e.kind, e.fatal),
+                (ErrorKind::Protocol, true),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // Long lines wait up to MAX_LINE, then fail.
+        let mut long = b"-ERR ".to_vec();
+        long.resize(MAX_LINE, b'x');
+        assert_eq!(dec(&mut c, &long, 1, false).unwrap(), None);
+        long.push(b'x');
+        assert_eq!(
+            dec(&mut c, &long, 1, false).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn bulk_length_bounded_by_max_frame() {
+        let mut c = RedisCodec::default();
+        // "$1048564\r\n" + data + "\r\n" == MAX_FRAME: the largest bulk that fits.
+        let header = format!("${}\r\n", MAX_FRAME - 12);
+        assert_eq!(header.len(), 10);
+        let mut reply = header.into_bytes();
+        assert_eq!(dec(&mut c, &reply, 1, false).unwrap(), None);
+        reply.resize(MAX_FRAME - 2, b'v');
+        reply.extend_from_slice(b"\r\n");
+        assert_eq!(
+            dec(&mut c, &reply, 1, false).unwrap(),
+            Some((MAX_FRAME, Outcome::Hit))
+        );
+        let over = format!("${}\r\n", MAX_FRAME - 11);
+        assert!(dec(&mut c, over.as_bytes(), 1, false).is_err());
+    }
+
+    #[test]
+    fn pipelined_at_every_split_point() {
+        let keys = [1u64, 2, 3, 4, 5, 6];
+        let mut stream = hit(1);
+        let first = stream.len();
+        stream.extend_from_slice(b"$-1\r\n");
+        stream.extend_from_slice(&hit(99)); // wrong row for key 3
+        stream.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
+        stream.extend_from_slice(b"_\r\n");
+        stream.extend_from_slice(&hit(6));
+        let whole = vec![
+            Ok(Outcome::Hit),
+            Ok(Outcome::Miss),
+            Err(ErrorKind::Verify),
+            Err(ErrorKind::Server),
+            Ok(Outcome::Miss),
+            Ok(Outcome::Hit),
+        ];
+        let mut c = RedisCodec::default();
+        for len in 0..first {
+            assert_eq!(dec(&mut c, &stream[..len], 1, true).unwrap(), None, "{len}");
+        }
+        for cut in 0..=stream.len() {
+            assert_eq!(
+                decode_split(RedisCodec::default(), &stream, cut, &keys),
+                whole,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    fn soup() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"$".to_vec()),
+            Just(b"-".to_vec()),
+            Just(b"+OK".to_vec()),
+            Just(b"_".to_vec()),
+            Just(b":".to_vec()),
+            Just(b"*".to_vec()),
+            Just(b"-1".to_vec()),
+            Just(b"47".to_vec()),
+            Just(b"3".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
+            any::<u8>().prop_map(|b| vec![b]),
+        ];
+        prop::collection::vec(piece, 0..30).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
+            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
+            let _ = parse_reply(&buf);
+        }
+
+        #[test]
+        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
+        }
+
+        #[test]
+        fn any_value_round_trips(data in prop::collection::vec(any::<u8>(), 0..200)) {
+            let reply = bulk(&data);
+            prop_assert_eq!(parse_reply(&reply).unwrap(), Some((reply.len(), Reply::Bulk(&data[..]))));
+        }
+    }
+}

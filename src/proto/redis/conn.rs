@@ -1,0 +1,55 @@
+//! The Redis target: one pipelined connection per task, logged in by [`Login`] at connect.
+
+use crate::outcome::LookupError;
+use crate::plan::Plan;
+use crate::proto::redis::codec::RedisCodec;
+use crate::proto::redis::count::get_calls;
+use crate::proto::redis::login::Login;
+use crate::proto::stream::StreamConn;
+use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::url::TargetUrl;
+
+pub struct RedisTarget {
+    login: Login,
+    verify: bool,
+}
+
+impl RedisTarget {
+    /// The options this target reads from its URL's query (dispatch refuses any other).
+    pub const OPTIONS: &'static [&'static str] = &[];
+
+    pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
+        Ok(RedisTarget {
+            login: Login::new(url, plan.timeout)?,
+            verify: plan.verify,
+        })
+    }
+
+    pub fn login(&self) -> &Login {
+        &self.login
+    }
+}
+
+impl Target for RedisTarget {
+    type Conn = StreamConn<RedisCodec>;
+
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, LookupError> {
+        self.login.open(self.verify).await
+    }
+
+    fn max_pipeline(&self) -> usize {
+        usize::MAX
+    }
+
+    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        let v = get_calls(&self.login).await.map_err(|e| e.message)?;
+        Ok(Some(ServerCount {
+            value: v,
+            source: "INFO commandstats cmdstat_get.calls".into(),
+        }))
+    }
+}

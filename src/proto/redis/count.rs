@@ -1,0 +1,56 @@
+//! The server's own count of lookups: `calls` of `cmdstat_get` in `INFO commandstats`.
+
+use crate::outcome::LookupError;
+use crate::proto::redis::login::{Answer, Login};
+
+/// `GET` calls since the server started (or `CONFIG RESETSTAT`), on a fresh connection.
+pub async fn get_calls(login: &Login) -> Result<u64, LookupError> {
+    let mut conn = login.open(false).await?;
+    match login
+        .ask(&mut conn, &[b"INFO", b"commandstats"], "INFO commandstats")
+        .await?
+    {
+        Answer::Bulk(info) => calls_of(&info, "get").ok_or_else(|| {
+            LookupError::protocol(format!(
+                "{}: INFO commandstats has a malformed cmdstat_get line",
+                login.addr
+            ))
+        }),
+        Answer::Error(e) => Err(LookupError::server(format!(
+            "{}: INFO commandstats: {e}",
+            login.addr
+        ))),
+        other => Err(LookupError::protocol(format!(
+            "{}: unexpected reply to INFO: {other:?}",
+            login.addr
+        ))),
+    }
+}
+
+/// `calls` of `cmdstat_<command>` in an `INFO commandstats` text. Redis leaves out commands
+/// never called, so no line is 0; a line without a number is `None`.
+pub fn calls_of(info: &[u8], command: &str) -> Option<u64> {
+    let text = String::from_utf8_lossy(info);
+    let head = format!("cmdstat_{command}:");
+    let Some(line) = text.lines().find_map(|l| l.strip_prefix(head.as_str())) else {
+        return Some(0);
+    };
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("calls="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_calls() {
+        let info = b"# Commandstats\r\ncmdstat_getex:calls=7,usec=1\r\ncmdstat_get:calls=20000,usec=9811,usec_per_call=0.49,rejected_calls=0,failed_calls=0\r\ncmdstat_info:calls=3\r\n";
+        assert_eq!(calls_of(info, "get"), Some(20000));
+        assert_eq!(calls_of(info, "info"), Some(3));
+        assert_eq!(calls_of(info, "set"), Some(0));
+        assert_eq!(calls_of(b"cmdstat_get:usec=1\r\n", "get"), None);
+        assert_eq!(calls_of(b"cmdstat_get:calls=x\r\n", "get"), None);
+    }
+}

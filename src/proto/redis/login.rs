@@ -1,0 +1,214 @@
+//! What a connection sends before its first `GET`: `AUTH` (password, or ACL user and password)
+//! and `SELECT db`, read from `redis://[user:pass@]host:port[/db]`. It never sends a `GET`, so
+//! the server's `cmdstat_get` counts the run's lookups only.
+
+use std::time::Duration;
+
+use crate::outcome::{ErrorKind, LookupError};
+use crate::proto::codec::Codec;
+use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Reply};
+use crate::proto::stream::StreamConn;
+use crate::proto::target::SetupError;
+use crate::url::TargetUrl;
+
+/// The credentials and database of a URL. No `Debug`: it holds the password.
+#[derive(Clone)]
+pub struct Login {
+    pub addr: String,
+    user: Option<String>,
+    password: Option<String>,
+    pub db: u32,
+    /// Bound on each handshake step: a port that is not Redis may never answer.
+    step: Duration,
+}
+
+/// A reply, owned, for the handshake and the stats readers (not the hot path).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Status(String),
+    Error(String),
+    Integer(i64),
+    Bulk(Vec<u8>),
+    Null,
+}
+
+impl Login {
+    pub fn new(url: &TargetUrl, step: Duration) -> Result<Login, SetupError> {
+        let db = match url.path.trim_end_matches('/') {
+            "" => 0,
+            p => p.parse::<u32>().map_err(|_| {
+                SetupError(format!(
+                    "bad Redis target {}: the path is the database number, e.g. \
+                     redis://127.0.0.1:6379/1 (or none for database 0)",
+                    url.redacted()
+                ))
+            })?,
+        };
+        if let (Some(user), None) = (&url.user, &url.password) {
+            return Err(SetupError(format!(
+                "{}: the URL names user {user} but no password: use redis://{user}:PASSWORD@host:port",
+                url.redacted()
+            )));
+        }
+        Ok(Login {
+            addr: url.host_port(super::DEFAULT_PORT),
+            user: url.user.clone(),
+            password: url.password.clone(),
+            db,
+            step,
+        })
+    }
+
+    /// A connection to the server and database, logged in.
+    pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
+        let mut conn = StreamConn::connect(&self.addr, RedisCodec::default(), verify).await?;
+        self.handshake(&mut conn).await?;
+        Ok(conn)
+    }
+
+    fn user(&self) -> &str {
+        self.user.as_deref().unwrap_or("default")
+    }
+
+    fn fail(&self, what: String) -> LookupError {
+        LookupError::new(ErrorKind::Connect, true, format!("{}: {what}", self.addr))
+    }
+
+    /// Sends `args` and reads one reply, within the step bound.
+    pub async fn ask<C: Codec>(
+        &self,
+        conn: &mut StreamConn<C>,
+        args: &[&[u8]],
+        name: &str,
+    ) -> Result<Answer, LookupError> {
+        let mut req = Vec::new();
+        encode_command(args, &mut req);
+        let reply = conn.round_trip(&req, |b| {
+            Ok(parse_reply(b)?.map(|(n, r)| {
+                (
+                    n,
+                    match r {
+                        Reply::Status(s) => Answer::Status(shown(s)),
+                        Reply::Error(s) => Answer::Error(shown(s)),
+                        Reply::Integer(i) => Answer::Integer(i),
+                        Reply::Bulk(b) => Answer::Bulk(b.to_vec()),
+                        Reply::Null => Answer::Null,
+                    },
+                )
+            }))
+        });
+        match tokio::time::timeout(self.step, reply).await {
+            Err(_) => Err(self.fail(format!(
+                "no reply to {name} within {:?}: is this a Redis port?",
+                self.step
+            ))),
+            Ok(Err(e)) => Err(self.fail(format!("{name}: {}", e.message))),
+            Ok(Ok(a)) => Ok(a),
+        }
+    }
+
+    /// `AUTH` when the URL has a password, `SELECT` when the database is not 0, else `PING`, so
+    /// a server that wants a password says so here (setup error, exit 2), not on every lookup.
+    /// Messages name the user, never the password.
+    pub async fn handshake<C: Codec>(&self, conn: &mut StreamConn<C>) -> Result<(), LookupError> {
+        if let Some(pw) = &self.password {
+            let pw = pw.as_bytes();
+            let answer = match &self.user {
+                Some(u) => self.ask(conn, &[b"AUTH", u.as_bytes(), pw], "AUTH").await?,
+                None => self.ask(conn, &[b"AUTH", pw], "AUTH").await?,
+            };
+            match answer {
+                Answer::Status(_) => {}
+                Answer::Error(e) if e.starts_with("WRONGPASS") => {
+                    return Err(self.fail(format!(
+                        "the server refused the password for user {} (WRONGPASS): check the \
+                         user and password in the URL",
+                        self.user()
+                    )))
+                }
+                Answer::Error(e) if e.contains("without any password configured") => {
+                    return Err(self.fail(format!(
+                        "the URL gives a password but the server has none set for user {}: \
+                         drop it from the URL",
+                        self.user()
+                    )))
+                }
+                // Only the error's code: the rest of an AUTH error is not ours to echo.
+                other => return Err(self.fail(self.unexpected("AUTH", &other))),
+            }
+        }
+        if self.db != 0 {
+            let db = self.db.to_string();
+            match self
+                .ask(conn, &[b"SELECT", db.as_bytes()], "SELECT")
+                .await?
+            {
+                Answer::Status(_) => {}
+                Answer::Error(e) if e.starts_with("NOAUTH") => return Err(self.noauth()),
+                Answer::Error(e) => {
+                    return Err(self.fail(format!(
+                        "SELECT {db} failed: {e} (the path of the URL is the database number)"
+                    )))
+                }
+                other => return Err(self.fail(self.unexpected("SELECT", &other))),
+            }
+        } else if self.password.is_none() {
+            match self.ask(conn, &[b"PING"], "PING").await? {
+                Answer::Status(_) => {}
+                Answer::Error(e) if e.starts_with("NOAUTH") => return Err(self.noauth()),
+                other => return Err(self.fail(self.unexpected("PING", &other))),
+            }
+        }
+        Ok(())
+    }
+
+    fn noauth(&self) -> LookupError {
+        self.fail(
+            "the server wants a password (NOAUTH) and the URL has none: use \
+             redis://[USER]:PASSWORD@host:port"
+                .into(),
+        )
+    }
+
+    fn unexpected(&self, name: &str, a: &Answer) -> String {
+        match a {
+            Answer::Error(e) => {
+                format!("{name} failed: {}", e.split(' ').next().unwrap_or_default())
+            }
+            other => format!("unexpected reply to {name}: {other:?}: is this a Redis port?"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login(s: &str) -> Result<Login, SetupError> {
+        Login::new(&TargetUrl::parse(s).unwrap(), Duration::from_secs(1))
+    }
+
+    #[test]
+    fn urls() {
+        let l = login("redis://127.0.0.1").unwrap();
+        assert_eq!(
+            (l.addr.as_str(), l.db, l.user()),
+            ("127.0.0.1:6379", 0, "default")
+        );
+        let l = login("redis://lg:pw@127.0.0.1:7000/3").unwrap();
+        assert_eq!(
+            (l.addr.as_str(), l.db, l.user()),
+            ("127.0.0.1:7000", 3, "lg")
+        );
+        assert_eq!(
+            login("redis://:pw@h/").unwrap().password.as_deref(),
+            Some("pw")
+        );
+        for bad in ["redis://h/x", "redis://h/1/2", "redis://h/-1"] {
+            let e = login(bad).err().unwrap().0;
+            assert!(e.contains("database number"), "{bad}: {e}");
+        }
+        let e = login("redis://lg@h").err().unwrap().0;
+        assert!(e.contains("no password"), "{e}");
+    }
+}

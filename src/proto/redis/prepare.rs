@@ -1,0 +1,112 @@
+//! `loadgen prepare redis://...`: `SET usr:<id> <row>` for every key, pipelined in batches of
+//! about 1 MiB, each batch's `+OK`s counted before the next; then a verified `GET` of the last
+//! key and `DBSIZE` prove the rows are there.
+
+use std::time::Duration;
+
+use crate::outcome::{LookupError, Outcome};
+use crate::proto::redis::codec::{encode_command, key_into, parse_reply, shown, Reply};
+use crate::proto::redis::login::{Answer, Login};
+use crate::proto::target::Conn;
+use crate::url::TargetUrl;
+
+/// Bytes of `SET`s per batch.
+const BATCH: usize = 1 << 20;
+
+/// A batch that takes longer than this means the server is not keeping up or not answering.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Loads `keys` (inclusive) into the URL's database; returns the number of rows.
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+    let login = Login::new(url, Duration::from_secs(10)).map_err(|e| e.0)?;
+    let mut conn = login.open(true).await.map_err(|e| e.message)?;
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    let mut batch = Vec::with_capacity(BATCH + 512);
+    let mut id = keys.0;
+    while id <= keys.1 {
+        batch.clear();
+        let mut sets = 0usize;
+        while id <= keys.1 && batch.len() < BATCH {
+            key.clear();
+            key_into(id, &mut key);
+            value.clear();
+            crate::dataset::write_tsv(&mut value, id);
+            encode_command(&[b"SET", &key, &value], &mut batch);
+            sets += 1;
+            id += 1;
+        }
+        let acks = conn.round_trip(&batch, count_oks(sets));
+        tokio::time::timeout(BATCH_TIMEOUT, acks)
+            .await
+            .map_err(|_| format!("{}: no answer to SET within {BATCH_TIMEOUT:?}", login.addr))?
+            .map_err(|e| format!("{}: SET: {}", login.addr, e.message))?;
+    }
+    conn.send(keys.1);
+    match conn.recv(keys.1).await {
+        Ok(Outcome::Hit) => {}
+        Ok(Outcome::Miss) => {
+            return Err(format!(
+                "{}: usr:{} is missing after SET: is maxmemory too small?",
+                login.addr, keys.1
+            ))
+        }
+        Err(e) => return Err(e.message),
+    }
+    let rows = keys.1 - keys.0 + 1;
+    match login
+        .ask(&mut conn, &[b"DBSIZE"], "DBSIZE")
+        .await
+        .map_err(|e| e.message)?
+    {
+        Answer::Integer(n) if n >= 0 && n as u64 >= rows => Ok(rows),
+        other => Err(format!(
+            "{}: DBSIZE answered {other:?} after {rows} SETs: the server did not keep them all",
+            login.addr
+        )),
+    }
+}
+
+/// A parser for `round_trip` that is done after `n` `+OK` replies. It remembers how far it got,
+/// so each read scans only the new bytes.
+fn count_oks(n: usize) -> impl FnMut(&[u8]) -> Result<Option<(usize, ())>, LookupError> {
+    let (mut seen, mut at) = (0usize, 0usize);
+    move |buf| {
+        while seen < n {
+            let Some((len, reply)) = parse_reply(buf.get(at..).unwrap_or_default())? else {
+                return Ok(None);
+            };
+            match reply {
+                Reply::Status(_) => {}
+                Reply::Error(e) => {
+                    return Err(LookupError::server(format!(
+                        "the server refused SET: {}",
+                        shown(e)
+                    )))
+                }
+                other => {
+                    return Err(LookupError::protocol(format!(
+                        "unexpected reply to SET: {other:?}"
+                    )))
+                }
+            }
+            seen += 1;
+            at += len;
+        }
+        Ok(Some((at, ())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_oks_across_reads() {
+        let mut p = count_oks(3);
+        assert_eq!(p(b"+OK\r\n+O").unwrap(), None);
+        assert_eq!(p(b"+OK\r\n+OK\r\n").unwrap(), None);
+        assert_eq!(p(b"+OK\r\n+OK\r\n+OK\r\n$-1\r\n").unwrap(), Some((15, ())));
+        let mut p = count_oks(2);
+        assert!(p(b"+OK\r\n-OOM command not allowed\r\n").is_err());
+    }
+}
