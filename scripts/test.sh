@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# All the tests: unit tests, then integration tests against real servers that this script
-# installs (apt-get, when missing) and starts on loopback via scripts/servers.sh.
+# All the tests: fmt, clippy and the import-loop check, unit tests, then integration tests
+# against real servers that this script installs (apt-get, when missing) and starts on loopback
+# via scripts/servers.sh.
 # Usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# Style and shape first, so such a failure shows before any server starts.
+say "cargo fmt --check"
+cargo fmt --check
+say "cargo clippy (-D warnings)"
+cargo clippy --release --quiet --all-targets -- -D warnings
+say "import loops (scripts/imports.py)"
+python3 scripts/imports.py
 
 bash scripts/servers.sh up
 eval "$(bash scripts/servers.sh env)"

@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use tokio::sync::watch;
 
+use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
 use crate::plan::{Plan, Stop};
 use crate::proto::target::SetupError;
 use crate::report::output::Dest;
-use crate::report::result::{Machine, ResultFile, Settings};
-use crate::run::Control;
+use crate::result::{Machine, ResultFile, RunResult, Settings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -29,8 +29,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// Rows of the embedded server.
     pub embedded_rows: (u64, u64),
-    /// Per-interval hooks (metrics, interval log); see `run::IntervalView`.
-    pub hooks: Vec<crate::run::Hook>,
+    /// Per-interval hooks (metrics, interval log); see `control::IntervalView`.
+    pub hooks: Vec<crate::control::Hook>,
     /// Label of this generator in results and metrics (`--instance`).
     pub instance: Option<String>,
     /// Serve Prometheus metrics while running (`--metrics`).
@@ -97,29 +97,14 @@ pub fn settings_of(plan: &Plan) -> Settings {
 /// included. The handlers are registered here, before any set-up work runs, not when the task
 /// first gets to run.
 pub fn stop_on_signals() -> watch::Receiver<bool> {
-    use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = watch::channel(false);
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut term = signal(SignalKind::terminate()).ok();
+    let mut signals = crate::signals::StopSignals::install();
     tokio::spawn(async move {
-        tokio::select! {
-            _ = next_signal(int.as_mut()) => {}
-            _ = next_signal(term.as_mut()) => {}
-        }
+        signals.next().await;
         eprintln!("loadgen: stopping, keeping the results measured so far");
         let _ = tx.send(true);
     });
     rx
-}
-
-/// The next delivery of `sig`; never, when its handler could not be installed.
-async fn next_signal(sig: Option<&mut tokio::signal::unix::Signal>) {
-    match sig {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending::<()>().await,
-    }
 }
 
 pub async fn execute(
@@ -249,7 +234,7 @@ async fn execute_targets(
         started_at: crate::report::now_rfc3339(),
         interrupted: false,
         settings: settings_of(plan),
-        machine: Machine::here(),
+        machine: this_machine(),
         instance: opts.instance.clone(),
         runs: Vec::new(),
         sweeps: Vec::new(),
@@ -318,6 +303,17 @@ async fn execute_targets(
         exit_code,
         exporter: None,
     })
+}
+
+/// The machine the run measured from.
+fn this_machine() -> Machine {
+    Machine {
+        cores: crate::plan::default_threads(),
+        os: std::env::consts::OS.to_string(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+    }
 }
 
 /// Where the result went so far.
@@ -406,10 +402,7 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
 }
 
 /// A short bar label: the kind, plus the pipeline depth or index when kinds repeat.
-fn run_name(
-    r: &crate::report::result::RunResult,
-    all: &[crate::report::result::RunResult],
-) -> String {
+fn run_name(r: &RunResult, all: &[RunResult]) -> String {
     let same = all.iter().filter(|o| o.kind == r.kind).count();
     if same > 1 {
         let i = all

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::control::Control;
 use crate::plan::{Mode, Plan};
 use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
@@ -15,8 +16,8 @@ use crate::proto::postgres::wire_driver::PgWireTarget;
 use crate::proto::redis::RedisTarget;
 use crate::proto::table::{self, Proto, EMBEDDED, NOT_YET};
 use crate::proto::target::SetupError;
-use crate::report::result::RunResult;
-use crate::run::{run, Control};
+use crate::result::RunResult;
+use crate::run::run;
 use crate::serve::ServerStats;
 use crate::url::TargetUrl;
 
@@ -35,7 +36,7 @@ pub async fn run_target(
     if target == EMBEDDED {
         let e = embedded.ok_or_else(|| SetupError("the embedded server is not running".into()))?;
         let url = TargetUrl::parse(&e.url)?;
-        let t = HttpTarget::new(&url, plan.verify, Some(e.stats.clone()))?;
+        let t = HttpTarget::new(&url, plan, Some(e.stats.clone()))?;
         return run(t, plan, &url.redacted(), control).await;
     }
     let url = TargetUrl::parse(target)?;
@@ -72,8 +73,7 @@ pub async fn run_target(
         (Proto::Redis, _) => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Http, _) => {
             http_pipeline(&url, &label, plan.pipeline)?;
-            let t = HttpTarget::new(&url, plan.verify, None)?;
-            run(t, plan, &label, control).await
+            run(HttpTarget::new(&url, plan, None)?, plan, &label, control).await
         }
     }
 }

@@ -33,8 +33,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
+use crate::control::IntervalView;
 use crate::report::output::Dest;
-use crate::run::IntervalView;
 
 /// The legend line Java's `HistogramLogWriter` writes before the first interval.
 pub const LEGEND: &str =
@@ -101,7 +101,7 @@ impl IntervalLog {
     }
 
     /// The per-interval hook: writes and flushes one interval histogram (post-warm-up only).
-    pub fn hook(&self) -> crate::run::Hook {
+    pub fn hook(&self) -> crate::control::Hook {
         let inner = self.inner.clone();
         let path = self.path.clone();
         Arc::new(move |v: &IntervalView| {
@@ -154,11 +154,7 @@ fn tag_for(targets: &mut Vec<(String, usize)>, kind: &str, index: usize) -> Stri
         .find(|(k, _)| k == kind)
         .map(|(_, i)| *i)
         .unwrap_or(index);
-    let tag = if first == index {
-        kind.to_string()
-    } else {
-        format!("{kind}_{index}")
-    };
+    let tag = crate::control::target_tag(kind, index, first);
     // Tags may not hold ',', ' ', '\r' or '\n'; kinds never do, but be safe.
     tag.replace([',', ' ', '\r', '\n'], "_")
 }

@@ -7,11 +7,15 @@
 //! each owns a current_thread runtime, its connections ([`proto::target::Conn`]) and a
 //! [`recorder::Recorder`]. The only request loop is `worker::drive`: keys from [`keys`], due
 //! times from [`pacer`]. Every interval each worker hands a [`recorder::Snapshot`] to the
-//! collector in `run`, which merges them into [`totals::Totals`], prints progress and feeds
-//! [`metrics`]. Each protocol lives in its own folder under `proto/`; [`dataset`] alone knows
-//! the row a key should return.
+//! [`collector`], which merges them into [`totals::Totals`], prints progress and feeds the hooks
+//! of [`control`] ([`metrics`], [`hdrlog`]). The result is a [`result::RunResult`] (the model,
+//! below everything), written as JSON (schema in `schemas/`) and printed as text by [`report`].
+//! Each protocol lives in its own folder under `proto/`; [`dataset`] alone knows the row a key
+//! should return.
 
 pub mod app;
+pub mod collector;
+pub mod control;
 pub mod dataset;
 pub mod dispatch;
 pub mod fdlimit;
@@ -25,10 +29,14 @@ pub mod plan;
 pub mod prepare;
 pub mod proto;
 pub mod recorder;
+pub mod redact;
 pub mod report;
+pub mod result;
 pub mod run;
 pub mod serve;
+pub mod signals;
 pub mod sweep;
+pub mod timeouts;
 pub mod timer;
 pub mod totals;
 pub mod url;

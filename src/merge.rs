@@ -36,11 +36,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::report::result::{
-    decode_histogram, encode_histogram, ClientCpu, Machine, RateResult, ResultFile, RunResult,
-    TimelineRow,
+use crate::result::{
+    decode_histogram, encode_histogram, ClientCpu, Machine, Percentiles, RateResult, ResultFile,
+    RunResult, TimelineRow,
 };
-use crate::totals::Percentiles;
 
 /// One input: a name (its instance or file name) and the parsed file.
 pub struct Input {
@@ -66,7 +65,7 @@ pub fn read_input(path: &Path) -> Result<Input, String> {
     let mut file: ResultFile = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a loadgen result file: {e}", path.display()))?;
     // A file from an older loadgen may carry a password: nothing of it is shown unredacted.
-    file.redact();
+    crate::redact::file(&mut file);
     let name = file.instance.clone().unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -130,7 +129,7 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
         slo: Vec::new(),
     };
     // Inputs given straight to `merge` (not through `read_input`) are redacted here.
-    merged.redact();
+    crate::redact::file(&mut merged);
     let warnings = warnings
         .iter()
         .map(|w| crate::url::redact_text(w))
@@ -423,7 +422,6 @@ fn merge_group(
         server_observed: None,
         timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
         histogram: encode_histogram(&hist),
-        totals: None,
     })
 }
 

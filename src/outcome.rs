@@ -27,7 +27,10 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    /// How many kinds there are: the length of every per-kind counter array.
+    pub const COUNT: usize = 6;
+
+    pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::Connect,
         ErrorKind::Io,
         ErrorKind::Timeout,

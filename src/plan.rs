@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::keys::Dist;
 use crate::pacer::Arrival;
+use crate::timeouts::Timeouts;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -155,8 +156,9 @@ impl Plan {
         }
     }
 
-    pub fn key_span(&self) -> u64 {
-        self.keys.1 - self.keys.0 + 1
+    /// Every time bound of the run, from `--timeout`.
+    pub fn timeouts(&self) -> Timeouts {
+        Timeouts::new(self.timeout)
     }
 }
 

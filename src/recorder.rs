@@ -18,7 +18,7 @@ pub fn new_histogram() -> Histogram<u64> {
 pub struct Counts {
     pub hits: u64,
     pub misses: u64,
-    pub errors: [u64; 6],
+    pub errors: [u64; ErrorKind::COUNT],
     pub reconnects: u64,
 }
 
@@ -88,7 +88,8 @@ impl Snapshot {
     }
 }
 
-const MAX_SAMPLES: usize = 8;
+/// Error messages kept per thread, and per run once merged.
+pub const MAX_SAMPLES: usize = 8;
 
 /// The thread-local recorder shared (via Rc<RefCell>) by the thread's connection tasks.
 pub struct Recorder {

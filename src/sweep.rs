@@ -2,31 +2,11 @@
 //! does QPS peak?) and `--slo` (the highest fixed rate whose latency percentile stays under a
 //! bound, by bisection). Each step is an ordinary run through `dispatch::run_target`.
 
-use serde::{Deserialize, Serialize};
-
+use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
 use crate::plan::Plan;
 use crate::proto::target::SetupError;
-use crate::report::result::RunResult;
-use crate::run::Control;
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SweepStep {
-    pub connections: usize,
-    pub qps: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub errors: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SweepResult {
-    pub target: String,
-    pub kind: String,
-    pub steps: Vec<SweepStep>,
-    pub peak_qps: f64,
-    pub peak_connections: usize,
-}
+use crate::result::{RunResult, SloResult, SloStep, SweepResult, SweepStep};
 
 /// `--slo p99=1ms`: which percentile, and its bound in microseconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,38 +44,6 @@ impl Slo {
             _ => l.p999,
         }
     }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SloStep {
-    /// None: the closed-loop step that measures the maximum.
-    pub rate: Option<f64>,
-    pub achieved_qps: f64,
-    pub percentile_us: f64,
-    pub pass: bool,
-    /// This step runs the rate of the step before again, which failed by a little.
-    #[serde(default)]
-    pub retry: bool,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SloResult {
-    pub target: String,
-    pub kind: String,
-    pub slo: String,
-    /// Highest rate that met the bound (None: not even the lowest step did).
-    pub best_rate: Option<f64>,
-    pub max_qps: f64,
-    /// The bracket the answer lies in: the highest rate that met the bound and the lowest that
-    /// did not (the closed-loop maximum until a paced step fails; None when it met the bound).
-    #[serde(default)]
-    pub pass_rate: Option<f64>,
-    #[serde(default)]
-    pub fail_rate: Option<f64>,
-    /// Why the search ended: the bracket is narrow enough, the step budget is spent, ...
-    #[serde(default)]
-    pub stopped: String,
-    pub steps: Vec<SloStep>,
 }
 
 /// The search ends when the bracket is this narrow, relative to its upper end...

@@ -4,9 +4,8 @@
 use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-use crate::recorder::{new_histogram, Counts, Snapshot};
+use crate::recorder::{new_histogram, Counts, Snapshot, MAX_SAMPLES};
 
 #[derive(Clone, Debug)]
 pub struct Totals {
@@ -43,7 +42,7 @@ impl AddAssign<&Snapshot> for Totals {
         let _ = self.lag.add(&s.lag);
         self.last_done_ns = self.last_done_ns.max(s.last_done_ns);
         for m in &s.error_samples {
-            if self.error_samples.len() < 8 && !self.error_samples.contains(m) {
+            if self.error_samples.len() < MAX_SAMPLES && !self.error_samples.contains(m) {
                 self.error_samples.push(m.clone());
             }
         }
@@ -61,43 +60,12 @@ impl AddAssign<&Totals> for Totals {
     }
 }
 
-/// Percentiles in microseconds, as reported.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Percentiles {
-    pub count: u64,
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
-
-impl Percentiles {
-    pub fn of(h: &Histogram<u64>) -> Percentiles {
-        if h.is_empty() {
-            return Percentiles::default();
-        }
-        let us = |ns: u64| (ns as f64 / 1000.0 * 1000.0).round() / 1000.0;
-        Percentiles {
-            count: h.len(),
-            min: us(h.min()),
-            mean: (h.mean() / 1000.0 * 1000.0).round() / 1000.0,
-            p50: us(h.value_at_quantile(0.50)),
-            p90: us(h.value_at_quantile(0.90)),
-            p99: us(h.value_at_quantile(0.99)),
-            p999: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::outcome::{ErrorKind, Outcome};
     use crate::recorder::Recorder;
+    use crate::result::Percentiles;
 
     #[test]
     fn merged_percentiles_equal_one_histogram_of_all_samples() {

@@ -157,9 +157,8 @@ async fn thread_main<T: Target>(
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
     // Requests still in flight at the end get up to one timeout to finish, then are abandoned.
-    let hard_end = ctx
-        .end_ns
-        .map(|e| e + ctx.plan.timeout.as_nanos() as u64 + 100_000_000);
+    let timeouts = ctx.plan.timeouts();
+    let hard_end = ctx.end_ns.map(|e| e + timeouts.drain.as_nanos() as u64);
     let far = ctx.now_ns() + 10 * 365 * 86_400 * 1_000_000_000;
     let mut finished = Vec::new();
     loop {
@@ -186,8 +185,7 @@ async fn thread_main<T: Target>(
     // connections still wait for their last replies, which showed as millisecond tail latencies
     // in a run's last interval. Bounded by one timeout in case the collector is gone.
     if !finished.is_empty() {
-        let grace = ctx.plan.timeout + Duration::from_secs(1);
-        let _ = tokio::time::timeout(grace, wait_true(stop)).await;
+        let _ = tokio::time::timeout(timeouts.hold, wait_true(stop)).await;
     }
     drop(finished);
 }
@@ -216,7 +214,8 @@ async fn drive<T: Target>(
     let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
     let quota = plan.quota(index);
     let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
-    let timeout = plan.timeout.as_nanos() as u64;
+    let request_timeout = plan.timeouts().request;
+    let timeout = request_timeout.as_nanos() as u64;
     let (backoff_min, backoff_max) = plan.reconnect_backoff;
 
     let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
@@ -366,7 +365,7 @@ async fn drive<T: Target>(
                     Some(Err(e)) => (e.kind, e.message),
                     _ => (
                         ErrorKind::Timeout,
-                        format!("no reply within {:?}", plan.timeout),
+                        format!("no reply within {request_timeout:?}"),
                     ),
                 };
                 r.sample(kind, &message);

@@ -584,3 +584,54 @@ fn run_names_every_scheme_it_accepts() {
         assert!(!err.contains("unknown target scheme"), "{url}: {err}");
     }
 }
+
+/// A listener whose accept queue is full drops new SYNs, so a TCP connect to it never completes.
+/// Returns it and the connections that fill its queue (all kept open by the caller).
+fn full_backlog() -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt.block_on(async {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        s.listen(0).unwrap().into_std().unwrap()
+    });
+    let addr = listener.local_addr().unwrap();
+    let mut fill = Vec::new();
+    // Never accepted: the queue holds a connection or two, then the kernel drops SYNs.
+    for _ in 0..16 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(c) => fill.push(c),
+            Err(_) => return (listener, fill),
+        }
+    }
+    panic!("the accept queue of {addr} never filled");
+}
+
+/// HTTP, memcached and HandlerSocket connect within --timeout, as the SQL targets do: a server
+/// that never completes the TCP handshake is a setup error (exit 2) naming the address and
+/// --timeout, after about --timeout, not the preflight's backstop (2 x --timeout + 1 s).
+#[test]
+fn a_server_that_never_accepts_is_a_clear_error_within_the_timeout() {
+    let (listener, _fill) = full_backlog();
+    let addr = listener.local_addr().unwrap();
+    for url in [
+        format!("memcache://{addr}"),
+        format!("http://{addr}/usr/{{key}}"),
+        format!("hs://{addr}/loadgen/usr"),
+    ] {
+        let t0 = Instant::now();
+        let out = run(&["run", &url, "-n", "10", "--timeout", "1s"]);
+        let took = t0.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.contains(&format!("no connection to {addr} within --timeout")),
+            "{url}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{url}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{url}: {stderr}");
+        assert!(took < Duration::from_millis(2500), "{url}: took {took:?}");
+    }
+}

@@ -4,9 +4,6 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
-use std::time::Duration;
-
 #[test]
 fn embedded_run_over_ten_billion_keys_verifies_its_rows() {
     let (code, doc, err) = run_json(&["--keys", "1-10000000000", "-n", "1000", "--verify"]);
@@ -17,26 +14,6 @@ fn embedded_run_over_ten_billion_keys_verifies_its_rows() {
     assert_eq!(u(r, "error_total"), 0, "{}", r["errors"]);
     assert_eq!(u(&r["server_observed"], "delta"), 1000);
     assert_eq!(r["server_observed"]["matches"], true);
-}
-
-/// One HTTP/1.1 GET on a fresh connection; returns the whole response.
-fn get(url_base: &str, path: &str) -> String {
-    let addr = url_base
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 fn vm_rss_kib(pid: u32) -> u64 {
@@ -51,14 +28,18 @@ fn vm_rss_kib(pid: u32) -> u64 {
 #[test]
 fn serve_a_billion_rows_in_little_memory() {
     let served = Served::start(1_000_000_000);
-    let reply = get(&served.url, "/usr/999999999");
-    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let addr = host_port(&served.url);
+    let reply = http_get(&addr, "/usr/999999999");
+    assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(
-        reply.ends_with("user999999999\tuser999999999@example.com\t2041-10-12 13:09:12"),
-        "{reply}"
+        reply
+            .body
+            .ends_with("user999999999\tuser999999999@example.com\t2041-10-12 13:09:12"),
+        "{}",
+        reply.body
     );
-    assert!(get(&served.url, "/usr/1000000001").starts_with("HTTP/1.1 404"));
-    let stats = get(&served.url, "/stats");
+    assert_eq!(http_get(&addr, "/usr/1000000001").status, 404);
+    let stats = http_get(&addr, "/stats").body;
     assert!(stats.contains("rows 1000000000\n"), "{stats}");
     assert!(stats.contains("hits 1\nmisses 1\n"), "{stats}");
     let rss = vm_rss_kib(served.child.id());

@@ -6,7 +6,6 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -17,8 +16,8 @@ use base64::Engine;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use loadgen::report::result::encode_histogram;
-use loadgen::totals::Percentiles;
+use loadgen::result::encode_histogram;
+use loadgen::result::Percentiles;
 use serde_json::{json, Value};
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -313,31 +312,10 @@ fn interval_logs_round_trip_and_sum_to_the_counted_requests() {
 
 /// GET on the test Prometheus' HTTP API; returns the JSON body.
 fn prom_query(prom_url: &str, query: &str) -> Value {
-    let hostport = prom_url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    let enc: String = query
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
-    let mut s = std::net::TcpStream::connect(&hostport).expect("prometheus answers");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /api/v1/query?query={enc} HTTP/1.0\r\nHost: {hostport}\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    let body = resp.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("prometheus: {e}: {resp}"))
+    let path = format!("/api/v1/query?query={}", urlencode(query));
+    let resp = http_get(&host_port(prom_url), &path);
+    serde_json::from_str(&resp.body)
+        .unwrap_or_else(|e| panic!("prometheus: {e}: {} {}", resp.status, resp.body))
 }
 
 /// Waits (up to a minute) until nothing listens on `port`: other tests on this machine use the

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -66,30 +66,9 @@ fn finish(mut child: Child, limit: Duration) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), doc, stderr)
 }
 
-struct Reply {
-    status: u16,
-    headers: String,
-    body: String,
-}
-
-/// One HTTP/1.1 request on a fresh connection; None when nothing answers.
+/// One HTTP/1.1 request to the exporter on `port`; None when nothing answers.
 fn http(port: u16, method: &str, path: &str, headers: &str) -> Option<Reply> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{headers}\r\n"
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some(Reply {
-        status,
-        headers: head.to_ascii_lowercase(),
-        body: body.to_string(),
-    })
+    http_request(&format!("127.0.0.1:{port}"), method, path, headers)
 }
 
 fn scrape(port: u16) -> Option<String> {
@@ -640,58 +619,13 @@ fn without_metrics_no_port_is_opened() {
 
 /// GET on the Prometheus HTTP API; returns the `data` of a successful answer.
 fn prom_api(base: &str, path_and_query: &str) -> Value {
-    let hostport = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    let mut s = TcpStream::connect(&hostport).unwrap_or_else(|e| {
-        panic!("Prometheus at {base} is not reachable ({e}): scripts/servers.sh up prometheus")
+    let resp = http_request(&host_port(base), "GET", path_and_query, "").unwrap_or_else(|| {
+        panic!("Prometheus at {base} is not reachable: scripts/servers.sh up prometheus")
     });
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path_and_query} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let v: Value = serde_json::from_str(&resp.body)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", resp.status, resp.body));
     assert_eq!(v["status"], "success", "{path_and_query}: {v}");
     v["data"].clone()
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = s.split_once("\r\n").unwrap();
-        let n = usize::from_str_radix(size.trim(), 16).unwrap();
-        if n == 0 {
-            return out;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// An instant query; the single result's value, or None when the result is empty.
@@ -816,7 +750,7 @@ fn prometheus_sees_loadgens_rate_and_latency() {
     // Prometheus' p99 lies between that bucket's bounds, and they are read here from the
     // result's own histogram, the way the exporter files a sample: by the low end of its
     // HdrHistogram slot.
-    let h = loadgen::report::result::decode_histogram(r["histogram"].as_str().unwrap()).unwrap();
+    let h = loadgen::result::decode_histogram(r["histogram"].as_str().unwrap()).unwrap();
     let low = h.lowest_equivalent(h.value_at_quantile(0.99));
     let bounds: Vec<f64> = [0.0]
         .into_iter()

@@ -3,7 +3,7 @@
 
 use std::fmt::{Display, Write};
 
-use super::Point;
+use super::point::{Point, BUCKETS};
 use crate::outcome::ErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,30 +129,6 @@ pub const FAMILIES: [Family; 9] = [
     IN_FLIGHT,
     CONNECTIONS,
     TARGET_RATE,
-];
-
-/// Latency bucket bounds: the `le` label (canonical float form) and the bound in nanoseconds.
-/// `+Inf` follows.
-pub const BUCKETS: [(&str, u64); 19] = [
-    ("1e-05", 10_000),
-    ("2e-05", 20_000),
-    ("5e-05", 50_000),
-    ("0.0001", 100_000),
-    ("0.0002", 200_000),
-    ("0.0005", 500_000),
-    ("0.001", 1_000_000),
-    ("0.002", 2_000_000),
-    ("0.005", 5_000_000),
-    ("0.01", 10_000_000),
-    ("0.02", 20_000_000),
-    ("0.05", 50_000_000),
-    ("0.1", 100_000_000),
-    ("0.2", 200_000_000),
-    ("0.5", 500_000_000),
-    ("1.0", 1_000_000_000),
-    ("2.0", 2_000_000_000),
-    ("5.0", 5_000_000_000),
-    ("10.0", 10_000_000_000),
 ];
 
 struct Out<'a> {

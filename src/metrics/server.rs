@@ -19,7 +19,29 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use super::{Format, Limits, Shared};
+use super::render::Format;
+use super::shared::Shared;
+
+/// Limits of the HTTP server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Connections served at once; more are accepted and closed at once.
+    pub max_connections: usize,
+    /// A request's headers must arrive within this (idle keep-alive connections included).
+    pub header_timeout: Duration,
+    /// A connection is closed gracefully (after its current response) once this old.
+    pub max_connection_age: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 64,
+            header_timeout: Duration::from_secs(10),
+            max_connection_age: Duration::from_secs(60),
+        }
+    }
+}
 
 pub(super) async fn accept_loop(
     listener: TcpListener,

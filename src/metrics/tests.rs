@@ -7,6 +7,7 @@ use tokio::net::TcpStream;
 use super::*;
 use crate::outcome::{ErrorKind, Outcome};
 use crate::recorder::Recorder;
+use crate::totals::Totals;
 
 const V: &str = env!("CARGO_PKG_VERSION");
 

@@ -2,6 +2,8 @@
 //! `send` only encodes into the write buffer; `recv` flushes it and parses one reply, so D
 //! requests in flight cost one write and (usually) one read syscall per batch, not per request.
 
+use std::time::Duration;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -35,10 +37,17 @@ impl<C: Codec> StreamConn<C> {
         }
     }
 
-    /// Connects to `addr` (host:port) with a clear error for the report.
-    pub async fn connect(addr: &str, codec: C, verify: bool) -> Result<Self, LookupError> {
-        let sock = TcpStream::connect(addr)
+    /// Connects to `addr` (host:port) within `timeout` (`Timeouts::connect`), with a clear
+    /// error for the report: a server whose listen backlog is full never answers the SYN.
+    pub async fn connect(
+        addr: &str,
+        timeout: Duration,
+        codec: C,
+        verify: bool,
+    ) -> Result<Self, LookupError> {
+        let sock = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
+            .map_err(|_| no_connection(addr))?
             .map_err(|e| connect_error(addr, &e))?;
         Ok(Self::new(sock, codec, verify))
     }
@@ -102,6 +111,15 @@ impl<C: Codec> StreamConn<C> {
         self.wpos = 0;
         Ok(())
     }
+}
+
+/// The TCP connect did not complete within --timeout.
+pub fn no_connection(addr: &str) -> LookupError {
+    LookupError::new(
+        crate::outcome::ErrorKind::Connect,
+        true,
+        format!("no connection to {addr} within --timeout (is the server up and accepting connections?)"),
+    )
 }
 
 pub fn connect_error(addr: &str, e: &std::io::Error) -> LookupError {

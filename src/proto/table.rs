@@ -24,6 +24,8 @@ pub struct Driver {
     pub name: &'static str,
     /// Speaks `--mode simple` (statements with the key inlined) as well as prepared.
     pub simple: bool,
+    /// Takes `-p` above 1 (its target's `max_pipeline`).
+    pub pipelines: bool,
     /// What it is, for messages.
     pub about: &'static str,
     /// The URL query options it reads; any other is refused (a typo would be ignored silently).
@@ -70,12 +72,14 @@ pub const PROTOCOLS: &[Protocol] = &[
             Driver {
                 name: "wire",
                 simple: false,
+                pipelines: true,
                 about: "loadgen's own pipelined extended-protocol driver",
                 options: Options::Only(postgres::wire_driver::PgWireTarget::OPTIONS),
             },
             Driver {
                 name: "tokio",
                 simple: true,
+                pipelines: true,
                 about: "tokio-postgres via deadpool",
                 options: Options::Only(postgres::tokio_driver::PgTarget::OPTIONS),
             },
@@ -92,12 +96,14 @@ pub const PROTOCOLS: &[Protocol] = &[
             Driver {
                 name: "wire",
                 simple: false,
+                pipelines: true,
                 about: "loadgen's own pipelined binary-protocol driver",
                 options: Options::Only(mysql::wire_driver::MyWireTarget::OPTIONS),
             },
             Driver {
                 name: "mysql_async",
                 simple: true,
+                pipelines: false,
                 about: "the mysql_async crate",
                 options: Options::Only(mysql::async_driver::MysqlTarget::OPTIONS),
             },
@@ -113,6 +119,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         drivers: &[Driver {
             name: "wire",
             simple: false,
+            pipelines: true,
             about: "loadgen's own pipelined HandlerSocket codec",
             options: Options::Only(handlersocket::conn::HsTarget::OPTIONS),
         }],
@@ -129,6 +136,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         drivers: &[Driver {
             name: "wire",
             simple: false,
+            pipelines: true,
             about: "loadgen's own pipelined text-protocol codec",
             options: Options::Only(memcached::conn::McTarget::OPTIONS),
         }],
@@ -143,6 +151,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         drivers: &[Driver {
             name: "wire",
             simple: false,
+            pipelines: true,
             about: "loadgen's own pipelined RESP codec",
             options: Options::Only(redis::conn::RedisTarget::OPTIONS),
         }],
@@ -157,6 +166,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         drivers: &[Driver {
             name: "wire",
             simple: false,
+            pipelines: true,
             about: "loadgen's own pipelined HTTP/1.1 client",
             options: Options::ServerTakesTheRest(http::conn::HttpTarget::OPTIONS),
         }],
@@ -200,6 +210,21 @@ pub fn loadable_schemes() -> String {
         .flat_map(|p| p.schemes.iter().map(|s| format!("{s}://")))
         .collect();
     all.join(", ")
+}
+
+/// For `-p`'s help: the protocols with a driver that pipelines, and the drivers that do not.
+pub fn pipelining() -> (String, String) {
+    let yes: Vec<&str> = PROTOCOLS
+        .iter()
+        .filter(|p| p.drivers.iter().any(|d| d.pipelines))
+        .map(|p| p.name)
+        .collect();
+    let no: Vec<String> = PROTOCOLS
+        .iter()
+        .flat_map(|p| p.drivers.iter().filter(|d| !d.pipelines))
+        .map(|d| format!("?driver={}", d.name))
+        .collect();
+    (yes.join(", "), no.join(", "))
 }
 
 /// The URL forms, for `--help`: `postgres://user@host:port/db (also postgresql://), ...`;

@@ -1,6 +1,3 @@
-//! The two traits every protocol implements. A `Target` is shared read-only state (address,
-//! SQL text, options) that opens connections; a `Conn` is owned by one task of one worker thread.
-
 use std::future::Future;
 
 use crate::outcome::{LookupError, Outcome};

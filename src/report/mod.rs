@@ -1,7 +1,7 @@
-//! Reports: the result model (JSON), the text summary and the comparison table, file output.
+//! Reports of the result model (`crate::result`): the text summary and the comparison table,
+//! SVG charts, file output.
 
 pub mod output;
-pub mod result;
 pub mod svg;
 pub mod text;
 

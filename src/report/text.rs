@@ -2,8 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::report::result::{ResultFile, RunResult};
-use crate::totals::Percentiles;
+use crate::result::{Percentiles, ResultFile, RunResult, TimelineRow};
 
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -26,6 +25,33 @@ pub fn micros(us: f64) -> String {
     } else {
         format!("{us:.1}µs")
     }
+}
+
+/// The progress line of one interval (stderr). `errors` and `reconnects` are the interval's,
+/// warm-up included; `len_s` is its length.
+pub fn progress_line(row: &TimelineRow, errors: u64, reconnects: u64, len_s: f64) -> String {
+    let warm = row.t_s <= 0.0;
+    let label = if warm {
+        "warm-up".to_string()
+    } else if ((row.t_s * 10.0).round() - row.t_s * 10.0).abs() > 0.05 {
+        // A short last interval (replies to requests sent before the end): its own end
+        // time, so it does not look like a second row for the same second.
+        format!("{:>6.2}s", row.t_s)
+    } else {
+        format!("{:>6.1}s", row.t_s)
+    };
+    // warm-up requests are not timed: no percentiles to show for them
+    let pct = |us: f64| if warm { "-".to_string() } else { micros(us) };
+    format!(
+        "[{label}] {:>10} qps  p50 {:>9}  p99 {:>9}  err/s {:>6}  reconn/s {:>4}  conns {:>4}  in-flight {:>4}",
+        thousands(row.qps as u64),
+        pct(row.p50_us),
+        pct(row.p99_us),
+        (errors as f64 / len_s.max(1e-9)).round() as u64,
+        (reconnects as f64 / len_s.max(1e-9)).round() as u64,
+        row.connections,
+        row.in_flight
+    )
 }
 
 fn pct_line(name: &str, p: &Percentiles) -> String {

@@ -256,3 +256,77 @@ pub fn redis_user_with_password(user: &str, password: &str) {
     let pw = format!(">{password}");
     redis_cli(&["ACL", "SETUSER", user, "reset", "on", &pw, "~*", "+@all"]);
 }
+
+/// An HTTP response as the tests read it.
+pub struct Reply {
+    pub status: u16,
+    /// The status line and headers, lower-cased.
+    pub headers: String,
+    /// The body, de-chunked when it came chunked.
+    pub body: String,
+}
+
+/// `127.0.0.1:9090` from `http://127.0.0.1:9090/any/path`.
+pub fn host_port(url: &str) -> String {
+    let rest = url.trim_start_matches("http://");
+    rest.split('/').next().unwrap_or(rest).to_string()
+}
+
+/// One HTTP/1.1 request on a fresh connection to `hostport`; `headers` are extra lines, each
+/// ending in CRLF. None when nothing answers or the reply is not HTTP.
+pub fn http_request(hostport: &str, method: &str, path: &str, headers: &str) -> Option<Reply> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(hostport).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n{headers}\r\n"
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let headers = head.to_ascii_lowercase();
+    let body = if headers.contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// A GET that must be answered.
+pub fn http_get(hostport: &str, path: &str) -> Reply {
+    http_request(hostport, "GET", path, "")
+        .unwrap_or_else(|| panic!("no HTTP answer from {hostport} to GET {path}"))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest.get(n + 2..).unwrap_or("");
+    }
+    out
+}
+
+/// Percent-encoding for a query parameter.
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -7,15 +7,14 @@
 //! `secret` (or LOADGEN_HS_SECRET), `mysql` (a mysql:// URL of the same server, to read
 //! Handler_read_key as the server-side count).
 
-use std::time::Duration;
-
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::Plan;
 use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
-use crate::proto::stream::StreamConn;
+use crate::proto::stream::{no_connection, StreamConn};
 use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::timeouts::Timeouts;
 use crate::url::TargetUrl;
 
 pub struct HsTarget {
@@ -26,12 +25,11 @@ pub struct HsTarget {
     columns: Vec<String>,
     secret: Option<String>,
     verify: bool,
+    /// Handshake steps get `connect` each: a port that is not HandlerSocket (MariaDB's SQL port
+    /// sends a binary greeting and then waits) must not hang the preflight.
+    timeouts: Timeouts,
     status: Option<mysql_async::Opts>,
 }
-
-/// Handshake steps get this long: a port that is not HandlerSocket (MariaDB's SQL port sends a
-/// binary greeting and then waits) must not hang the preflight.
-const HANDSHAKE: Duration = Duration::from_secs(2);
 
 impl HsTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other).
@@ -61,7 +59,7 @@ impl HsTarget {
                 let mu = TargetUrl::parse(m)?;
                 Some(crate::proto::mysql::async_driver::mysql_opts(
                     &mu,
-                    plan.timeout,
+                    plan.timeouts().connect,
                     1,
                 ))
             }
@@ -78,6 +76,7 @@ impl HsTarget {
                 .map(str::to_string)
                 .or_else(|| std::env::var("LOADGEN_HS_SECRET").ok()),
             verify: plan.verify,
+            timeouts: plan.timeouts(),
             status,
         })
     }
@@ -89,7 +88,7 @@ impl HsTarget {
              line: Result<Result<Vec<u8>, LookupError>, tokio::time::error::Elapsed>| {
                 match line {
             Err(_) => Err(fail(format!(
-                "{}: no HandlerSocket reply to {what} within {HANDSHAKE:?}: is this the HandlerSocket port (handlersocket_port)?",
+                "{}: no HandlerSocket reply to {what} within --timeout: is this the HandlerSocket port (handlersocket_port)?",
                 self.addr
             ))),
             Ok(Err(e)) => Err(fail(format!("{}: {what}: {}", self.addr, e.message))),
@@ -101,7 +100,7 @@ impl HsTarget {
             encode_auth(secret.as_bytes(), &mut req);
             let line = step(
                 "auth",
-                tokio::time::timeout(HANDSHAKE, conn.round_trip_line(&req)).await,
+                tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req)).await,
             )?;
             let resp = parse_line(&line).map_err(|_| {
                 fail(format!(
@@ -123,7 +122,7 @@ impl HsTarget {
             .map_err(|e| fail(format!("{e:?}")))?;
         let line = step(
             "open_index",
-            tokio::time::timeout(HANDSHAKE, conn.round_trip_line(&req)).await,
+            tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req)).await,
         )?;
         let resp = parse_line(&line).map_err(|_| {
             fail(format!(
@@ -155,9 +154,17 @@ impl Target for HsTarget {
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        let mut conn = StreamConn::connect(&self.addr, HsCodec::new(0), self.verify).await?;
-        self.handshake(&mut conn).await?;
-        Ok(conn)
+        let t = &self.timeouts;
+        let open = async {
+            let mut conn =
+                StreamConn::connect(&self.addr, t.connect, HsCodec::new(0), self.verify).await?;
+            self.handshake(&mut conn).await?;
+            Ok(conn)
+        };
+        // Each step has its own bound and message; the whole gets `setup`, as for MySQL.
+        tokio::time::timeout(t.setup, open)
+            .await
+            .unwrap_or_else(|_| Err(no_connection(&self.addr)))
     }
 
     fn max_pipeline(&self) -> usize {

@@ -8,8 +8,10 @@
 //! targets an HTTP URL accepts params loadgen does not know.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::outcome::LookupError;
+use crate::plan::Plan;
 use crate::proto::http::codec::HttpCodec;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
@@ -22,6 +24,7 @@ pub struct HttpTarget {
     prefix: String,
     suffix: String,
     verify: bool,
+    connect_timeout: Duration,
     stats: Option<Arc<ServerStats>>,
 }
 
@@ -32,7 +35,7 @@ impl HttpTarget {
 
     pub fn new(
         url: &TargetUrl,
-        verify: bool,
+        plan: &Plan,
         stats: Option<Arc<ServerStats>>,
     ) -> Result<HttpTarget, SetupError> {
         if url.scheme == "https" {
@@ -44,7 +47,8 @@ impl HttpTarget {
             host: host_header(url),
             prefix,
             suffix,
-            verify,
+            verify: plan.verify,
+            connect_timeout: plan.timeouts().connect,
             stats,
         })
     }
@@ -97,6 +101,7 @@ impl Target for HttpTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         StreamConn::connect(
             &self.addr,
+            self.connect_timeout,
             HttpCodec::new(&self.host, &self.prefix, &self.suffix),
             self.verify,
         )

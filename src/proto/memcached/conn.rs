@@ -6,6 +6,8 @@
 //! client, not memcached. The text protocol is small, so the codec is ours (src/wire/memcached.rs),
 //! driven by the same pipelined connection as HandlerSocket and HTTP.
 
+use std::time::Duration;
+
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
@@ -17,6 +19,7 @@ pub struct McTarget {
     addr: String,
     prefix: Vec<u8>,
     verify: bool,
+    connect_timeout: Duration,
 }
 
 impl McTarget {
@@ -34,6 +37,7 @@ impl McTarget {
             addr: url.host_port(super::DEFAULT_PORT),
             prefix,
             verify: plan.verify,
+            connect_timeout: plan.timeouts().connect,
         })
     }
 
@@ -47,9 +51,10 @@ impl McTarget {
 }
 
 /// get_hits + get_misses from `stats` on a fresh connection.
-pub async fn get_count(addr: &str) -> Result<u64, LookupError> {
+pub async fn get_count(addr: &str, connect_timeout: Duration) -> Result<u64, LookupError> {
     let mut c = StreamConn::connect(
         addr,
+        connect_timeout,
         McCodec::new(DEFAULT_PREFIX.to_vec()).expect("default prefix"),
         false,
     )
@@ -79,7 +84,7 @@ impl Target for McTarget {
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        StreamConn::connect(&self.addr, self.codec(), self.verify).await
+        StreamConn::connect(&self.addr, self.connect_timeout, self.codec(), self.verify).await
     }
 
     fn max_pipeline(&self) -> usize {
@@ -87,7 +92,7 @@ impl Target for McTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let v = get_count(&self.addr)
+        let v = get_count(&self.addr, self.connect_timeout)
             .await
             .map_err(|e| format!("{}: {}", self.addr, e.message))?;
         Ok(Some(ServerCount {

@@ -103,7 +103,7 @@ impl MysqlTarget {
     pub const OPTIONS: &'static [&'static str] = &["driver"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
-        let opts = mysql_opts(url, plan.timeout, plan.connections + 1);
+        let opts = mysql_opts(url, plan.timeouts().connect, plan.connections + 1);
         let sql = lookup_sql(plan)?;
         let simple = (plan.mode == Mode::Simple).then(|| {
             let (a, b) = sql.split_once('?').expect("checked");

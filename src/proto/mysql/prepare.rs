@@ -1,8 +1,6 @@
 //! `prepare mysql://...`: the `usr` table from `schemas/mysql.sql`, loaded with multi-row
 //! INSERTs (HandlerSocket reads this table).
 
-use std::time::Duration;
-
 use crate::url::TargetUrl;
 
 pub const SCHEMA: &str = include_str!("../../../schemas/mysql.sql");
@@ -13,7 +11,8 @@ const BATCH: u64 = 5000;
 /// Creates the table and loads ids `keys.0..=keys.1`.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     use mysql_async::prelude::Queryable;
-    let opts = crate::proto::mysql::async_driver::mysql_opts(url, Duration::from_secs(10), 1);
+    let opts =
+        crate::proto::mysql::async_driver::mysql_opts(url, crate::timeouts::PREPARE_CONNECT, 1);
     let addr = url.host_port(super::DEFAULT_PORT);
     let err = |e: mysql_async::Error| crate::proto::mysql::async_driver::explain(&e, &addr);
     let mut c = mysql_async::Conn::new(opts).await.map_err(err)?;

@@ -8,8 +8,6 @@
 //! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. Always TCP, never the
 //! Unix socket. Prepared mode only: `--mode simple` goes to mysql_async.
 
-use std::time::Duration;
-
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -23,6 +21,7 @@ use crate::proto::mysql::handshake::{
 };
 use crate::proto::stream::{connect_error, StreamConn};
 use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::timeouts::Timeouts;
 use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
@@ -33,7 +32,7 @@ pub struct MyWireTarget {
     db: Option<String>,
     sql: String,
     verify: bool,
-    timeout: Duration,
+    timeouts: Timeouts,
     cache_metadata: bool,
     /// For the server-side count only (a separate mysql_async connection, off the hot path).
     opts: mysql_async::Opts,
@@ -52,7 +51,7 @@ impl MyWireTarget {
         }
         // User, password and database exactly as the mysql_async driver resolves them
         // (URL, then $USER / MYSQL_PWD).
-        let opts = mysql_opts(url, plan.timeout, 1);
+        let opts = mysql_opts(url, plan.timeouts().connect, 1);
         Ok(MyWireTarget {
             addr: url.host_port(super::DEFAULT_PORT),
             user: opts.user().unwrap_or_default().to_string(),
@@ -60,7 +59,7 @@ impl MyWireTarget {
             db: opts.db_name().map(str::to_string),
             sql: lookup_sql(plan)?,
             verify: plan.verify,
-            timeout: plan.timeout,
+            timeouts: plan.timeouts(),
             cache_metadata: match url.param("cache_metadata") {
                 None | Some("1") => true,
                 Some("0") => false,
@@ -75,7 +74,7 @@ impl MyWireTarget {
     }
 
     async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
-        let sock = tokio::time::timeout(self.timeout, TcpStream::connect(&self.addr))
+        let sock = tokio::time::timeout(self.timeouts.connect, TcpStream::connect(&self.addr))
             .await
             .map_err(|_| self.no_connection())?
             .map_err(|e| connect_error(&self.addr, &e))?;
@@ -87,7 +86,7 @@ impl MyWireTarget {
         };
         // A MySQL server speaks first; a port that stays silent (HandlerSocket, PostgreSQL)
         // is another server, not a slow one.
-        let hello = tokio::time::timeout(self.timeout, s.recv())
+        let hello = tokio::time::timeout(self.timeouts.connect, s.recv())
             .await
             .map_err(|_| {
                 fail(format!(
@@ -262,9 +261,8 @@ impl Target for MyWireTarget {
 
     async fn connect(&self) -> Result<StreamConn<MyCodec>, LookupError> {
         // TCP connect and the greeting get --timeout each, so the message says which one hung;
-        // the whole handshake is bounded too (twice --timeout: the outer bound must not fire
-        // before the inner ones).
-        tokio::time::timeout(self.timeout * 2, self.open())
+        // the whole handshake is bounded too (`Timeouts::setup` outlasts the steps).
+        tokio::time::timeout(self.timeouts.setup, self.open())
             .await
             .unwrap_or_else(|_| Err(self.no_connection()))
     }

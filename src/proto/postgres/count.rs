@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use crate::proto::postgres::tokio_driver::explain;
+use crate::proto::postgres::error::explain;
 use crate::proto::target::ServerCount;
 
 pub const CALLS: &str = "pg_stat_statements.calls";

@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod count;
+pub mod error;
 pub mod prepare;
 pub mod tokio_driver;
 pub mod wire_driver;

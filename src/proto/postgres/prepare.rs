@@ -1,12 +1,11 @@
 //! `prepare postgres://...`: the `usr` table from `schemas/postgres.sql`, loaded with COPY.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use futures_util::SinkExt;
 use tokio_postgres::NoTls;
 
-use super::tokio_driver::{explain, pg_config};
+use super::error::explain;
+use super::tokio_driver::pg_config;
 use crate::url::TargetUrl;
 
 pub const SCHEMA: &str = include_str!("../../../schemas/postgres.sql");
@@ -16,7 +15,7 @@ const CHUNK: usize = 1 << 20;
 
 /// Creates the table and loads ids `keys.0..=keys.1`; the rows COPY reports.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
-    let config = pg_config(url, Duration::from_secs(10));
+    let config = pg_config(url, crate::timeouts::PREPARE_CONNECT);
     let (client, conn) = config
         .connect(NoTls)
         .await

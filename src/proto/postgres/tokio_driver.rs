@@ -12,13 +12,13 @@ use deadpool_postgres::{
 };
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesOrdered, StreamExt};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
 use crate::proto::postgres::count::PgCounter;
+use crate::proto::postgres::error::explain;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::url::TargetUrl;
 
@@ -74,7 +74,7 @@ impl PgTarget {
     pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
-        let config = pg_config(url, plan.timeout);
+        let config = pg_config(url, plan.timeouts().connect);
         let mgr = Manager::from_config(
             config.clone(),
             NoTls,
@@ -85,7 +85,7 @@ impl PgTarget {
         let pool = Pool::builder(mgr)
             .max_size(plan.connections + 1)
             .runtime(Runtime::Tokio1)
-            .create_timeout(Some(plan.timeout))
+            .create_timeout(Some(plan.timeouts().connect))
             .build()
             .map_err(|e| SetupError(format!("{}: {e}", url.redacted())))?;
         let sql = lookup_sql(plan)?;
@@ -115,41 +115,6 @@ pub fn lookup_sql(plan: &Plan) -> Result<String, SetupError> {
         ));
     }
     Ok(sql)
-}
-
-/// A one-line, actionable message for a tokio-postgres error. Never contains the password
-/// (tokio-postgres does not put it in errors; we do not add it).
-pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
-    if let Some(db) = e.as_db_error() {
-        return explain_db(db.code(), db.message(), what);
-    }
-    let s = e.to_string();
-    let mut cause = String::new();
-    let mut src = std::error::Error::source(e);
-    while let Some(x) = src {
-        cause = x.to_string();
-        src = x.source();
-    }
-    if cause.is_empty() || s.contains(&cause) {
-        s
-    } else {
-        format!("{s}: {cause}")
-    }
-}
-
-/// The one-line message for a server error (SQLSTATE and message), shared with `pgwire`.
-pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
-    if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
-    {
-        return format!("{message}: check the user and password (in the URL or PGPASSWORD)");
-    }
-    if *code == SqlState::UNDEFINED_TABLE {
-        return format!("{message} while preparing the {what}: run `loadgen prepare <url>` to create and load the table");
-    }
-    if *code == SqlState::INVALID_CATALOG_NAME {
-        return format!("{message}: create it or name another database in the URL path");
-    }
-    format!("{message} ({}) while preparing the {what}", code.code())
 }
 
 fn pool_error(e: deadpool_postgres::PoolError) -> LookupError {

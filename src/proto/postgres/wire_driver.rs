@@ -23,7 +23,8 @@ use crate::plan::{Mode, Plan};
 use crate::proto::codec::MAX_FRAME;
 use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
-use crate::proto::postgres::tokio_driver::{explain_db, lookup_sql, pg_config};
+use crate::proto::postgres::error::explain_db;
+use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config};
 use crate::proto::stream::{connect_error, StreamConn};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::url::TargetUrl;
@@ -54,10 +55,10 @@ impl PgWireTarget {
         }
         Ok(PgWireTarget {
             addr: url.host_port(super::DEFAULT_PORT),
-            config: pg_config(url, plan.timeout),
+            config: pg_config(url, plan.timeouts().connect),
             sql: lookup_sql(plan)?,
             verify: plan.verify,
-            timeout: plan.timeout,
+            timeout: plan.timeouts().connect,
             label: url.redacted(),
             counter: PgCounter::new(false),
         })

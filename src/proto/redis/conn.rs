@@ -20,7 +20,7 @@ impl RedisTarget {
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
         Ok(RedisTarget {
-            login: Login::new(url, plan.timeout)?,
+            login: Login::new(url, plan.timeouts().connect)?,
             verify: plan.verify,
         })
     }

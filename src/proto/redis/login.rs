@@ -61,7 +61,8 @@ impl Login {
 
     /// A connection to the server and database, logged in.
     pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
-        let mut conn = StreamConn::connect(&self.addr, RedisCodec::default(), verify).await?;
+        let mut conn =
+            StreamConn::connect(&self.addr, self.step, RedisCodec::default(), verify).await?;
         self.handshake(&mut conn).await?;
         Ok(conn)
     }

@@ -18,7 +18,7 @@ const BATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Loads `keys` (inclusive) into the URL's database; returns the number of rows.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
-    let login = Login::new(url, Duration::from_secs(10)).map_err(|e| e.0)?;
+    let login = Login::new(url, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
     let mut conn = login.open(true).await.map_err(|e| e.message)?;
     let (mut key, mut value) = (Vec::new(), Vec::new());
     let mut batch = Vec::with_capacity(BATCH + 512);

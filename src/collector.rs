@@ -1,0 +1,447 @@
+//! The collector: the one place the workers' snapshots meet. It merges each snapshot into the
+//! run's totals and into its interval, closes an interval once every worker has handed it over
+//! (progress line, hooks, timeline row), decides when errors stop the run, and builds the
+//! `RunResult`. All of it runs once per interval per thread, off the request path.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::control::{Control, IntervalView};
+use crate::outcome::ErrorKind;
+use crate::plan::{Plan, Stop};
+use crate::proto::target::ServerCount;
+use crate::recorder::Snapshot;
+use crate::result::{
+    encode_histogram, ClientCpu, Percentiles, RateResult, RunResult, ServerObserved, TimelineRow,
+};
+use crate::totals::Totals;
+
+/// A final interval shorter than this is not printed (see `close_interval`).
+const SLIVER_NS: u64 = 10_000_000;
+
+/// The connect phase, before the clock starts.
+#[derive(Debug, Default)]
+pub struct ConnectPhase {
+    pub started_at: String,
+    pub connected: u64,
+    pub failed: u64,
+    /// The first failure's message.
+    pub first_error: Option<String>,
+    pub seconds: f64,
+}
+
+/// The server's own count before and after the run (see `Target::server_count`).
+pub type ServerCounts = (
+    Result<Option<ServerCount>, String>,
+    Result<Option<ServerCount>, String>,
+);
+
+/// One interval's merge while threads still hand it over.
+#[derive(Default)]
+struct Interval {
+    totals: Totals,
+    in_flight: u64,
+    connections: u64,
+}
+
+/// What the collector knows of one worker thread.
+#[derive(Clone, Copy, Default)]
+struct Thread {
+    /// The latest interval it handed over.
+    sent_upto: u64,
+    /// It sent its final snapshot.
+    done: bool,
+    /// Its CPU time so far.
+    cpu_ns: u64,
+    in_flight: u64,
+    connections: u64,
+}
+
+pub struct Collector<'a> {
+    label: &'a str,
+    kind: &'a str,
+    plan: &'a Plan,
+    control: &'a Control,
+    start: Instant,
+    run_start_unix: f64,
+    interval_ns: u64,
+    warm_ns: u64,
+    end_ns: Option<u64>,
+    totals: Totals,
+    pending: BTreeMap<u64, Interval>,
+    threads: Vec<Thread>,
+    timeline: Vec<TimelineRow>,
+    interrupted: bool,
+    stopped_at: Option<u64>,
+    stopped_early: Option<String>,
+}
+
+impl<'a> Collector<'a> {
+    /// A collector for `threads` workers whose clock started at `start`.
+    pub fn new(
+        label: &'a str,
+        kind: &'a str,
+        plan: &'a Plan,
+        control: &'a Control,
+        threads: usize,
+        start: Instant,
+    ) -> Collector<'a> {
+        let warm_ns = plan.warmup.as_nanos() as u64;
+        Collector {
+            label,
+            kind,
+            plan,
+            control,
+            start,
+            run_start_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            interval_ns: plan.interval.as_nanos() as u64,
+            warm_ns,
+            end_ns: match plan.stop {
+                Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+                Stop::Requests(_) => None,
+            },
+            totals: Totals::default(),
+            pending: BTreeMap::new(),
+            threads: vec![Thread::default(); threads],
+            timeline: Vec::new(),
+            interrupted: false,
+            stopped_at: None,
+            stopped_early: None,
+        }
+    }
+
+    /// The end of the warm-up, ns since the start.
+    pub fn warm_end_ns(&self) -> u64 {
+        self.warm_ns
+    }
+
+    /// The end of a timed run, ns since the start.
+    pub fn end_ns(&self) -> Option<u64> {
+        self.end_ns
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Adds one thread's snapshot to the totals and to its interval.
+    pub fn merge(&mut self, snap: &Snapshot) {
+        self.totals += snap;
+        let t = &mut self.threads[snap.thread];
+        t.cpu_ns = snap.cpu_ns;
+        t.in_flight = snap.in_flight;
+        t.connections = snap.connections;
+        t.sent_upto = snap.index;
+        t.done |= snap.last;
+        let iv = self.pending.entry(snap.index).or_default();
+        iv.totals += snap;
+        iv.in_flight += snap.in_flight;
+        iv.connections += snap.connections;
+    }
+
+    /// Every worker has sent its final snapshot: they may now close their connections.
+    pub fn all_done(&self) -> bool {
+        self.threads.iter().all(|t| t.done)
+    }
+
+    /// Closes every interval that is complete, oldest first.
+    pub fn close_intervals(&mut self) {
+        while let Some(k) = self.complete_interval() {
+            self.close_interval(k);
+        }
+    }
+
+    /// The oldest pending interval, when every thread has sent it or has finished. The interval
+    /// that reaches the end of a timed run also takes the replies that come after the end (to
+    /// requests sent before it): it waits for every worker to finish, so no progress line
+    /// follows the end and none repeats its time.
+    fn complete_interval(&self) -> Option<u64> {
+        let (&k, _) = self.pending.iter().next()?;
+        if !self.threads.iter().all(|t| t.done || t.sent_upto >= k) {
+            return None;
+        }
+        if self.reaches_end(k) && !self.all_done() {
+            return None;
+        }
+        Some(k)
+    }
+
+    fn reaches_end(&self, k: u64) -> bool {
+        self.end_ns.is_some_and(|e| k * self.interval_ns >= e)
+    }
+
+    /// Prints interval `k`'s progress line, calls the hooks and appends its timeline row.
+    fn close_interval(&mut self, k: u64) {
+        let Interval {
+            totals: mut iv,
+            mut in_flight,
+            connections: mut conns,
+        } = self.pending.remove(&k).expect("present");
+        if self.reaches_end(k) {
+            for (_, tail) in std::mem::take(&mut self.pending) {
+                iv += &tail.totals;
+            }
+            in_flight = self.threads.iter().map(|t| t.in_flight).sum();
+            conns = self.threads.iter().map(|t| t.connections).sum();
+        }
+        let last = self.pending.is_empty() && self.all_done();
+        let t_start = (k - 1) * self.interval_ns;
+        let t_end = if last {
+            // The final interval ends where the measured window ends.
+            (k * self.interval_ns).min(self.measured_end())
+        } else {
+            (k * self.interval_ns).min(self.now_ns())
+        };
+        let t_end = t_end.max(t_start);
+        let len_s = (t_end - t_start) as f64 / 1e9;
+        let warm = t_start < self.warm_ns;
+        let row = timeline_row(&iv, t_end, self.warm_ns, len_s, warm, in_flight, conns);
+        // A final sliver (the last replies of a `-n` run just after a whole interval) stays in
+        // the totals (and in the timeline if it holds any) but gets no line: it would read as
+        // the same second twice.
+        let sliver = last && k > 1 && t_end < t_start + SLIVER_NS;
+        let empty_sliver = sliver && iv.counts.requests() + iv.warm.requests() == 0;
+        if self.control.progress && !sliver {
+            let errors = iv.counts.error_total() + iv.warm.error_total();
+            let reconnects = iv.counts.reconnects + iv.warm.reconnects;
+            eprintln!(
+                "{}",
+                crate::report::text::progress_line(&row, errors, reconnects, len_s)
+            );
+        }
+        let view = IntervalView {
+            target: self.label,
+            kind: self.kind,
+            target_index: self.control.target_index,
+            start_s: t_start as f64 / 1e9,
+            end_s: t_end as f64 / 1e9,
+            warm,
+            last,
+            run_start_unix: self.run_start_unix,
+            totals: &self.totals,
+            interval: &iv,
+            interval_s: len_s,
+            in_flight,
+            connections: conns,
+            rate: self.plan.rate,
+        };
+        for f in &self.control.hooks {
+            f(&view);
+        }
+        if !warm && !empty_sliver {
+            self.timeline.push(row);
+        }
+    }
+
+    /// Ctrl-C or SIGTERM: the run stops now, with what it measured.
+    pub fn interrupt(&mut self) {
+        self.interrupted = true;
+        self.stopped_at = Some(self.now_ns());
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// True once, when the errors reach `--max-errors`: the run must stop.
+    pub fn too_many_errors(&mut self) -> bool {
+        let Some(max) = self.plan.max_errors else {
+            return false;
+        };
+        let errors = self.totals.counts.error_total();
+        if self.stopped_early.is_some() || errors < max {
+            return false;
+        }
+        self.stopped_early = Some(format!(
+            "stopped early: {errors} errors reached --max-errors {max}"
+        ));
+        self.stopped_at = Some(self.now_ns());
+        true
+    }
+
+    /// The end of the measured window, ns since the start: the last reply, but never before the
+    /// time we were asked to run (a stalled server must not inflate QPS) or the stop.
+    fn measured_end(&self) -> u64 {
+        let (end_ns, stopped_at) = (self.end_ns, self.stopped_at);
+        let mut end = self.totals.last_done_ns;
+        if let Some(e) = end_ns {
+            end = end.max(e.min(stopped_at.unwrap_or(e)));
+        }
+        if let Some(s) = stopped_at {
+            end = end.max(s.min(end_ns.unwrap_or(s)));
+        }
+        end
+    }
+
+    /// Nanoseconds since the clock started.
+    pub fn elapsed_ns(&self) -> u64 {
+        self.now_ns()
+    }
+
+    /// The run's result, once every worker has stopped: `wall_ns` is when they had, and
+    /// `process_cpu_ns` the whole process's CPU time over the run. The result is redacted.
+    pub fn finish(
+        self,
+        connect: ConnectPhase,
+        server: ServerCounts,
+        wall_ns: u64,
+        process_cpu_ns: u64,
+    ) -> RunResult {
+        let end = self.measured_end();
+        let totals = &self.totals;
+        let window_s = end.saturating_sub(self.warm_ns) as f64 / 1e9;
+        let answered = totals.counts.hits + totals.counts.misses;
+        let all_requests = totals.counts.requests() + totals.warm.requests();
+        let worker_ns: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
+        let errors = ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), totals.counts.errors[k.index()]))
+            .collect();
+        let mut result = RunResult {
+            target: self.label.to_string(),
+            kind: self.kind.to_string(),
+            started_at: connect.started_at,
+            interrupted: self.interrupted,
+            stopped_early: self.stopped_early,
+            duration_s: round3(window_s),
+            qps: if window_s > 0.0 {
+                round1(answered as f64 / window_s)
+            } else {
+                0.0
+            },
+            requests: totals.counts.requests(),
+            hits: totals.counts.hits,
+            misses: totals.counts.misses,
+            errors,
+            error_total: totals.counts.error_total(),
+            error_samples: totals.error_samples.clone(),
+            reconnects: totals.counts.reconnects,
+            warmup_requests: totals.warm.requests(),
+            connected: connect.connected,
+            connect_s: round3(connect.seconds),
+            connect_failed: connect.failed,
+            connect_error: connect.first_error,
+            latency_us: Percentiles::of(&totals.latency),
+            service_us: Percentiles::of(&totals.service),
+            lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
+            rate: self
+                .plan
+                .rate
+                .map(|r| rate_result(r, answered + totals.counts.error_total(), window_s, totals)),
+            client_cpu: ClientCpu::new(
+                worker_ns,
+                process_cpu_ns,
+                wall_ns,
+                self.threads.len(),
+                all_requests,
+            ),
+            server_observed: server_observed(server.0, server.1, totals),
+            timeline: self.timeline,
+            histogram: encode_histogram(&totals.latency),
+        };
+        // Server messages (error samples, the first connect error) may echo a URL or a secret.
+        crate::redact::run(&mut result);
+        result
+    }
+}
+
+/// One interval's timeline row; `warm`: it lies (partly) in the warm-up.
+fn timeline_row(
+    iv: &Totals,
+    t_end_ns: u64,
+    warm_ns: u64,
+    len_s: f64,
+    warm: bool,
+    in_flight: u64,
+    conns: u64,
+) -> TimelineRow {
+    let c = if warm { &iv.warm } else { &iv.counts };
+    let p = Percentiles::of(&iv.latency);
+    // A warm-up interval shows everything that completed in it, counted or not.
+    let answered = iv.counts.hits
+        + iv.counts.misses
+        + if warm {
+            iv.warm.hits + iv.warm.misses
+        } else {
+            0
+        };
+    TimelineRow {
+        t_s: ((t_end_ns as f64 - warm_ns as f64) / 1e6).round() / 1e3,
+        qps: if len_s > 0.0 {
+            (answered as f64 / len_s).round()
+        } else {
+            0.0
+        },
+        hits: c.hits,
+        misses: c.misses,
+        errors: c.error_total(),
+        p50_us: p.p50,
+        p99_us: p.p99,
+        in_flight,
+        connections: conns,
+        reconnects: c.reconnects,
+    }
+}
+
+/// `-R`: the rate asked, the rate achieved over the window, and how many requests went late.
+fn rate_result(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateResult {
+    let achieved = if window_s > 0.0 {
+        sent as f64 / window_s
+    } else {
+        0.0
+    };
+    RateResult {
+        asked,
+        achieved: round1(achieved),
+        // Requests sent more than 1 ms after their due time.
+        late: totals.lag.count_between(1_000_000, u64::MAX),
+        kept: (achieved - asked).abs() <= asked * 0.01,
+    }
+}
+
+/// The server's count against what loadgen sent (warm-up included).
+fn server_observed(
+    before: Result<Option<ServerCount>, String>,
+    after: Result<Option<ServerCount>, String>,
+    totals: &Totals,
+) -> Option<ServerObserved> {
+    // Connect failures never reached the server; every other request did, or may have.
+    let connect = totals.counts.errors[ErrorKind::Connect.index()]
+        + totals.warm.errors[ErrorKind::Connect.index()];
+    let expected = totals.counts.requests() + totals.warm.requests() - connect;
+    let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
+    match (before, after) {
+        (Ok(Some(b)), Ok(Some(a))) => {
+            let delta = a.value.saturating_sub(b.value);
+            let ok = delta <= expected && delta + unsure >= expected;
+            Some(ServerObserved {
+                source: a.source,
+                delta: Some(delta),
+                expected,
+                matches: ok,
+                note: (!ok).then(|| {
+                    format!("the server counted {delta} lookups but loadgen sent {expected} (warm-up included)")
+                }),
+            })
+        }
+        (Ok(None), _) | (_, Ok(None)) => None,
+        (Err(e), _) | (_, Err(e)) => Some(ServerObserved {
+            source: "unavailable".into(),
+            delta: None,
+            expected,
+            matches: false,
+            note: Some(e),
+        }),
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,39 @@
+//! One-line, actionable messages for PostgreSQL errors, shared by both drivers, the server
+//! counter and `prepare`.
+
+use tokio_postgres::error::SqlState;
+
+/// A one-line, actionable message for a tokio-postgres error. Never contains the password
+/// (tokio-postgres does not put it in errors; we do not add it).
+pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
+    if let Some(db) = e.as_db_error() {
+        return explain_db(db.code(), db.message(), what);
+    }
+    let s = e.to_string();
+    let mut cause = String::new();
+    let mut src = std::error::Error::source(e);
+    while let Some(x) = src {
+        cause = x.to_string();
+        src = x.source();
+    }
+    if cause.is_empty() || s.contains(&cause) {
+        s
+    } else {
+        format!("{s}: {cause}")
+    }
+}
+
+/// The one-line message for a server error (SQLSTATE and message), shared with `pgwire`.
+pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
+    if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+    {
+        return format!("{message}: check the user and password (in the URL or PGPASSWORD)");
+    }
+    if *code == SqlState::UNDEFINED_TABLE {
+        return format!("{message} while preparing the {what}: run `loadgen prepare <url>` to create and load the table");
+    }
+    if *code == SqlState::INVALID_CATALOG_NAME {
+        return format!("{message}: create it or name another database in the URL path");
+    }
+    format!("{message} ({}) while preparing the {what}", code.code())
+}

@@ -1,0 +1,54 @@
+//! The result document: what `--format json` prints and what `results/*.json` holds.
+//! Its JSON schema is `schemas/result.schema.json`; a test checks real output against it.
+
+use serde::{Deserialize, Serialize};
+
+use super::run::RunResult;
+use super::slo::SloResult;
+use super::sweep::SweepResult;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub loadgen_version: String,
+    pub started_at: String,
+    pub interrupted: bool,
+    pub settings: Settings,
+    pub machine: Machine,
+    /// `--instance`: which generator wrote this (when several run together).
+    #[serde(default)]
+    pub instance: Option<String>,
+    pub runs: Vec<RunResult>,
+    /// `--sweep`: one table per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepResult>,
+    /// `--slo`: the search per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<SloResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    pub connections: usize,
+    pub pipeline: usize,
+    pub threads: usize,
+    pub duration_s: Option<f64>,
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub keys: String,
+    pub dist: String,
+    pub mode: String,
+    pub verify: bool,
+    pub timeout_ms: u64,
+    pub interval_ms: u64,
+    pub seed: u64,
+    pub rate: Option<f64>,
+    pub arrival: String,
+    pub query: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub os: String,
+    pub hostname: String,
+}

@@ -1,0 +1,21 @@
+//! The result model: what a run, a sweep and an SLO search produce, as written to JSON
+//! (`schemas/result.schema.json`) and read back by `merge`. Data types only: this module imports
+//! nothing from the rest of the crate, so everything that produces results (the collector, merge)
+//! or renders them (`report`) sits above it. Building a result from totals is the collector's
+//! job; formatting is the text report's.
+
+mod file;
+mod histogram;
+mod percentiles;
+mod run;
+mod slo;
+mod sweep;
+mod timeline;
+
+pub use file::{Machine, ResultFile, Settings};
+pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
+pub use percentiles::Percentiles;
+pub use run::{ClientCpu, RateResult, RunResult, ServerObserved};
+pub use slo::{SloResult, SloStep};
+pub use sweep::{SweepResult, SweepStep};
+pub use timeline::TimelineRow;

@@ -1,0 +1,115 @@
+//! One run against one target, as reported.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::percentiles::Percentiles;
+use super::timeline::TimelineRow;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The target URL with any password replaced by ***.
+    pub target: String,
+    pub kind: String,
+    pub started_at: String,
+    pub interrupted: bool,
+    pub stopped_early: Option<String>,
+    /// Measured window (after the warm-up), seconds.
+    pub duration_s: f64,
+    /// Answered lookups (hits + misses) per second over the measured window.
+    pub qps: f64,
+    /// hits + misses + errors.
+    pub requests: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_total: u64,
+    pub error_samples: Vec<String>,
+    pub reconnects: u64,
+    pub warmup_requests: u64,
+    /// The connect phase, before the clock starts: connections opened and the seconds it took.
+    #[serde(default)]
+    pub connected: u64,
+    #[serde(default)]
+    pub connect_s: f64,
+    /// Connections that failed in the connect phase (each is retried in the run, where a
+    /// failure counts as a `connect` error), and the first failure's message.
+    #[serde(default)]
+    pub connect_failed: u64,
+    #[serde(default)]
+    pub connect_error: Option<String>,
+    /// Done minus due: with `-R`, corrected for coordinated omission; else equal to service.
+    pub latency_us: Percentiles,
+    /// Done minus sent.
+    pub service_us: Percentiles,
+    /// Sent minus due (paced runs).
+    pub lag_us: Option<Percentiles>,
+    pub rate: Option<RateResult>,
+    pub client_cpu: ClientCpu,
+    pub server_observed: Option<ServerObserved>,
+    pub timeline: Vec<TimelineRow>,
+    /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
+    pub histogram: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RateResult {
+    pub asked: f64,
+    pub achieved: f64,
+    /// Requests sent more than 1 ms after their due time.
+    pub late: u64,
+    pub kept: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientCpu {
+    /// CPU time of the worker threads (the generator itself), seconds.
+    pub worker_s: f64,
+    /// CPU time of the whole process (includes an embedded server), seconds.
+    pub process_s: f64,
+    /// Worker CPU per request, microseconds.
+    pub per_request_us: f64,
+    /// Worker CPU / (wall time x worker threads): near 1 means the generator is saturated.
+    pub utilization: f64,
+    pub saturated: bool,
+}
+
+impl ClientCpu {
+    pub fn new(
+        worker_ns: u64,
+        process_ns: u64,
+        wall_ns: u64,
+        threads: usize,
+        requests: u64,
+    ) -> ClientCpu {
+        let util = if wall_ns > 0 {
+            worker_ns as f64 / (wall_ns as f64 * threads as f64)
+        } else {
+            0.0
+        };
+        ClientCpu {
+            worker_s: (worker_ns as f64 / 1e6).round() / 1e3,
+            process_s: (process_ns as f64 / 1e6).round() / 1e3,
+            per_request_us: if requests > 0 {
+                (worker_ns as f64 / requests as f64).round() / 1e3
+            } else {
+                0.0
+            },
+            utilization: (util * 1000.0).round() / 1000.0,
+            saturated: util > 0.9,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerObserved {
+    /// What was read: e.g. `pg_stat_statements.calls`, `memcached get_hits+get_misses`.
+    pub source: String,
+    /// The counter's change over the run (None when it could not be read).
+    pub delta: Option<u64>,
+    /// What loadgen sent that the server should have counted: requests + warm-up requests.
+    pub expected: u64,
+    pub matches: bool,
+    pub note: Option<String>,
+}

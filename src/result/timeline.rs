@@ -1,0 +1,18 @@
+//! One row of a run's timeline: an interval after the warm-up.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TimelineRow {
+    /// Seconds since the end of the warm-up, at the end of this interval.
+    pub t_s: f64,
+    pub qps: f64,
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub in_flight: u64,
+    pub connections: u64,
+    pub reconnects: u64,
+}
