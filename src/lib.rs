@@ -14,12 +14,12 @@
 //! should return.
 
 pub mod app;
-pub mod collector;
-pub mod control;
+mod collector;
+mod control;
 pub mod dataset;
-pub mod dispatch;
-pub mod fdlimit;
-pub mod hdrlog;
+mod dispatch;
+mod fdlimit;
+mod hdrlog;
 pub mod keys;
 pub mod merge;
 pub mod metrics;
@@ -29,16 +29,16 @@ pub mod plan;
 pub mod prepare;
 pub mod proto;
 pub mod recorder;
-pub mod redact;
+mod redact;
 pub mod report;
 pub mod result;
-pub mod run;
+mod run;
 pub mod serve;
-pub mod signals;
+mod signals;
 pub mod sweep;
-pub mod timeouts;
-pub mod timer;
-pub mod totals;
+mod timeouts;
+mod timer;
+mod totals;
 pub mod url;
 
-pub mod worker;
+mod worker;
