@@ -93,12 +93,27 @@ fn scrape_until(port: u16, limit: Duration, ready: impl Fn(&str) -> bool) -> Str
     panic!("no scrape of port {port} satisfied the condition in {limit:?}; last: {last:?}");
 }
 
+/// A sample line as (series, value, timestamp): the series is the name and its labels, and
+/// the exporter stamps every per-target sample with the end of the interval it describes.
+fn split_sample(l: &str) -> (&str, &str, Option<&str>) {
+    let end = match l.find('{') {
+        Some(_) => l.rfind('}').expect("closing }") + 1,
+        None => l.find(' ').expect("a value"),
+    };
+    let mut rest = l[end..].split(' ').filter(|t| !t.is_empty());
+    let v = rest.next().expect("a value");
+    let ts = rest.next();
+    assert!(rest.next().is_none(), "too many fields in {l}");
+    (&l[..end], v, ts)
+}
+
 /// The value of the sample whose name and labels are exactly `series`.
 fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .find_map(|l| l.rsplit_once(' ').filter(|(k, _)| *k == series))
-        .map(|(_, v)| v.parse().unwrap())
+        .map(split_sample)
+        .find(|(k, _, _)| *k == series)
+        .map(|(_, v, _)| v.parse().unwrap())
 }
 
 fn sample_names() -> BTreeSet<String> {
@@ -218,7 +233,16 @@ fn validate(text: &str, om: bool) -> Vec<(String, BTreeMap<String, String>, f64)
             continue;
         }
         assert!(!l.starts_with('#') && !l.is_empty(), "stray line {l:?}");
-        let (series, v) = l.rsplit_once(' ').unwrap();
+        let (series, v, ts) = split_sample(l);
+        if let Some(ts) = ts {
+            // Text format: integer milliseconds; OpenMetrics: seconds with a fraction.
+            let ok = if om {
+                ts.parse::<f64>().is_ok_and(|t| t > 1e9)
+            } else {
+                ts.parse::<i64>().is_ok_and(|t| t > 1_000_000_000_000)
+            };
+            assert!(ok, "bad timestamp in {l}");
+        }
         let v: f64 = match v {
             "+Inf" => f64::INFINITY,
             "-Inf" => f64::NEG_INFINITY,
@@ -786,6 +810,79 @@ fn prometheus_sees_loadgens_rate_and_latency() {
         Some(total as f64),
         "last scraped hit counter vs the run's hits + warm-up"
     );
+}
+
+/// Counters move once per interval and Prometheus scrapes on its own clock at the same period:
+/// without the samples' own timestamps a scrape sees one step twice or skips it, and a short
+/// rate() window is off by a fifth. With them every evaluation is the paced rate.
+#[test]
+fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let _g = serial();
+    let port = [59464u16, 59465]
+        .into_iter()
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("port 59464 or 59465 is free");
+    let run_id = format!("paced-{}-{}", std::process::id(), now_unix() as u64);
+    let addr = format!("127.0.0.1:{port}");
+    let label = format!("test_run={run_id}");
+    let child = spawn_run(&[
+        "--metrics",
+        &addr,
+        "--metrics-linger",
+        "3s",
+        "-d",
+        "16s",
+        "--warmup",
+        "1s",
+        "-R",
+        "15000",
+        "--keys",
+        "1-100000",
+        "--run-label",
+        &label,
+    ]);
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let qps = f(&doc["runs"][0], "qps");
+    assert!(
+        (qps - 15000.0).abs() < 150.0,
+        "the run kept its pace: {qps}/s"
+    );
+    let sel = format!("test_run=\"{run_id}\"");
+    // The first stored sample: the end of the run's first interval (its own timestamp), so the
+    // windows below lie inside the run, whenever the connect phase let it start.
+    let first = prom_api(
+        &prom,
+        &format!(
+            "/api/v1/query?query={}&time={:.3}",
+            urlencode(&format!(
+                "loadgen_requests_total{{{sel},outcome=\"hit\"}}[60s]"
+            )),
+            now_unix()
+        ),
+    );
+    let first = first["result"][0]["values"][0][0]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no stored sample: {first}"));
+    let q = format!("sum(rate(loadgen_requests_total{{{sel}}}[4s]))");
+    // Ten consecutive evaluations, one a second, inside the run (17 s from its start).
+    let rates: Vec<f64> = (0..10)
+        .map(|i| {
+            let t = first + 4.0 + i as f64;
+            prom_query(&prom, &q, t)
+                .unwrap_or_else(|| panic!("no rate at first sample + {}", 4 + i))
+        })
+        .collect();
+    eprintln!("prometheus rate[4s] at 1 s steps: {rates:?}; loadgen {qps}/s");
+    for r in &rates {
+        assert!(
+            (r - 15000.0).abs() <= 15000.0 * 0.05,
+            "rate {r:.0}/s is more than 5% off the paced 15000/s: {rates:?}"
+        );
+    }
 }
 
 fn dashboard() -> Value {

@@ -96,4 +96,7 @@ pub(crate) struct Point {
     pub in_flight: u64,
     pub connections: u64,
     pub rate: Option<f64>,
+    /// Unix milliseconds at the end of the interval these numbers describe: every sample carries
+    /// it, so a scrape that lands between two updates is not read as "now".
+    pub at_ms: i64,
 }

@@ -135,6 +135,8 @@ struct Out<'a> {
     s: String,
     f: Format,
     common: &'a [(String, String)],
+    /// The timestamp of the samples being written (unix ms), if they have one.
+    at_ms: Option<i64>,
 }
 
 impl Out<'_> {
@@ -165,7 +167,23 @@ impl Out<'_> {
         if !first {
             self.s.push('}');
         }
-        let _ = writeln!(self.s, " {value}");
+        let _ = write!(self.s, " {value}");
+        match (self.at_ms, self.f) {
+            (None, _) => {}
+            (Some(ms), Format::Text) => {
+                let _ = write!(self.s, " {ms}");
+            }
+            // OpenMetrics timestamps are seconds.
+            (Some(ms), Format::OpenMetrics) => {
+                let _ = write!(
+                    self.s,
+                    " {}.{:03}",
+                    ms.div_euclid(1000),
+                    ms.rem_euclid(1000)
+                );
+            }
+        }
+        self.s.push('\n');
     }
 }
 
@@ -197,6 +215,7 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         s: String::with_capacity(2048 + points.len() * 4096),
         f,
         common,
+        at_ms: None,
     };
     o.family(&BUILD_INFO);
     o.sample(
@@ -207,6 +226,7 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
     if !points.is_empty() {
         o.family(&REQUESTS);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             let errors: u64 = p.c.errors.iter().sum();
             for (outcome, n) in [("hit", p.c.hits), ("miss", p.c.misses), ("error", errors)] {
                 o.sample(
@@ -218,6 +238,7 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&ERRORS);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             for k in ErrorKind::ALL {
                 o.sample(
                     ERRORS.name,
@@ -228,11 +249,13 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&RECONNECTS);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             o.sample(RECONNECTS.name, &[("target", &p.target)], p.c.reconnects);
         }
         o.family(&DURATION);
         let bucket = format!("{}_bucket", DURATION.name);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             let mut acc = 0u64;
             for (i, (le, _)) in BUCKETS.iter().enumerate() {
                 acc += p.c.buckets[i];
@@ -253,19 +276,23 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&QPS);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             o.sample(QPS.name, &[("target", &p.target)], float(p.qps));
         }
         o.family(&IN_FLIGHT);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             o.sample(IN_FLIGHT.name, &[("target", &p.target)], p.in_flight);
         }
         o.family(&CONNECTIONS);
         for p in points {
+            o.at_ms = Some(p.at_ms);
             o.sample(CONNECTIONS.name, &[("target", &p.target)], p.connections);
         }
         if points.iter().any(|p| p.rate.is_some()) {
             o.family(&TARGET_RATE);
             for p in points {
+                o.at_ms = Some(p.at_ms);
                 if let Some(r) = p.rate {
                     o.sample(TARGET_RATE.name, &[("target", &p.target)], float(r));
                 }

@@ -22,6 +22,7 @@ struct Series {
     in_flight: u64,
     connections: u64,
     rate: Option<f64>,
+    at_ms: i64,
 }
 
 impl Series {
@@ -35,6 +36,7 @@ impl Series {
             in_flight: self.in_flight,
             connections: self.connections,
             rate: self.rate,
+            at_ms: self.at_ms,
         }
     }
 }
@@ -81,6 +83,7 @@ impl Shared {
                     in_flight: 0,
                     connections: 0,
                     rate: None,
+                    at_ms: 0,
                 });
                 all.len() - 1
             }
@@ -97,6 +100,9 @@ impl Shared {
         s.in_flight = if v.last { 0 } else { v.in_flight };
         s.connections = if v.last { 0 } else { v.connections };
         s.rate = v.rate;
+        // Strictly increasing: Prometheus rejects a changed value under a timestamp it has seen.
+        let at_ms = ((v.run_start_unix + v.end_s) * 1e3).round() as i64;
+        s.at_ms = at_ms.max(s.at_ms + 1);
         let points: Vec<Point> = all.iter().map(Series::point).collect();
         drop(all);
         *self.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(points);

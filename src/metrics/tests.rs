@@ -167,6 +167,22 @@ loadgen_target_rate{target=\"embedded\"} 3000
     s
 }
 
+/// The exposition without the samples' timestamps (every per-target sample has one; the
+/// timestamp test checks them).
+fn untimed(text: &str) -> String {
+    let out: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with('#') || l.starts_with("loadgen_build_info") {
+                l
+            } else {
+                l.rsplit_once(' ').map_or(l, |(sample, _)| sample)
+            }
+        })
+        .collect();
+    out.join("\n") + "\n"
+}
+
 /// Replaces the `_sum` value (HdrHistogram's slot midpoints make it inexact) with SUM and
 /// returns it.
 fn take_sum(text: &str) -> (String, f64) {
@@ -191,7 +207,7 @@ fn golden_exposition_text_with_known_counts() {
     let s = shared(None, &[]);
     let (t, iv) = (known_totals(), known_interval());
     s.update(&view("embedded", 0, 1.0, &t, &iv, 0.5, false, Some(3000.0)));
-    let text = s.render(Format::Text);
+    let text = untimed(&s.render(Format::Text));
     for line in [
         "loadgen_requests_total{target=\"embedded\",outcome=\"hit\"} 1000",
         "loadgen_errors_total{target=\"embedded\",kind=\"verify\"} 0",
@@ -216,7 +232,7 @@ fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
     let s = shared(None, &[]);
     let (t, iv) = (known_totals(), known_interval());
     s.update(&view("embedded", 0, 1.0, &t, &iv, 0.5, false, None));
-    let om = s.render(Format::OpenMetrics);
+    let om = untimed(&s.render(Format::OpenMetrics));
     assert!(om.ends_with("\n# EOF\n"), "{om}");
     assert_eq!(om.matches("# EOF").count(), 1);
     for l in [
@@ -241,7 +257,7 @@ fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(samples(&om), samples(&s.render(Format::Text)));
+    assert_eq!(samples(&om), samples(&untimed(&s.render(Format::Text))));
 }
 
 #[test]
@@ -314,10 +330,10 @@ fn counters_stay_monotonic_over_the_runs_of_a_sweep() {
     s.update(&view(
         "embedded", 0, 200.0, &empty, &empty, 1.0, false, None,
     ));
-    let mid = s.render(Format::Text);
+    let mid = untimed(&s.render(Format::Text));
     assert!(mid.contains("loadgen_requests_total{target=\"embedded\",outcome=\"hit\"} 1000\n"));
     s.update(&view("embedded", 0, 200.0, &t, &iv, 1.0, false, None));
-    let text = s.render(Format::Text);
+    let text = untimed(&s.render(Format::Text));
     assert!(text.contains("loadgen_requests_total{target=\"embedded\",outcome=\"hit\"} 2000\n"));
     assert!(text.contains("loadgen_errors_total{target=\"embedded\",kind=\"timeout\"} 6\n"));
     assert!(text.contains("loadgen_reconnects_total{target=\"embedded\"} 8\n"));
@@ -332,7 +348,7 @@ fn the_last_interval_zeroes_the_live_gauges() {
     let s = shared(None, &[]);
     let (t, iv) = (known_totals(), known_interval());
     s.update(&view("embedded", 0, 1.0, &t, &iv, 0.5, true, Some(5.0)));
-    let text = s.render(Format::Text);
+    let text = untimed(&s.render(Format::Text));
     for l in [
         "loadgen_qps{target=\"embedded\"} 0",
         "loadgen_in_flight_requests{target=\"embedded\"} 0",
@@ -342,6 +358,52 @@ fn the_last_interval_zeroes_the_live_gauges() {
     ] {
         assert!(text.lines().any(|x| x == l), "missing {l:?}");
     }
+}
+
+#[test]
+fn every_sample_carries_the_time_its_interval_ended() {
+    let s = shared(None, &[]);
+    let (t, iv) = (known_totals(), known_interval());
+    // Run start 1700000000.25 s, interval end 0.5 s later.
+    s.update(&view(
+        "embedded",
+        0,
+        1_700_000_000.25,
+        &t,
+        &iv,
+        0.5,
+        false,
+        Some(3000.0),
+    ));
+    let stamps = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("loadgen_build_info"))
+            .map(|l| l.rsplit_once(' ').unwrap().1.to_string())
+            .collect()
+    };
+    let text = stamps(&s.render(Format::Text));
+    assert!(text.len() > 30, "{text:?}");
+    assert!(text.iter().all(|x| x == "1700000000750"), "{text:?}");
+    let om = stamps(&s.render(Format::OpenMetrics));
+    assert!(om.iter().all(|x| x == "1700000000.750"), "{om:?}");
+    // The build info has no time: it is true whenever it is scraped.
+    assert!(s
+        .render(Format::Text)
+        .contains(&format!("loadgen_build_info{{version=\"{V}\"}} 1\n")));
+    // An update for the same interval end (the final one of a run) still moves the time on:
+    // Prometheus drops a changed value under a timestamp it has already stored.
+    s.update(&view(
+        "embedded",
+        0,
+        1_700_000_000.25,
+        &t,
+        &iv,
+        0.5,
+        true,
+        Some(3000.0),
+    ));
+    let again = stamps(&s.render(Format::Text));
+    assert!(again.iter().all(|x| x == "1700000000751"), "{again:?}");
 }
 
 #[test]
