@@ -675,19 +675,24 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// A free one of the two ports scripts/servers.sh's Prometheus scrapes every second, and a
+/// run id for the `test_run` label that tells this run's series apart.
+fn scraped_port(what: &str) -> (String, String) {
+    let port = [59464u16, 59465]
+        .into_iter()
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("port 59464 or 59465 is free");
+    let run_id = format!("{what}-{}-{}", std::process::id(), now_unix() as u64);
+    (format!("127.0.0.1:{port}"), run_id)
+}
+
 #[test]
 fn prometheus_sees_loadgens_rate_and_latency() {
     let Some(prom) = server("LOADGEN_PROM_URL") else {
         return;
     };
     let _g = serial();
-    // scripts/servers.sh's Prometheus scrapes both ports every second.
-    let port = [59464u16, 59465]
-        .into_iter()
-        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("port 59464 or 59465 is free");
-    let run_id = format!("{}-{}", std::process::id(), now_unix() as u64);
-    let addr = format!("127.0.0.1:{port}");
+    let (addr, run_id) = scraped_port("whole");
     let label = format!("test_run={run_id}");
     let t0 = now_unix();
     let child = spawn_run(&[
@@ -821,12 +826,7 @@ fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
         return;
     };
     let _g = serial();
-    let port = [59464u16, 59465]
-        .into_iter()
-        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("port 59464 or 59465 is free");
-    let run_id = format!("paced-{}-{}", std::process::id(), now_unix() as u64);
-    let addr = format!("127.0.0.1:{port}");
+    let (addr, run_id) = scraped_port("paced");
     let label = format!("test_run={run_id}");
     let child = spawn_run(&[
         "--metrics",

@@ -365,16 +365,8 @@ fn every_sample_carries_the_time_its_interval_ended() {
     let s = shared(None, &[]);
     let (t, iv) = (known_totals(), known_interval());
     // Run start 1700000000.25 s, interval end 0.5 s later.
-    s.update(&view(
-        "embedded",
-        0,
-        1_700_000_000.25,
-        &t,
-        &iv,
-        0.5,
-        false,
-        Some(3000.0),
-    ));
+    let at = |last| view("embedded", 0, 1_700_000_000.25, &t, &iv, 0.5, last, None);
+    s.update(&at(false));
     let stamps = |text: &str| -> Vec<String> {
         text.lines()
             .filter(|l| !l.starts_with('#') && !l.starts_with("loadgen_build_info"))
@@ -392,16 +384,7 @@ fn every_sample_carries_the_time_its_interval_ended() {
         .contains(&format!("loadgen_build_info{{version=\"{V}\"}} 1\n")));
     // An update for the same interval end (the final one of a run) still moves the time on:
     // Prometheus drops a changed value under a timestamp it has already stored.
-    s.update(&view(
-        "embedded",
-        0,
-        1_700_000_000.25,
-        &t,
-        &iv,
-        0.5,
-        true,
-        Some(3000.0),
-    ));
+    s.update(&at(true));
     let again = stamps(&s.render(Format::Text));
     assert!(again.iter().all(|x| x == "1700000000751"), "{again:?}");
 }
