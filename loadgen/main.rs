@@ -144,6 +144,10 @@ struct RunArgs {
     /// (written as it goes; a device, FIFO or /dev/stderr is written through; not stdout).
     #[arg(long)]
     hdr_log: Option<PathBuf>,
+    /// The server's main process (e.g. the postmaster), for the server CPU per request in the
+    /// report [default: the process listening on the target's port, when it is on this machine].
+    #[arg(long)]
+    server_pid: Option<u32>,
     /// One closed-loop step per connection count (e.g. 1,2,4,8,16,32,64,128,256): table of QPS, p50, p99 and the peak.
     #[arg(long, value_parser = parse_sweep, conflicts_with_all = ["slo", "rate"])]
     sweep: Option<Counts>,
@@ -333,6 +337,7 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         metrics: metrics_config(&a)?,
         hdr_log: a.hdr_log.clone(),
         start_at: a.start_at,
+        server_pid: a.server_pid,
         model: match (&a.sweep, &a.slo) {
             (Some(c), _) => Model::Sweep(c.0.clone()),
             (None, Some(s)) => Model::Slo(s.clone()),

@@ -74,7 +74,7 @@ pg_bin() {
 # ---------------------------------------------------------------- installation
 packages_for() {
   case $1 in
-    postgres) echo postgresql postgresql-contrib sysbench ;;
+    postgres) echo postgresql postgresql-contrib sysbench sysstat ;;  # sysstat: pidstat, the server-CPU check
     mariadb) echo mariadb-server mariadb-client sysbench ;;
     memcached) echo memcached libmemcached-tools ;;
     redis) echo redis-server redis-tools ;;

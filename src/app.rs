@@ -41,6 +41,9 @@ pub struct RunOptions {
     pub start_at: Option<f64>,
     /// One run per target, a sweep over connection counts, or an SLO search.
     pub model: Model,
+    /// The server process whose CPU the report shows (`--server-pid`); else found from the
+    /// port each target listens on.
+    pub server_pid: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -200,6 +203,18 @@ async fn execute_targets(
         None => None,
     };
     let to_file = dest.as_ref().map_or(true, Dest::is_file);
+    let server = match opts.server_pid {
+        Some(pid) => match crate::cpu::Server::locate("", Some(pid)) {
+            s @ crate::cpu::Server::Process { .. } => s,
+            _ => {
+                return Err(SetupError(format!(
+                    "--server-pid {pid}: no such process on this machine; give the pid of the \
+                     server's main process (e.g. the postmaster's) or leave it out"
+                )))
+            }
+        },
+        None => crate::cpu::Server::default(),
+    };
     let mut targets = opts.targets.clone();
     let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
         if targets.is_empty() {
@@ -228,6 +243,7 @@ async fn execute_targets(
         progress: opts.progress,
         target_index: 0,
         hooks: opts.hooks.clone(),
+        server,
     };
     let mut file = ResultFile {
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),

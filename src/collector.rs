@@ -7,12 +7,14 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::control::{Control, IntervalView};
+use crate::cpu::Server;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};
 use crate::proto::target::ServerCount;
 use crate::recorder::Snapshot;
 use crate::result::{
-    encode_histogram, ClientCpu, Percentiles, RateResult, RunResult, ServerObserved, TimelineRow,
+    encode_histogram, ClientCpu, Percentiles, RateResult, RunResult, ServerCpu, ServerObserved,
+    TimelineRow,
 };
 use crate::totals::Totals;
 
@@ -53,6 +55,8 @@ struct Thread {
     done: bool,
     /// Its CPU time so far.
     cpu_ns: u64,
+    /// (user, system) ticks at its end.
+    ticks: Option<(u64, u64)>,
     in_flight: u64,
     connections: u64,
 }
@@ -132,6 +136,7 @@ impl<'a> Collector<'a> {
         self.totals += snap;
         let t = &mut self.threads[snap.thread];
         t.cpu_ns = snap.cpu_ns;
+        t.ticks = snap.ticks.or(t.ticks);
         t.in_flight = snap.in_flight;
         t.connections = snap.connections;
         t.sent_upto = snap.index;
@@ -281,14 +286,16 @@ impl<'a> Collector<'a> {
         self.now_ns()
     }
 
-    /// The run's result, once every worker has stopped: `wall_ns` is when they had, and
-    /// `process_cpu_ns` the whole process's CPU time over the run. The result is redacted.
+    /// The run's result, once every worker has stopped: `wall_ns` is when they had,
+    /// `process_cpu_ns` the whole process's CPU time over the run and `server_cpu_ns` the
+    /// server's (of `control.server`). The result is redacted.
     pub fn finish(
         self,
         connect: ConnectPhase,
         server: ServerCounts,
         wall_ns: u64,
         process_cpu_ns: u64,
+        server_cpu_ns: Option<u64>,
     ) -> RunResult {
         let end = self.measured_end();
         let totals = &self.totals;
@@ -331,13 +338,26 @@ impl<'a> Collector<'a> {
                 .plan
                 .rate
                 .map(|r| rate_result(r, answered + totals.counts.error_total(), window_s, totals)),
-            client_cpu: ClientCpu::new(
+            client_cpu: ClientCpu {
+                kernel_share: kernel_share(&self.threads),
+                ..ClientCpu::new(
+                    worker_ns,
+                    process_cpu_ns,
+                    wall_ns,
+                    self.threads.len(),
+                    all_requests,
+                )
+            },
+            server_cpu: Some(server_cpu(
+                &self.control.server,
+                server_cpu_ns.or_else(|| {
+                    // The embedded server: the process's CPU that is not the workers'.
+                    (self.control.server == Server::InProcess)
+                        .then(|| process_cpu_ns.saturating_sub(worker_ns))
+                }),
                 worker_ns,
-                process_cpu_ns,
-                wall_ns,
-                self.threads.len(),
                 all_requests,
-            ),
+            )),
             server_observed: server_observed(server.0, server.1, totals),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
@@ -444,4 +464,46 @@ fn round1(x: f64) -> f64 {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// System ticks over all ticks of the worker threads, at their end.
+fn kernel_share(threads: &[Thread]) -> Option<f64> {
+    let (user, sys) = threads
+        .iter()
+        .filter_map(|t| t.ticks)
+        .fold((0, 0), |(u, s), (tu, ts)| (u + tu, s + ts));
+    (user + sys > 0).then(|| round3(sys as f64 / (user + sys) as f64))
+}
+
+/// The server's CPU over the run next to the client's, and the rate at which the two together
+/// would fill every core of this machine.
+fn server_cpu(server: &Server, ns: Option<u64>, worker_ns: u64, requests: u64) -> ServerCpu {
+    let (pid, process, note) = match server {
+        Server::Process { pid, name } => (Some(*pid), Some(name.clone()), None),
+        Server::InProcess => (
+            Some(std::process::id()),
+            Some("loadgen (embedded server)".to_string()),
+            None,
+        ),
+        Server::Unknown(why) => (None, None, Some(why.clone())),
+    };
+    let note = note.or_else(|| {
+        ns.is_none()
+            .then(|| "the server process ended during the run".to_string())
+    });
+    let per = |n: u64| (requests > 0).then(|| n as f64 / requests as f64 / 1e3);
+    let per_request_us = ns.and_then(per);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu_bound_qps = match (per_request_us, per(worker_ns)) {
+        (Some(s), Some(c)) if s + c > 0.0 => Some((cores * 1e6 / (s + c)).round()),
+        _ => None,
+    };
+    ServerCpu {
+        pid,
+        process,
+        cpu_s: ns.map(|n| (n as f64 / 1e6).round() / 1e3),
+        per_request_us: per_request_us.map(|u| (u * 1e3).round() / 1e3),
+        cpu_bound_qps,
+        note,
+    }
 }

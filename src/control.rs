@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::cpu::Server;
 use crate::totals::Totals;
 
 /// How a run is stopped from outside and what it says while running.
@@ -19,6 +20,8 @@ pub struct Control {
     pub target_index: usize,
     /// Called with the merged totals after every interval (Prometheus exporter, interval log).
     pub hooks: Vec<Hook>,
+    /// The server whose CPU the run reads: `--server-pid`, else located by dispatch.
+    pub server: Server,
 }
 
 pub type Hook = Arc<dyn Fn(&IntervalView) + Send + Sync>;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::control::Control;
+use crate::cpu::Server;
 use crate::plan::{Mode, Plan};
 use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
@@ -37,6 +38,10 @@ pub async fn run_target(
         let e = embedded.ok_or_else(|| SetupError("the embedded server is not running".into()))?;
         let url = TargetUrl::parse(&e.url)?;
         let t = HttpTarget::new(&url, plan, Some(e.stats.clone()))?;
+        let control = &Control {
+            server: Server::InProcess,
+            ..control.clone()
+        };
         return run(t, plan, &url.redacted(), control).await;
     }
     let url = TargetUrl::parse(target)?;
@@ -55,6 +60,14 @@ pub async fn run_target(
     };
     let driver = protocol.driver(&url, plan.mode == Mode::Simple)?;
     driver.check_options(&url)?;
+    let pid = match control.server {
+        Server::Process { pid, .. } => Some(pid),
+        _ => None,
+    };
+    let control = &Control {
+        server: Server::locate(&url.host_port(protocol.default_port), pid),
+        ..control.clone()
+    };
     match (protocol.proto, driver.name) {
         (Proto::Postgres, "tokio") => {
             pg_sslmode(&url, &label)?;

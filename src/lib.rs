@@ -16,6 +16,7 @@
 pub mod app;
 mod collector;
 mod control;
+mod cpu;
 pub mod dataset;
 mod dispatch;
 mod fdlimit;

@@ -392,6 +392,13 @@ fn merge_group(
             .map(|r| r.client_cpu.utilization)
             .fold(0.0, f64::max),
         saturated: runs.iter().any(|r| r.client_cpu.saturated),
+        // Weighted by each generator's CPU, when every one measured it.
+        kernel_share: runs
+            .iter()
+            .map(|r| Some(r.client_cpu.kernel_share? * r.client_cpu.worker_s))
+            .sum::<Option<f64>>()
+            .filter(|_| worker_s > 0.0)
+            .map(|k| round3(k / worker_s)),
     };
 
     Ok(RunResult {
@@ -414,6 +421,8 @@ fn merge_group(
         connect_s: runs.iter().map(|r| r.connect_s).fold(0.0, f64::max),
         connect_failed: runs.iter().map(|r| r.connect_failed).sum(),
         connect_error: runs.iter().find_map(|r| r.connect_error.clone()),
+        // Each generator read the server over its own window: the sum would count it twice.
+        server_cpu: None,
         latency_us,
         service_us,
         lag_us,

@@ -64,6 +64,8 @@ pub struct Snapshot {
     pub connections: u64,
     /// This thread's CPU time so far (cumulative), nanoseconds.
     pub cpu_ns: u64,
+    /// (user, system) clock ticks of this thread so far, on the last snapshot only.
+    pub ticks: Option<(u64, u64)>,
     /// A few error messages, for the report.
     pub error_samples: Vec<String>,
 }
@@ -83,6 +85,7 @@ impl Snapshot {
             in_flight: 0,
             connections: 0,
             cpu_ns: 0,
+            ticks: None,
             error_samples: Vec::new(),
         }
     }

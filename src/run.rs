@@ -26,6 +26,7 @@ pub async fn run<T: Target>(
     preflight(&*target, plan, label, control).await?;
     let server_before = target.server_count().await;
     let cpu_before = process_cpu_ns();
+    let server_cpu_before = control.server.cpu_ns();
     let started_at = crate::report::now_rfc3339();
 
     // The connect phase: every worker opens its connections, then the clock starts.
@@ -112,12 +113,30 @@ pub async fn run<T: Target>(
     }
     let wall_ns = collector.elapsed_ns();
     let cpu_ns = process_cpu_ns().saturating_sub(cpu_before);
+    let server_cpu_ns = match server_cpu_before {
+        Some(before) => {
+            // Closed connections end their server processes (PostgreSQL backends): give the
+            // server a moment to reap them, so their CPU is in its children's time.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            control
+                .server
+                .cpu_ns()
+                .map(|after| after.saturating_sub(before))
+        }
+        None => None,
+    };
     let server_after = if collector.interrupted() {
         Ok(None)
     } else {
         target.server_count().await
     };
-    Ok(collector.finish(connect, (server_before, server_after), wall_ns, cpu_ns))
+    Ok(collector.finish(
+        connect,
+        (server_before, server_after),
+        wall_ns,
+        cpu_ns,
+        server_cpu_ns,
+    ))
 }
 
 /// One connection before anything else, so a wrong password or a missing table is a clear

@@ -178,7 +178,8 @@ async fn thread_main<T: Target>(
         }
     }
     set.abort_all();
-    let s = rec.borrow_mut().take(thread_cpu_ns(), true);
+    let mut s = rec.borrow_mut().take(thread_cpu_ns(), true);
+    s.ticks = crate::cpu::thread_ticks();
     let _ = tx.send(s);
     // Connections that finished stay open until every worker has drained (the collector then
     // says stop): closing one ends its server process (a PostgreSQL backend exits) while other

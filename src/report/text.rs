@@ -282,6 +282,9 @@ pub fn render_run(r: &RunResult) -> String {
             ""
         }
     );
+    if let Some(line) = cost_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(so) = &r.server_observed {
         match so.delta {
             Some(d) => {
@@ -368,6 +371,38 @@ fn shorten(s: &str, width: usize) -> String {
     format!("{start}…{end}")
 }
 
+/// `cost/lookup  client 14.1 µs (81% kernel)  server 31.0 µs  => CPU-bound at ~44k qps on 2
+/// cores`: where each lookup's CPU went, and the rate at which client and server together
+/// would fill the machine.
+fn cost_line(r: &RunResult) -> Option<String> {
+    let s = r.server_cpu.as_ref()?;
+    let c = &r.client_cpu;
+    let kernel = c
+        .kernel_share
+        .map(|k| format!(" ({:.0}% kernel)", k * 100.0))
+        .unwrap_or_default();
+    let server = match (s.per_request_us, &s.note) {
+        (Some(us), _) => format!(
+            "server {us:.1} µs in {}",
+            s.process.as_deref().unwrap_or("the server")
+        ),
+        (None, Some(why)) => format!("server not measured: {why}"),
+        (None, None) => "server not measured".to_string(),
+    };
+    let bound = s.cpu_bound_qps.map_or(String::new(), |q| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let q = match q {
+            q if q >= 1e6 => format!("{:.1}M", q / 1e6),
+            q if q >= 1e4 => format!("{:.0}k", q / 1e3),
+            q => thousands(q as u64),
+        };
+        format!("  => CPU-bound at ~{q} qps on {cores} cores")
+    });
+    Some(format!(
+        "cost/lookup  client {:.1} µs{kernel}  {server}{bound}",
+        c.per_request_us
+    ))
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,9 @@ pub struct RunResult {
     pub lag_us: Option<Percentiles>,
     pub rate: Option<RateResult>,
     pub client_cpu: ClientCpu,
+    /// The server's CPU over the run, when it runs on this machine (else a note says why not).
+    #[serde(default)]
+    pub server_cpu: Option<ServerCpu>,
     pub server_observed: Option<ServerObserved>,
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
@@ -73,6 +76,9 @@ pub struct ClientCpu {
     /// Worker CPU / (wall time x worker threads): near 1 means the generator is saturated.
     pub utilization: f64,
     pub saturated: bool,
+    /// Share of the worker threads' CPU spent in the kernel (system time), 0 to 1.
+    #[serde(default)]
+    pub kernel_share: Option<f64>,
 }
 
 impl ClientCpu {
@@ -98,8 +104,25 @@ impl ClientCpu {
             },
             utilization: (util * 1000.0).round() / 1000.0,
             saturated: util > 0.9,
+            kernel_share: None,
         }
     }
+}
+
+/// The server process's CPU time over the run (all its processes: PostgreSQL's backends too).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ServerCpu {
+    pub pid: Option<u32>,
+    /// The process name (`postgres`, `mariadbd`, `memcached`, `redis-server`, `loadgen`).
+    pub process: Option<String>,
+    pub cpu_s: Option<f64>,
+    /// Server CPU per request (warm-up included, as the client's), microseconds.
+    pub per_request_us: Option<f64>,
+    /// cores / (client + server CPU per request): the rate at which client and server together
+    /// would keep every core of this machine busy.
+    pub cpu_bound_qps: Option<f64>,
+    /// Why there is no number (a remote server, a process loadgen may not read).
+    pub note: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
