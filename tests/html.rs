@@ -141,6 +141,41 @@ fn open(browser: &str, page: &Path) -> String {
     dom
 }
 
+/// What the hover box says when the pointer rests at (`fx`, `fy`) of chart `id`'s width and
+/// height: the page in a frame of a page of our own, which sends the pointer event.
+fn hover(browser: &str, page: &Path, id: &str, fx: f64, fy: f64) -> String {
+    let dir = page.parent().unwrap();
+    let probe = dir.join("hover-probe.html");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"<!doctype html><body><iframe id="f" src="{}" style="width:1280px;height:900px"></iframe>
+<pre id="out"></pre><script>
+document.getElementById('f').onload = function () {{
+  const d = this.contentDocument, svg = d.getElementById('c-{id}').querySelector('svg');
+  svg.scrollIntoView();
+  const r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new this.contentWindow.PointerEvent('pointermove',
+    {{ clientX: r.left + r.width * {fx}, clientY: r.top + r.height * {fy}, bubbles: true }}));
+  const tip = d.getElementById('tip');
+  document.getElementById('out').textContent = tip.hidden ? 'hidden' : tip.textContent;
+}};
+</script></body>"#,
+            page.file_name().unwrap().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let out = browse(
+        browser,
+        dir,
+        &["--allow-file-access-from-files", "--dump-dom"],
+        &probe,
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let (_, text) = element(&dom, "out");
+    text.replace("&amp;", "&")
+}
+
 /// The start tag that begins with `start` (`<body`), up to its `>`.
 fn tag_of<'a>(dom: &'a str, start: &str) -> Option<&'a str> {
     let i = dom.find(start)?;
@@ -297,6 +332,21 @@ fn a_run_of_three_targets_shows_the_json_numbers_in_chromium() {
     );
     assert_eq!(count(&dom, "bars-qps", "<rect"), 3);
     assert!(dom.contains("embedded #2"), "repeated kinds are numbered");
+    // Hover values: a bar names its run and QPS, the spectrum a percentile and its latency.
+    let tip = hover(browser, &page, "bars-qps", 0.5, 0.1);
+    let qps =
+        loadgen::report::text::thousands(doc["runs"][0]["qps"].as_f64().unwrap().round() as u64);
+    assert!(
+        tip.starts_with(&format!("embedded #1\n{qps} qps")),
+        "{tip:?}"
+    );
+    let tip = hover(browser, &page, "spectrum", 0.6, 0.5);
+    let (run, value) = tip.split_once('\n').unwrap_or_else(|| panic!("{tip:?}"));
+    assert!(
+        ["embedded #1", "http", "embedded #2"].contains(&run),
+        "{tip:?}"
+    );
+    assert!(value.contains("%: ") && value.ends_with('s'), "{tip:?}");
 }
 
 #[test]

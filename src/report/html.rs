@@ -31,6 +31,12 @@ struct PageData<'a> {
 
 /// The whole page for `file`.
 pub fn render(file: &ResultFile) -> String {
+    page(&title(file), &script_safe(&data_json(file)))
+}
+
+/// What the page draws from, as JSON: the script's `loadgenReport.render` takes it, so a page
+/// that updates during a run can fetch it again.
+pub fn data_json(file: &ResultFile) -> String {
     let mut shown = file.clone();
     // Callers pass redacted results; a page is shared widely, so it is redacted once more.
     crate::redact::file(&mut shown);
@@ -43,8 +49,7 @@ pub fn render(file: &ResultFile) -> String {
         spectra,
         slo_bounds_us: shown.slo.iter().map(|s| slo_bound_us(&s.slo)).collect(),
     };
-    let json = serde_json::to_string(&data).expect("the page data serializes");
-    page(&title(&shown), &script_safe(&json))
+    serde_json::to_string(&data).expect("the page data serializes")
 }
 
 /// The page around the data: style and script inline, the data in a JSON script element.

@@ -334,7 +334,7 @@
     runs.forEach((r, i) => {
       const has = spectra[i] && spectra[i].length;
       const sp = has ? spectra[i] : fromPercentiles(r.latency_us);
-      const tip = what => q => [q[0], q[1], `${nm[i]}${what}\np${pctText(q[0])}: ${micros(q[1])}`];
+      const tip = what => q => [q[0], q[1], `${nm[i]}${what}\n${pctText(q[0])}: ${micros(q[1])}`];
       const paced = !!r.rate;
       series.push({ name: nm[i] + (paced ? ' latency' : ''), color: color(i), dots: !has,
         points: sp.map(tip(paced ? ' latency' : '')) });
@@ -513,13 +513,18 @@
     }
   }
 
-  function main() {
-    const D = JSON.parse($('data').textContent), R = D.result, runs = R.runs || [];
+  // Draws the page for D (what #data holds: {result, spectra, slo_bounds_us}). A page that
+  // updates (a live view of a run) calls it again with newer data: loadgenReport.render(D).
+  function render(D) {
+    const R = D.result, runs = R.runs || [];
+    charts.length = 0;
     let h = header(R);
     const sweeps = R.sweeps || [], slos = R.slo || [];
     if (sweeps.length) h += sweepSection(sweeps);
     if (slos.length) h += sloSection(slos, D.slo_bounds_us || []);
-    if (!sweeps.length && !slos.length && runs.length) h += runSections(runs, names(runs), D.spectra || [], R.settings);
+    if (!sweeps.length && !slos.length && runs.length) {
+      h += runSections(runs, names(runs), D.spectra || [], R.settings);
+    }
     if (!runs.length) h += '<p class="note">No run finished: the file holds no results.</p>';
     $('report').innerHTML = h;
     for (const c of document.querySelectorAll('.loglat')) {
@@ -530,6 +535,11 @@
       });
     }
     drawAll();
+  }
+  window.loadgenReport = { render };
+
+  function main() {
+    render(JSON.parse($('data').textContent));
     let width = innerWidth, timer = 0;
     addEventListener('resize', () => {
       clearTimeout(timer);
