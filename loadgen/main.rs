@@ -40,6 +40,19 @@ enum Cmd {
     Serve(ServeArgs),
     /// Merge result files from several generators: summed counts, exact percentiles from the merged histograms.
     Merge(MergeArgs),
+    /// Render a result file (of a run, a sweep, an SLO search or `merge`) as one self-contained
+    /// HTML page: summary, latency by percentile, QPS and latency over time, comparison charts.
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// Result JSON file written by `loadgen run` or `loadgen merge`.
+    file: PathBuf,
+    /// The page [default: beside the file, FILE.html]; "-" or /dev/stdout: on stdout. A device or
+    /// FIFO is written through, a symlink followed.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -250,6 +263,7 @@ fn main() {
         Cmd::Prepare(a) => cmd_prepare(a),
         Cmd::Serve(a) => cmd_serve(a),
         Cmd::Merge(a) => cmd_merge(a),
+        Cmd::Report(a) => cmd_report(a),
     };
     std::process::exit(match code {
         Ok(c) => c,
@@ -351,14 +365,17 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
     });
     let mut out = out.map_err(|e| e.0)?;
     print_report(&out.file, format, doc_on_stdout(a.output.as_deref()));
-    match (&out.path, &out.chart) {
-        (Some(p), Some(c)) => eprintln!(
-            "loadgen: result written to {} (chart: {})",
-            p.display(),
-            c.display()
-        ),
-        (Some(p), None) => eprintln!("loadgen: result written to {}", p.display()),
-        _ => {}
+    if let Some(p) = &out.path {
+        let beside: Vec<String> = [("report", &out.report), ("chart", &out.chart)]
+            .iter()
+            .filter_map(|(what, f)| f.as_ref().map(|f| format!("{what}: {}", f.display())))
+            .collect();
+        let beside = if beside.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", beside.join(", "))
+        };
+        eprintln!("loadgen: result written to {}{beside}", p.display());
     }
     if let Some(e) = out.exporter.take() {
         use std::io::Write;
@@ -446,6 +463,22 @@ fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
         loadgen::report::output::write(&p, &json)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         eprintln!("loadgen: merged result written to {}", p.display());
+    }
+    Ok(0)
+}
+
+fn cmd_report(a: ReportArgs) -> Result<i32, String> {
+    // Parsed by the model (older files it still accepts included) and redacted.
+    let input = loadgen::merge::read_input(&a.file)?;
+    let html = loadgen::report::html::render(&input.file);
+    let out = a
+        .output
+        .unwrap_or_else(|| loadgen::report::output::beside(&a.file, "html"));
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", out.display());
+    let dest = loadgen::report::output::Dest::of(&out).map_err(cannot)?;
+    dest.write(html.as_bytes()).map_err(cannot)?;
+    if !dest.is_stdout() {
+        eprintln!("loadgen: report written to {}", out.display());
     }
     Ok(0)
 }

@@ -2,7 +2,8 @@
 # The 2010 table, reproduced: SQL vs HandlerSocket vs memcached (and Redis) on one machine, same key stream.
 # Brings up every local server (scripts/servers.sh), loads the usr rows, runs one comparison
 # (PostgreSQL prepared, PostgreSQL pipelined, MariaDB SQL, HandlerSocket, memcached, Redis,
-# embedded HTTP) and writes results/compare-<time>.json plus the bar chart beside it (.svg).
+# embedded HTTP) and writes results/compare-<time>.json plus the bar chart (.svg) and the HTML report
+# (.html) beside it.
 # Usage: scripts/compare.sh [seconds per target, default 10] [output json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,3 +81,5 @@ svg.append("</svg>")
 open(out.rsplit(".", 1)[0] + ".svg", "w").write("\n".join(svg))
 print(f"\nresult written to {out} (chart: {out.rsplit('.', 1)[0]}.svg)")
 PY
+# The HTML report beside it (the labels above name the runs).
+$lg report "$out"

@@ -7,6 +7,7 @@
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
+#   scripts/servers.sh tools        install the test tools that are no server (chromium: tests/html.rs)
 #
 # `up` on a server that is stopped (SIGSTOP) or not answering kills it and starts it again;
 # after a SIGKILL it just starts it again on the same data.
@@ -379,6 +380,10 @@ case $cmd in
     ensure_packages "${pkgs[@]}"
     for n in "${list[@]}"; do "up_$n"; done
     ;;
+  tools)
+    lock_state
+    ensure_packages chromium
+    ;;
   down)
     names "$@"
     lock_state
@@ -431,7 +436,7 @@ EOF
     done
     ;;
   *)
-    sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
     exit 2
     ;;
 esac

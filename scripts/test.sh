@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # All the tests: fmt, clippy and the import-loop check, unit tests, then integration tests
 # against real servers that this script installs (apt-get, when missing) and starts on loopback
-# via scripts/servers.sh.
+# via scripts/servers.sh (which also installs Chromium, for the HTML report's tests).
 # Usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ say "import loops (scripts/imports.py)"
 python3 scripts/imports.py
 
 bash scripts/servers.sh up
+bash scripts/servers.sh tools   # headless Chromium opens the HTML reports (tests/html.rs)
 eval "$(bash scripts/servers.sh env)"
 export LOADGEN_REQUIRE_SERVERS=1
 

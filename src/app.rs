@@ -1,6 +1,6 @@
 //! `loadgen run` as a library call: start the embedded server if needed, run each target in
-//! turn with the same plan (same seed, so the same key streams), write the result file after
-//! every target, stop cleanly on Ctrl-C or SIGTERM.
+//! turn with the same plan (same seed, so the same key streams), write the result file (and its
+//! HTML report and chart beside it) after every target, stop cleanly on Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -59,6 +59,8 @@ pub struct Outcome {
     pub path: Option<PathBuf>,
     /// The chart written beside it.
     pub chart: Option<PathBuf>,
+    /// The HTML report written beside it.
+    pub report: Option<PathBuf>,
     /// 0 clean, 1 errors seen or stopped early.
     pub exit_code: i32,
     /// The metrics endpoint, still serving: call `finish` after printing the report, so
@@ -316,6 +318,7 @@ async fn execute_targets(
         file,
         path: saved.ok.then_some(saved.path).flatten(),
         chart: saved.chart,
+        report: saved.report,
         exit_code,
         exporter: None,
     })
@@ -337,6 +340,7 @@ fn this_machine() -> Machine {
 struct Saved {
     path: Option<PathBuf>,
     chart: Option<PathBuf>,
+    report: Option<PathBuf>,
     /// The last write succeeded.
     ok: bool,
 }
@@ -372,6 +376,13 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     };
     if !saved.ok || !dest.map_or(true, Dest::is_file) {
         return; // no chart beside a device, a FIFO or a descriptor
+    }
+    // The HTML report beside the JSON, by the same rules as the chart.
+    let html_path = crate::report::output::beside(p, "html");
+    let html = crate::report::html::render(file);
+    match crate::report::output::write(&html_path, html.as_bytes()) {
+        Ok(()) => saved.report = Some(html_path),
+        Err(e) => eprintln!("loadgen: cannot write {}: {e}", html_path.display()),
     }
     // Charts beside the JSON: the comparison as bars, a sweep as QPS against connections.
     let chart = if !file.sweeps.is_empty() {

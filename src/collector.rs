@@ -310,6 +310,7 @@ impl<'a> Collector<'a> {
         let mut result = RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
+            label: None,
             started_at: connect.started_at,
             interrupted: self.interrupted,
             stopped_early: self.stopped_early,

@@ -20,7 +20,7 @@ pub fn file(f: &mut ResultFile) {
     }
 }
 
-/// One run: its target, and server messages (error samples, the first connect error, the
+/// One run: its target, its label, and server messages (error samples, the first connect error, the
 /// server-count note) that may echo a URL or a secret.
 pub fn run(r: &mut RunResult) {
     r.target = redact_str(&r.target);
@@ -28,7 +28,7 @@ pub fn run(r: &mut RunResult) {
         *e = redact_text(e);
     }
     let note = r.server_observed.as_mut().and_then(|o| o.note.as_mut());
-    for m in [&mut r.connect_error, &mut r.stopped_early]
+    for m in [&mut r.connect_error, &mut r.stopped_early, &mut r.label]
         .into_iter()
         .flatten()
         .chain(note)

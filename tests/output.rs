@@ -225,7 +225,7 @@ fn a_regular_file_is_replaced_atomically_keeping_its_mode() {
         "a private result stays private"
     );
     json_of(&std::fs::read(&p).unwrap(), "r.json");
-    assert_eq!(names(&d), ["r.json"], "no temp file left");
+    assert_eq!(names(&d), ["r.html", "r.json"], "no temp file left");
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -293,7 +293,7 @@ fn merge_writes_through_a_fifo_and_follows_a_symlink() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     json_of(&out.stdout, "merge -o - stdout");
     assert!(stderr_of(&out).contains("latency"), "{}", stderr_of(&out));
-    assert_eq!(names(&d), ["a.json", "f", "link.json", "m.json"]);
+    assert_eq!(names(&d), ["a.html", "a.json", "f", "link.json", "m.json"]);
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -343,7 +343,8 @@ fn hdr_log_follows_symlinks_writes_through_fifos_and_refuses_stdout() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Default names say what the document holds, and the "written to" line names the chart.
+/// Default names say what the document holds, and the "written to" line names the HTML report
+/// and the chart beside it.
 #[test]
 fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
     let d = tempdir("names");
@@ -380,21 +381,19 @@ fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
             .find(|l| l.starts_with("loadgen: result written to"))
             .unwrap_or_else(|| panic!("{args:?}: {err}"));
         let svg = json[0].replace(".json", ".svg");
+        let html = json[0].replace(".json", ".html");
         assert_eq!(files.contains(&svg), chart, "{args:?}: {files:?}");
-        if chart {
-            assert_eq!(
-                line,
-                format!(
-                    "loadgen: result written to results/{} (chart: results/{svg})",
-                    json[0]
-                ),
-            );
+        assert!(files.contains(&html), "{args:?}: {files:?}");
+        assert_eq!(files.len(), 2 + chart as usize, "{args:?}: {files:?}");
+        let beside = if chart {
+            format!("report: results/{html}, chart: results/{svg}")
         } else {
-            assert_eq!(
-                line,
-                format!("loadgen: result written to results/{}", json[0])
-            );
-        }
+            format!("report: results/{html}")
+        };
+        assert_eq!(
+            line,
+            format!("loadgen: result written to results/{} ({beside})", json[0])
+        );
     }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -1,8 +1,8 @@
 //! No password or secret reaches any output: one target of each kind, each with a distinctive
 //! password or secret (in the userinfo, in `?secret=`/`?token=`, in a nested `?mysql=` URL), and
-//! every output is searched for it: stdout, stderr, the result JSON, the SVG beside it, the HDR
-//! log, `/metrics` scraped during the run, a sweep's files, and `merge` (fed a file as an older
-//! loadgen wrote it, with the passwords in). Failures (wrong password, a URL that does not
+//! every output is searched for it: stdout, stderr, the result JSON, the SVG and HTML beside it,
+//! the HDR log, `/metrics` scraped during the run, a sweep's files, and `merge` and `report` (fed a
+//! file as an older loadgen wrote it, with the passwords in). Failures (wrong password, a URL that does not
 //! parse) must not print them either.
 
 mod common;
@@ -263,6 +263,12 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         .args(["merge", old_json.to_str().unwrap(), "--format", "json"])
         .output()
         .unwrap();
+    // The HTML report of that old file (the run and the sweep wrote theirs beside their JSON).
+    let report = loadgen()
+        .args(["report", old_json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report).1);
     let (mt_out, mt_err) = text(&merge_text);
     let (mj_out, mj_err) = text(&merge_json);
     assert_eq!(merge_text.status.code(), Some(0), "{mt_err}");
@@ -291,8 +297,8 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
             outputs.push((p.display().to_string(), read(&p)));
         }
     }
-    // r.json, r.svg, r.hlog, s.json, s.svg, m.json
-    assert_eq!(files, 6, "{outputs:?}");
+    // r.json, r.svg, r.html, r.hlog, s.json, s.svg, s.html, m.json, old.html
+    assert_eq!(files, 9, "{outputs:?}");
     assert_clean(&outputs, &secrets);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -42,6 +42,8 @@ pub struct Settings {
     pub interval_ms: u64,
     pub seed: u64,
     pub rate: Option<f64>,
+    /// Optional in the schema (older files lack it).
+    #[serde(default)]
     pub arrival: String,
     pub query: Option<String>,
 }
@@ -50,5 +52,6 @@ pub struct Settings {
 pub struct Machine {
     pub cores: usize,
     pub os: String,
+    #[serde(default)]
     pub hostname: String,
 }

@@ -12,6 +12,12 @@ pub struct RunResult {
     /// The target URL with any password replaced by ***.
     pub target: String,
     pub kind: String,
+    /// A name for the run given by whoever assembled the file (`scripts/compare.sh`), shown
+    /// by the reports instead of the kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    // Fields the schema leaves optional default, so every file it accepts can be read back.
+    #[serde(default)]
     pub started_at: String,
     pub interrupted: bool,
     pub stopped_early: Option<String>,
@@ -25,8 +31,11 @@ pub struct RunResult {
     pub misses: u64,
     pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
+    #[serde(default)]
     pub error_samples: Vec<String>,
+    #[serde(default)]
     pub reconnects: u64,
+    #[serde(default)]
     pub warmup_requests: u64,
     /// The connect phase, before the clock starts: connections opened and the seconds it took.
     #[serde(default)]

@@ -12,7 +12,11 @@ pub struct TimelineRow {
     pub errors: u64,
     pub p50_us: f64,
     pub p99_us: f64,
+    // Optional in the schema (older files lack them).
+    #[serde(default)]
     pub in_flight: u64,
+    #[serde(default)]
     pub connections: u64,
+    #[serde(default)]
     pub reconnects: u64,
 }

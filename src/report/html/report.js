@@ -1,0 +1,562 @@
+// The loadgen HTML report: reads the result embedded in #data and draws its tables and SVG
+// charts. Hand-written, no library. Each chart is drawn at its box's width (viewBox in pixels)
+// and redrawn when the window is resized, so its text stays readable on a phone and a desktop.
+// The body gets data-ready="1" when everything is drawn, data-error="..." when something failed.
+(() => {
+  'use strict';
+  const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
+    '#ff9da7', '#9c755f', '#bab0ac'];
+  const RED = '#b3261e', ORANGE = '#e67e00', GREEN = '#2e7d32', GREY = '#5b6474';
+  const color = i => COLORS[i % COLORS.length];
+  const $ = id => document.getElementById(id);
+  const esc = s => String(s).replace(/[&<>"']/g, c => '&#' + c.charCodeAt(0) + ';');
+  const thousands = n => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  // As the text report: 87.3µs, 1.24ms, 2.10s.
+  const micros = us => us >= 1e6 ? (us / 1e6).toFixed(2) + 's'
+    : us >= 1e3 ? (us / 1e3).toFixed(2) + 'ms' : us.toFixed(1) + 'µs';
+  // Axis ticks: 100µs, 2.5ms, 1s; 20k, 1.5M.
+  const tickUs = us => us >= 1e6 ? +(us / 1e6).toPrecision(3) + 's'
+    : us >= 1e3 ? +(us / 1e3).toPrecision(3) + 'ms' : +us.toPrecision(3) + 'µs';
+  const tickNum = v => v >= 1e6 ? +(v / 1e6).toPrecision(3) + 'M'
+    : v >= 1e3 ? +(v / 1e3).toPrecision(3) + 'k' : String(+v.toPrecision(4));
+  const pctText = p => +p.toFixed(4) + '%';
+  const charts = [];
+  let logLatency = true;
+
+  // Names shown for runs (or sweeps): the label a script gave them, else the kind, numbered
+  // when kinds repeat.
+  function names(list) {
+    return list.map(r => {
+      if (r.label) return r.label;
+      const same = list.filter(o => o.kind === r.kind);
+      return same.length > 1 ? r.kind + ' #' + (same.indexOf(r) + 1) : r.kind;
+    });
+  }
+
+  function settingsLine(R) {
+    const s = R.settings;
+    const stop = s.requests != null ? thousands(s.requests) + ' requests'
+      : s.duration_s != null ? s.duration_s + 's' : '';
+    const rate = s.rate != null ? `, fixed rate ${s.rate}/s (${s.arrival})` : '';
+    const sw = (R.sweeps || [])[0];
+    const conns = sw ? 'connections swept: ' + sw.steps.map(x => x.connections).join(',')
+      : s.connections + ' connections';
+    return `${conns} x ${s.pipeline} in flight, ${s.threads} threads, ${stop} after ` +
+      `${s.warmup_s}s warm-up, keys ${s.keys} ${s.dist}, ${s.mode} mode` +
+      `${s.verify ? ', verify' : ''}${rate}, seed ${s.seed}, timeout ${s.timeout_ms}ms, ` +
+      `interval ${s.interval_ms}ms${s.query ? ', query: ' + s.query : ''}`;
+  }
+
+  function header(R) {
+    const m = R.machine || {};
+    let h = '<h1>loadgen report</h1><p class="meta">' + esc(R.started_at) + ' · loadgen ' +
+      esc(R.loadgen_version) + ' · ' + esc(m.cores) + ' cores, ' + esc(m.os) +
+      (m.hostname ? ' on ' + esc(m.hostname) : '') +
+      (R.instance ? ' · ' + esc(R.instance) : '') + '</p>' +
+      '<div class="settings" id="settings">settings ' + esc(settingsLine(R)) + '</div>';
+    if (R.interrupted) h += '<div class="banner">interrupted: results cover the time until Ctrl-C</div>';
+    return h;
+  }
+
+  // ------------------------------------------------------------------ summary per run
+  const cell = (id, value, text, cls) =>
+    `<td id="${id}" data-value="${esc(value)}"${cls ? ` class="${cls}"` : ''}>${text}</td>`;
+
+  function serverCell(r, i) {
+    const s = r.server_observed;
+    if (!s) return `<td id="server-${i}" class="note">not read</td>`;
+    if (s.delta == null) {
+      return `<td id="server-${i}" class="note">counter unavailable: ${esc(s.note || '')}</td>`;
+    }
+    return `<td id="server-${i}" data-value="${s.delta}" data-matches="${s.matches}">` +
+      `${esc(s.source)} = ${thousands(s.delta)} (loadgen sent ${thousands(s.expected)}), ` +
+      (s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
+      '</td>';
+  }
+
+  function card(r, i, name) {
+    const errs = Object.entries(r.errors || {}).filter(e => e[1] > 0)
+      .map(e => e[0] + ' ' + thousands(e[1]));
+    const rows = [];
+    const row = (label, td) => rows.push(`<tr><th>${label}</th>${td}</tr>`);
+    row('QPS', cell('qps-' + i, r.qps, thousands(r.qps), 'big'));
+    row('requests', `<td>${thousands(r.requests)} in ${r.duration_s.toFixed(2)}s` +
+      (r.interrupted ? ' <span class="bad">interrupted</span>' : '') + '</td>');
+    row('hits', cell('hits-' + i, r.hits, thousands(r.hits)));
+    row('misses', cell('misses-' + i, r.misses, thousands(r.misses)));
+    row('errors', cell('errors-' + i, r.error_total, thousands(r.error_total) +
+      (errs.length ? ' (' + esc(errs.join(', ')) + ')' : ''), r.error_total ? 'bad' : ''));
+    if (r.reconnects) row('reconnects', cell('reconnects-' + i, r.reconnects, thousands(r.reconnects)));
+    row('server count', serverCell(r, i));
+    const cpu = r.client_cpu;
+    row('client CPU', cell('cpu-' + i, cpu.per_request_us,
+      `${cpu.per_request_us.toFixed(2)}µs per request, workers ${Math.round(cpu.utilization * 100)}% busy` +
+      (cpu.saturated ? ' <span class="bad">saturated: loadgen is the likely bottleneck ' +
+        '(add -t threads or -p pipelining)</span>' : '')));
+    if (r.rate) {
+      const x = r.rate;
+      row('rate', `<td>asked ${thousands(x.asked)}/s, achieved ${thousands(x.achieved)}/s, ` +
+        `${thousands(x.late)} sent more than 1ms late` +
+        (x.kept ? '' : ' <span class="bad">the generator did not keep the rate</span>') + '</td>');
+    }
+    if (r.connected || r.connect_failed) {
+      row('connect', `<td>${thousands(r.connected)} connections in ${(r.connect_s || 0).toFixed(2)}s` +
+        (r.connect_failed ? ` <span class="bad">${thousands(r.connect_failed)} failed` +
+          (r.connect_error ? ': ' + esc(r.connect_error) : '') + '</span>' : '') + '</td>');
+    }
+    if (r.stopped_early) row('stopped', `<td class="bad">${esc(r.stopped_early)}</td>`);
+    // Percentiles as chips that wrap, so a card stays readable at any width.
+    const chips = (label, p, ids) => row(label, '<td class="qs">' + [['min', 'min'], ['p50', 'p50'],
+      ['p90', 'p90'], ['p99', 'p99'], ['p999', 'p99.9'], ['max', 'max']].map(([k, name]) =>
+      `<span>${name} <b${ids ? ` id="${k}-${i}" data-value="${p[k]}"` : ''}>${micros(p[k])}</b></span>`)
+      .join('') + '</td>');
+    chips('latency', r.latency_us, true);
+    if (r.rate) {
+      chips('service', r.service_us, false);
+      if (r.lag_us) chips('lag', r.lag_us, false);
+    }
+    const samples = r.error_samples && r.error_samples.length
+      ? `<details><summary>error samples (${r.error_samples.length})</summary><ul>` +
+        r.error_samples.map(e => `<li>${esc(e)}</li>`).join('') + '</ul></details>' : '';
+    return `<section class="card" id="run-${i}"><h3><span class="sw" style="background:${color(i)}">` +
+      `</span>${esc(name)}</h3><div class="target">${esc(r.target)} (${esc(r.kind)})</div>` +
+      `<table class="kv">${rows.join('')}</table>${samples}</section>`;
+  }
+
+  // ------------------------------------------------------------------ scales and charts
+  function niceStep(span, n) {
+    const raw = span / Math.max(1, n), mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
+    return 10 * mag;
+  }
+
+  // Maps values of one axis to 0..1 and names its ticks. Types: lin, log (base 10), log2 (ticks
+  // given), pct (percentiles on HdrHistogram's 1/(1-p) axis, 0% to 99.999%).
+  function scale(ax, vals, px) {
+    const type = ax.type || 'lin';
+    vals = vals.filter(v => Number.isFinite(v) && (v > 0 || type === 'lin' || type === 'pct'));
+    let t = v => v, lo, hi, ticks;
+    if (type === 'pct') {
+      t = p => Math.min(5, -Math.log10(Math.max(1e-5, 1 - p / 100)));
+      lo = 0;
+      hi = Math.max(2, Math.min(5, Math.ceil(Math.max(0, ...vals.map(t)) - 1e-9)));
+      ticks = [0, 90, 99, 99.9, 99.99, 99.999].filter(p => t(p) <= hi + 1e-9);
+    } else if (type === 'log' || type === 'log2') {
+      const base = type === 'log' ? 10 : 2;
+      t = v => Math.log(v) / Math.log(base);
+      const tv = vals.map(t);
+      lo = tv.length ? Math.min(...tv) : 0;
+      hi = tv.length ? Math.max(...tv) : 1;
+      if (type === 'log') {
+        lo = Math.floor(lo + 1e-9);
+        hi = Math.max(lo + 1, Math.ceil(hi - 1e-9));
+        ticks = [];
+        for (let e = lo; e <= hi; e++) {
+          for (const m of hi - lo <= 2 ? [1, 2, 5] : [1]) {
+            const v = m * Math.pow(10, e);
+            if (t(v) <= hi + 1e-9) ticks.push(+v.toPrecision(6));
+          }
+        }
+      } else {
+        if (hi - lo < 1e-9) { lo -= 1; hi += 1; }
+        const pad = (hi - lo) * 0.04;
+        lo -= pad; hi += pad;
+        ticks = [...new Set(ax.ticks || [])].sort((a, b) => a - b);
+        while (ticks.length > Math.max(2, px / 34)) ticks = ticks.filter((_, k) => k % 2 === 0);
+      }
+    } else {
+      lo = ax.min != null ? ax.min : Math.min(0, ...vals);
+      const max = vals.length ? Math.max(...vals) : lo + 1;
+      const step = niceStep(Math.max(max - lo, 1e-9), Math.max(2, Math.floor(px / 60)));
+      hi = lo + Math.max(1, Math.ceil((max - lo) / step - 1e-9)) * step;
+      ticks = [];
+      for (let v = lo; v <= hi + step / 1e6; v += step) ticks.push(+v.toPrecision(10));
+    }
+    return { pos: v => (t(v) - lo) / (hi - lo || 1), ticks, fmt: ax.fmt || String };
+  }
+
+  const svgOpen = (W, H, label) =>
+    `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(label)}">`;
+  const widthOf = box => Math.max(300, Math.round(box.clientWidth || 640));
+
+  function legend(items) {
+    return '<div class="legend">' + items.filter(s => s.name).map(s => s.sym
+      ? `<span><b style="color:${s.color}">${s.sym}</b> ${esc(s.name)}</span>`
+      : `<span><i style="border-top-color:${s.color};border-top-style:` +
+        `${s.dash === 'dot' ? 'dotted' : s.dash ? 'dashed' : 'solid'}"></i>${esc(s.name)}</span>`).join('') + '</div>';
+  }
+
+  // A line chart. o: {x, y: axes {type, label, fmt, min, ticks}; series: [{name, color, dash,
+  // dots, points: [[x, y, hover text, point colour, label]]}]; marks: [{x, shape: tri|dia, row, color,
+  // tip}] drawn along the bottom; notes: [{x, y, text}]; hline: {y, label}; legend}.
+  function drawXY(box, o) {
+    const W = widthOf(box), H = Math.round(Math.max(240, Math.min(400, W * 0.55)));
+    const m = { l: 62, r: 16, t: 14, b: 44 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
+    const logX = o.x.type === 'log' || o.x.type === 'log2', logY = o.y.type === 'log';
+    const ok = p => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!logY || p[1] > 0) &&
+      (!logX || p[0] > 0);
+    const all = o.series.flatMap(s => s.points).filter(ok);
+    const xs = scale(o.x, all.map(p => p[0]), pw);
+    const ys = scale(o.y, all.map(p => p[1]).concat(o.hline ? [o.hline.y] : []), ph);
+    const X = v => +(m.l + xs.pos(v) * pw).toFixed(1);
+    const Y = v => +(m.t + ph - ys.pos(v) * ph).toFixed(1);
+    let s = svgOpen(W, H, o.label || '');
+    for (const v of ys.ticks) {
+      const y = Y(v);
+      s += `<line class="grid" x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}"/>` +
+        `<text class="tick" x="${m.l - 6}" y="${y + 4}" text-anchor="end">${esc(ys.fmt(v))}</text>`;
+    }
+    let lastX = -1e9;
+    for (const v of xs.ticks) {
+      const x = X(v);
+      s += `<line class="grid" x1="${x}" x2="${x}" y1="${m.t}" y2="${m.t + ph}"/>`;
+      if (x - lastX < 30) continue;   // keep tick labels apart on narrow screens
+      lastX = x;
+      const anchor = x > W - m.r - 24 ? 'end' : 'middle';   // the last label stays on the page
+      s += `<text class="tick" x="${x}" y="${m.t + ph + 16}" text-anchor="${anchor}">` +
+        `${esc(xs.fmt(v))}</text>`;
+    }
+    s += `<path class="axis" fill="none" d="M${m.l} ${m.t}V${m.t + ph}H${W - m.r}"/>` +
+      `<text x="${m.l + pw / 2}" y="${H - 6}" text-anchor="middle">${esc(o.x.label)}</text>` +
+      `<text transform="translate(14 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">` +
+      `${esc(o.y.label)}</text>`;
+    const hov = [];
+    if (o.hline) {
+      const y = Y(o.hline.y);
+      s += `<line x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}" stroke="${RED}" ` +
+        `stroke-dasharray="6 4" stroke-width="1.5"/><text x="${W - m.r - 4}" y="${y - 5}" ` +
+        `text-anchor="end" fill="${RED}">${esc(o.hline.label)}</text>`;
+    }
+    for (const se of o.series) {
+      const p = se.points.filter(ok);
+      if (se.line !== false && p.length > 1) {
+        s += `<polyline fill="none" stroke="${se.line || se.color}" stroke-width="${se.width || 2}"` +
+          (se.dash ? ` stroke-dasharray="${se.dash}"` : '') + ' stroke-linejoin="round" points="' +
+          p.map(q => X(q[0]) + ',' + Y(q[1])).join(' ') + '"/>';
+      }
+      for (const q of p) {
+        if (se.dots || p.length === 1) {
+          s += `<circle cx="${X(q[0])}" cy="${Y(q[1])}" r="${se.r || 3}" fill="${q[3] || se.color}"/>`;
+        }
+        if (q[4]) s += `<text class="tick" x="${X(q[0]) + 7}" y="${Y(q[1]) - 6}">${esc(q[4])}</text>`;
+        hov.push({ x: X(q[0]), y: Y(q[1]), tip: q[2] });
+      }
+    }
+    for (const k of o.marks || []) {
+      if (!ok([k.x, 1])) continue;
+      const x = X(k.x), y = m.t + ph - 8 - (k.row || 0) * 12;
+      s += k.shape === 'dia'
+        ? `<path d="M${x} ${y - 5}l5 5-5 5-5-5z" fill="${k.color}"/>`
+        : `<path d="M${x} ${y - 5}l5 9h-10z" fill="${k.color}"/>`;
+      hov.push({ x, y, tip: k.tip });
+    }
+    for (const n of o.notes || []) {
+      if (!ok([n.x, n.y])) continue;
+      const x = X(n.x), y = Y(n.y);
+      s += `<circle cx="${x}" cy="${y}" r="7" fill="none" stroke="${n.color || RED}" stroke-width="2"/>` +
+        `<text x="${Math.min(x, W - m.r - 40)}" y="${Math.max(y - 12, 12)}" text-anchor="middle" ` +
+        `fill="${n.color || RED}">${esc(n.text)}</text>`;
+    }
+    s += '<circle class="hot" r="6" cx="-99" cy="-99"/></svg>';
+    box.innerHTML = s + legend(o.legend || o.series);
+    hover(box, hov, W);
+  }
+
+  // Horizontal bars, the name above each bar (long names fit at any width). o: {x: {label, fmt},
+  // bars: [{name, value, color, text, tip}]}.
+  function drawBars(box, o) {
+    const W = widthOf(box), row = 38, m = { l: 6, r: 16, t: 4, b: 40 }, valW = 118;
+    const H = m.t + row * o.bars.length + m.b, pw = W - m.l - m.r - valW, ph = row * o.bars.length;
+    const xs = scale({ type: 'lin', min: 0 }, o.bars.map(b => b.value), pw);
+    let s = svgOpen(W, H, o.x.label);
+    for (const v of xs.ticks) {
+      const x = +(m.l + xs.pos(v) * pw).toFixed(1);
+      s += `<line class="grid" x1="${x}" x2="${x}" y1="${m.t}" y2="${m.t + ph}"/>` +
+        `<text class="tick" x="${x}" y="${m.t + ph + 16}" text-anchor="${v ? 'middle' : 'start'}">` +
+        `${esc(o.x.fmt(v))}</text>`;
+    }
+    s += `<text x="${m.l + pw / 2}" y="${H - 6}" text-anchor="middle">${esc(o.x.label)}</text>`;
+    const hov = [];
+    o.bars.forEach((b, i) => {
+      const y = m.t + i * row, w = Math.max(1, +(xs.pos(b.value) * pw).toFixed(1));
+      s += `<text x="${m.l}" y="${y + 13}">${esc(b.name)}</text>` +
+        `<rect x="${m.l}" y="${y + 18}" width="${w}" height="14" rx="2" fill="${b.color}"/>` +
+        `<text x="${m.l + w + 6}" y="${y + 30}">${esc(b.text)}</text>`;
+      hov.push({ x: m.l + w, y: y + 25, box: [m.l, y, W - m.r, y + row], tip: b.tip });
+    });
+    s += '<circle class="hot" r="6" cx="-99" cy="-99"/></svg>';
+    box.innerHTML = s;
+    hover(box, hov, W);
+  }
+
+  // Hover (or touch) shows the nearest point's values in the #tip box.
+  function hover(box, pts, W) {
+    const svg = box.querySelector('svg'), hot = svg.querySelector('.hot'), tip = $('tip');
+    const hide = () => { tip.hidden = true; hot.setAttribute('cx', -99); };
+    const move = e => {
+      const r = svg.getBoundingClientRect(), k = W / r.width;
+      const mx = (e.clientX - r.left) * k, my = (e.clientY - r.top) * k;
+      let best = null, bd = 1600 * k * k;
+      for (const p of pts) {
+        const inBox = p.box && mx >= p.box[0] && mx <= p.box[2] && my >= p.box[1] && my <= p.box[3];
+        const d = inBox ? 0 : (p.x - mx) ** 2 + (p.y - my) ** 2;
+        if (d < bd) { bd = d; best = p; }
+      }
+      if (!best) return hide();
+      hot.setAttribute('cx', best.x);
+      hot.setAttribute('cy', best.y);
+      tip.textContent = best.tip;
+      tip.hidden = false;
+      let x = e.clientX + 14, y = e.clientY + 14;
+      if (x + tip.offsetWidth > innerWidth - 4) x = e.clientX - tip.offsetWidth - 14;
+      if (y + tip.offsetHeight > innerHeight - 4) y = e.clientY - tip.offsetHeight - 14;
+      tip.style.left = Math.max(4, x) + 'px';
+      tip.style.top = Math.max(4, y) + 'px';
+    };
+    svg.addEventListener('pointermove', move);
+    svg.addEventListener('pointerdown', move);
+    svg.addEventListener('pointerleave', hide);
+  }
+
+  const chartBox = (id, title) =>
+    `<div class="chart">${title ? `<h3>${title}</h3>` : ''}<div id="c-${id}"></div></div>`;
+  const addChart = (id, draw) => charts.push({ id: 'c-' + id, draw });
+  const latencyAxis = label => ({ type: logLatency ? 'log' : 'lin', min: 0, label, fmt: tickUs });
+  const controls = () => '<label class="controls"><input type="checkbox" class="loglat"' +
+    (logLatency ? ' checked' : '') + '> latency axes on a log scale</label>';
+
+  // ------------------------------------------------------------------ sections
+  const fromPercentiles = p => p && p.count
+    ? [[0, p.min], [50, p.p50], [90, p.p90], [99, p.p99], [99.9, p.p999]] : [];
+
+  function spectrumChart(runs, nm, spectra) {
+    const series = [];
+    runs.forEach((r, i) => {
+      const has = spectra[i] && spectra[i].length;
+      const sp = has ? spectra[i] : fromPercentiles(r.latency_us);
+      const tip = what => q => [q[0], q[1], `${nm[i]}${what}\n${pctText(q[0])}: ${micros(q[1])}`];
+      const paced = !!r.rate;
+      series.push({ name: nm[i] + (paced ? ' latency' : ''), color: color(i), dots: !has,
+        points: sp.map(tip(paced ? ' latency' : '')) });
+      if (paced) {
+        series.push({ name: nm[i] + ' service', color: color(i), dash: '7 4', dots: true,
+          points: fromPercentiles(r.service_us).map(tip(' service time')) });
+        if (r.lag_us) {
+          series.push({ name: nm[i] + ' lag', color: color(i), dash: '2 3', dots: true,
+            points: fromPercentiles(r.lag_us).map(tip(' lag')) });
+        }
+      }
+    });
+    const leg = runs.some(r => r.rate) ? runs.map((r, i) => ({ name: nm[i], color: color(i) }))
+      .concat([{ name: 'latency', color: GREY }, { name: 'service time', color: GREY, dash: 1 },
+        { name: 'lag', color: GREY, dash: 'dot' }]) : series;
+    return { label: 'latency by percentile', legend: leg,
+      x: { type: 'pct', label: 'percentile (1/(1-p) scale)', fmt: pctText },
+      y: latencyAxis('latency'), series };
+  }
+
+  // QPS, p50 and p99 per interval. A final interval much shorter than the others (replies to
+  // requests sent before the end) is drawn as a point of its own, not as a drop of the line.
+  function timelineCharts(runs, nm, intervalS) {
+    const qps = [], lat = [], marks = [];
+    runs.forEach((r, i) => {
+      const rows = r.timeline || [];
+      const len = k => rows[k].t_s - (k ? rows[k - 1].t_s : 0);
+      const full = rows.filter((t, k) => len(k) >= intervalS / 2);
+      const short = rows.filter((t, k) => len(k) < intervalS / 2);
+      const what = t => short.includes(t) ? `${nm[i]}, last ${Math.round(len(rows.indexOf(t)) * 1e3)}ms ` +
+        '(replies to requests sent before the end)' : `${nm[i]}, interval ending ${t.t_s}s`;
+      const qtip = t => `${what(t)}\n${thousands(t.qps)} qps, ${thousands(t.errors)} errors, ` +
+        `${thousands(t.reconnects || 0)} reconnects\n${t.connections || 0} connections, ` +
+        `${t.in_flight || 0} in flight`;
+      const ltip = t => `${what(t)}\np50 ${micros(t.p50_us)}, p99 ${micros(t.p99_us)}`;
+      const q = t => [t.t_s, t.qps, qtip(t)];
+      qps.push({ name: nm[i], color: color(i), points: full.map(q) },
+        { line: false, dots: true, color: color(i), points: short.map(q) });
+      const answered = t => t.hits + t.misses > 0;
+      const p99 = t => [t.t_s, t.p99_us, ltip(t)], p50 = t => [t.t_s, t.p50_us, ltip(t)];
+      lat.push({ color: color(i), points: full.filter(answered).map(p99) },
+        { color: color(i), dash: '5 4', width: 1.5, points: full.filter(answered).map(p50) },
+        { line: false, dots: true, color: color(i), points: short.filter(answered).map(p99) });
+      for (const t of rows) {
+        if (t.errors > 0) {
+          marks.push({ x: t.t_s, shape: 'tri', color: RED,
+            tip: `${what(t)}: ${thousands(t.errors)} errors` });
+        }
+        if (t.reconnects > 0) {
+          marks.push({ x: t.t_s, shape: 'dia', row: 1, color: ORANGE,
+            tip: `${what(t)}: ${thousands(t.reconnects)} reconnects` });
+        }
+      }
+    });
+    const runLegend = runs.map((r, i) => ({ name: nm[i], color: color(i) }));
+    const leg = runLegend.slice();
+    if (marks.some(k => k.shape === 'tri')) leg.push({ name: 'errors', sym: '▲', color: RED });
+    if (marks.some(k => k.shape === 'dia')) leg.push({ name: 'reconnects', sym: '◆', color: ORANGE });
+    const time = { type: 'lin', min: 0, label: 'seconds since the warm-up ended', fmt: v => v + 's' };
+    addChart('tl-qps', b => drawXY(b, { label: 'QPS per interval', x: time, series: qps, marks,
+      legend: leg, y: { type: 'lin', min: 0, label: 'lookups/s', fmt: tickNum } }));
+    addChart('tl-lat', b => drawXY(b, { label: 'p50 and p99 per interval', x: time, series: lat,
+      legend: runLegend.concat([{ name: 'p99', color: GREY }, { name: 'p50', color: GREY, dash: 1 }]),
+      y: latencyAxis('latency') }));
+  }
+
+  function runSections(runs, nm, spectra, settings) {
+    let h = '<h2>Summary</h2><div class="cards">' + runs.map((r, i) => card(r, i, nm[i])).join('') +
+      '</div>';
+    if (runs.length > 1) {
+      const base = runs[0].qps;
+      h += '<h2>Comparison</h2><div class="charts">' + chartBox('bars-qps', 'Lookups per second') +
+        chartBox('bars-p99', 'p99 latency') + '</div>';
+      addChart('bars-qps', b => drawBars(b, { x: { label: 'lookups/s', fmt: tickNum },
+        bars: runs.map((r, i) => ({ name: nm[i], value: r.qps, color: color(i),
+          text: thousands(r.qps) + (base > 0 ? ` (${(r.qps / base).toFixed(2)}x)` : ''),
+          tip: `${nm[i]}\n${thousands(r.qps)} qps` +
+            (base > 0 ? `, ${(r.qps / base).toFixed(2)}x the first` : '') })) }));
+      addChart('bars-p99', b => drawBars(b, { x: { label: 'p99 latency', fmt: tickUs },
+        bars: runs.map((r, i) => ({ name: nm[i], value: r.latency_us.p99, color: color(i),
+          text: micros(r.latency_us.p99),
+          tip: `${nm[i]}\np50 ${micros(r.latency_us.p50)}, p99 ${micros(r.latency_us.p99)}, ` +
+            `p99.9 ${micros(r.latency_us.p999)}` })) }));
+    }
+    const paced = runs.some(r => r.rate);
+    h += '<h2>Latency by percentile</h2>' + controls() + (paced
+      ? '<p class="note">Fixed rate: latency counts from each request\'s due time (coordinated ' +
+        'omission corrected); service time from when it was sent; lag is the difference.</p>' : '') +
+      chartBox('spectrum', '');
+    addChart('spectrum', b => drawXY(b, spectrumChart(runs, nm, spectra)));
+    h += '<h2>Over time</h2><div class="charts">' + chartBox('tl-qps', 'QPS per interval') +
+      chartBox('tl-lat', 'p50 (dashed) and p99 per interval') + '</div>';
+    timelineCharts(runs, nm, (settings.interval_ms || 1000) / 1000);
+    return h;
+  }
+
+  function sweepSection(sweeps) {
+    const nm = names(sweeps);
+    let h = '<h2>Sweep: QPS and p99 by connection count</h2>' + controls() + '<div class="charts">' +
+      chartBox('sw-qps', 'QPS by connections') + chartBox('sw-p99', 'p99 latency by connections') +
+      '</div>';
+    const counts = sweeps.flatMap(s => s.steps.map(st => st.connections));
+    const x = { type: 'log2', ticks: counts, label: 'connections', fmt: String };
+    const tip = (sw, i, st) => `${nm[i]}, ${st.connections} connections\n${thousands(st.qps)} qps, ` +
+      `p50 ${micros(st.p50_us)}, p99 ${micros(st.p99_us)}, ${thousands(st.errors)} errors` +
+      (st.connections === sw.peak_connections ? '\npeak' : '');
+    addChart('sw-qps', b => drawXY(b, { label: 'QPS by connections', x,
+      y: { type: 'lin', min: 0, label: 'lookups/s', fmt: tickNum },
+      series: sweeps.map((sw, i) => ({ name: nm[i], color: color(i), dots: true,
+        points: sw.steps.map(st => [st.connections, st.qps, tip(sw, i, st)]) })),
+      notes: sweeps.map((sw, i) => ({ x: sw.peak_connections, y: sw.peak_qps, color: color(i),
+        text: 'peak ' + tickNum(sw.peak_qps) })) }));
+    addChart('sw-p99', b => drawXY(b, { label: 'p99 by connections', x, y: latencyAxis('p99 latency'),
+      series: sweeps.map((sw, i) => ({ name: nm[i], color: color(i), dots: true,
+        points: sw.steps.map(st => [st.connections, st.p99_us, tip(sw, i, st)]) })) }));
+    sweeps.forEach((sw, i) => {
+      h += `<h3><span class="sw" style="background:${color(i)}"></span>${esc(nm[i])}</h3>` +
+        `<div class="target">${esc(sw.target)} (${esc(sw.kind)})</div>` +
+        `<p id="sweep-${i}-peak" data-value="${sw.peak_qps}" data-connections="${sw.peak_connections}">` +
+        `peak <b>${thousands(sw.peak_qps)} qps</b> at ${sw.peak_connections} connections</p>` +
+        '<div class="scroll"><table class="steps"><tr><th>connections</th><th>qps</th><th>p50</th>' +
+        '<th>p99</th><th>errors</th><th></th></tr>' + sw.steps.map((st, j) => '<tr>' +
+          `<td>${st.connections}</td>` + cell(`sweep-${i}-${j}-qps`, st.qps, thousands(st.qps)) +
+          `<td>${micros(st.p50_us)}</td>` + cell(`sweep-${i}-${j}-p99`, st.p99_us, micros(st.p99_us)) +
+          `<td>${thousands(st.errors)}</td><td>${st.connections === sw.peak_connections ? '&larr; peak' : ''}` +
+          '</td></tr>').join('') + '</table></div>';
+    });
+    return h;
+  }
+
+  function sloSection(slos, bounds) {
+    const nm = names(slos);
+    let h = '<h2>SLO search: each step tried</h2>' + controls();
+    slos.forEach((slo, i) => {
+      const pname = String(slo.slo).split(' ')[0];
+      const bracket = slo.fail_rate != null
+        ? ` Bracket: pass ${thousands(slo.pass_rate || 0)}/s, fail ${thousands(slo.fail_rate)}/s` +
+          (slo.stopped ? ` (${esc(slo.stopped)})` : '') + '.' : '';
+      h += `<h3><span class="sw" style="background:${color(i)}"></span>${esc(nm[i])}: ${esc(slo.slo)}</h3>` +
+        `<div class="target">${esc(slo.target)} (${esc(slo.kind)})</div>` +
+        `<p id="slo-${i}-best" data-value="${slo.best_rate == null ? '' : slo.best_rate}">` +
+        (slo.best_rate != null
+          ? `best <b>${thousands(slo.best_rate)}/s</b> meets ${esc(slo.slo)}`
+          : `<span class="bad">no rate tried meets ${esc(slo.slo)}</span>`) +
+        ` (closed-loop maximum ${thousands(slo.max_qps)}/s).${bracket}</p>` + chartBox('slo-' + i, '');
+      const steps = slo.steps.map((st, j) => {
+        const x = st.rate != null ? st.rate : st.achieved_qps;
+        return [x, st.percentile_us, `step ${j + 1}: ` +
+          (st.rate != null ? `rate ${thousands(st.rate)}/s` : 'closed loop') +
+          `\nachieved ${thousands(st.achieved_qps)}/s\n${pname} ${micros(st.percentile_us)}: ` +
+          (st.pass ? 'pass' : 'fail') + (st.retry ? ' (run again)' : ''), st.pass ? GREEN : RED,
+          String(j + 1)];
+      });
+      addChart('slo-' + i, b => drawXY(b, { label: 'SLO steps', series: [{ name: '', color: color(i),
+        line: '#c4c8d0', width: 1, dots: true, r: 5, points: steps }], x: { type: 'lin', min: 0, label: 'offered rate (closed loop: achieved), requests/s',
+          fmt: tickNum },
+        y: latencyAxis(pname + ' latency'),
+        hline: bounds[i] != null ? { y: bounds[i], label: 'bound ' + micros(bounds[i]) } : null,
+        legend: [{ name: 'pass', sym: '●', color: GREEN }, { name: 'fail', sym: '●', color: RED }] }));
+      h += '<div class="scroll"><table class="steps"><tr><th>step</th><th>rate</th><th>achieved</th>' +
+        `<th>${esc(pname)}</th><th>result</th></tr>` + slo.steps.map((st, j) => `<tr><td>${j + 1}</td>` +
+          `<td>${st.rate != null ? thousands(st.rate) + '/s' : 'closed loop'}</td>` +
+          cell(`slo-${i}-${j}-qps`, st.achieved_qps, thousands(st.achieved_qps) + '/s') +
+          `<td>${micros(st.percentile_us)}</td><td class="${st.pass ? 'ok' : 'bad'}">` +
+          (st.pass ? 'pass' : 'fail') + (st.retry ? ' (run again)' : '') + '</td></tr>').join('') +
+        '</table></div>';
+    });
+    return h;
+  }
+
+  // ------------------------------------------------------------------ page
+  function drawAll() {
+    for (const c of charts) {
+      const b = $(c.id);
+      if (b) c.draw(b);
+    }
+  }
+
+  // Draws the page for D (what #data holds: {result, spectra, slo_bounds_us}). A page that
+  // updates (a live view of a run) calls it again with newer data: loadgenReport.render(D).
+  function render(D) {
+    const R = D.result, runs = R.runs || [];
+    charts.length = 0;
+    let h = header(R);
+    const sweeps = R.sweeps || [], slos = R.slo || [];
+    if (sweeps.length) h += sweepSection(sweeps);
+    if (slos.length) h += sloSection(slos, D.slo_bounds_us || []);
+    if (!sweeps.length && !slos.length && runs.length) {
+      h += runSections(runs, names(runs), D.spectra || [], R.settings);
+    }
+    if (!runs.length) h += '<p class="note">No run finished: the file holds no results.</p>';
+    $('report').innerHTML = h;
+    for (const c of document.querySelectorAll('.loglat')) {
+      c.addEventListener('change', e => {
+        logLatency = e.target.checked;
+        for (const o of document.querySelectorAll('.loglat')) o.checked = logLatency;
+        drawAll();
+      });
+    }
+    drawAll();
+  }
+  window.loadgenReport = { render };
+
+  function main() {
+    render(JSON.parse($('data').textContent));
+    let width = innerWidth, timer = 0;
+    addEventListener('resize', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => { if (innerWidth !== width) { width = innerWidth; drawAll(); } }, 120);
+    });
+  }
+
+  const fail = e => { document.body.dataset.error = String((e && e.message) || e); };
+  addEventListener('error', e => fail(e.error || e.message));
+  try {
+    main();
+    document.body.dataset.ready = '1';
+  } catch (e) {
+    fail(e);
+    const p = document.createElement('p');
+    p.className = 'bad';
+    p.textContent = 'The report could not be drawn: ' + e.message;
+    $('report').prepend(p);
+  }
+})();

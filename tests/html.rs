@@ -1,0 +1,549 @@
+//! The HTML report of real runs, opened in headless Chromium (Debian's `chromium`, installed by
+//! scripts/test.sh): the page draws without a console message, references nothing outside the
+//! file (its CSP would make the browser refuse, and log, any request), and the numbers the
+//! browser shows equal the result JSON's. Screenshots at 1280 and 390 px wide are kept under
+//! the temp dir as test artifacts (paths printed). Runs use the embedded server (and a
+//! `loadgen serve` of our own), so only Chromium is needed.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A fresh directory for one test's files, kept afterwards for its screenshots.
+fn artifacts(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("loadgen-html-{test}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The browser, or None (the test skipped with a note) when it is not installed and the
+/// servers are not required; under scripts/test.sh (LOADGEN_REQUIRE_SERVERS) a missing browser fails.
+fn chromium() -> Option<&'static str> {
+    for b in ["chromium", "chromium-browser"] {
+        if Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(b);
+        }
+    }
+    if std::env::var("LOADGEN_REQUIRE_SERVERS").is_ok() {
+        panic!("chromium is not installed: scripts/test.sh installs it (apt-get install chromium)");
+    }
+    eprintln!("skipped: chromium is not installed (scripts/test.sh installs it)");
+    None
+}
+
+fn lg(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("loadgen runs")
+}
+
+/// loadgen with a command line of words separated by spaces (URLs have none).
+fn lg_line(cwd: &Path, line: &str) -> Output {
+    lg(cwd, &line.split_whitespace().collect::<Vec<_>>())
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+    err
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+/// Chromium, headless, with a profile of its own under `dir`; at most 90 s.
+fn browse(browser: &str, dir: &Path, args: &[&str], page: &Path) -> Output {
+    Command::new("timeout")
+        .arg("90")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--hide-scrollbars",
+            &format!("--user-data-dir={}", dir.join("chromium-profile").display()),
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs")
+}
+
+/// Opens `page` in Chromium: the DOM after its script ran, checked for a clean draw, and a
+/// screenshot at each width (kept beside the page, paths printed).
+fn open(browser: &str, page: &Path) -> String {
+    let dir = page.parent().unwrap();
+    let out = browse(
+        browser,
+        dir,
+        &["--enable-logging=stderr", "--v=0", "--dump-dom"],
+        page,
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "chromium: {log}");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Every console message (a script error, a request the CSP refused) is logged as CONSOLE.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(
+        console.is_empty(),
+        "{}: console messages: {console:#?}",
+        page.display()
+    );
+    let body = tag_of(&dom, "<body").unwrap_or_else(|| panic!("no body: {dom}"));
+    assert!(
+        !body.contains("data-error"),
+        "the page failed to draw: {body}"
+    );
+    assert!(
+        body.contains(r#"data-ready="1""#),
+        "the page did not finish: {body}"
+    );
+    let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
+    for (w, h) in [(1280, 900), (390, 844)] {
+        let png = dir.join(format!("{stem}-{w}.png"));
+        let out = browse(
+            browser,
+            dir,
+            &[
+                &format!("--screenshot={}", png.display()),
+                &format!("--window-size={w},{h}"),
+            ],
+            page,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let len = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            len > 10_000,
+            "screenshot {} is empty ({len} bytes)",
+            png.display()
+        );
+        println!("screenshot: {}", png.display());
+    }
+    dom
+}
+
+/// What the hover box says when the pointer rests at (`fx`, `fy`) of chart `id`'s width and
+/// height: the page in a frame of a page of our own, which sends the pointer event.
+fn hover(browser: &str, page: &Path, id: &str, fx: f64, fy: f64) -> String {
+    let dir = page.parent().unwrap();
+    let probe = dir.join("hover-probe.html");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"<!doctype html><body><iframe id="f" src="{}" style="width:1280px;height:900px"></iframe>
+<pre id="out"></pre><script>
+document.getElementById('f').onload = function () {{
+  const d = this.contentDocument, svg = d.getElementById('c-{id}').querySelector('svg');
+  svg.scrollIntoView();
+  const r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new this.contentWindow.PointerEvent('pointermove',
+    {{ clientX: r.left + r.width * {fx}, clientY: r.top + r.height * {fy}, bubbles: true }}));
+  const tip = d.getElementById('tip');
+  document.getElementById('out').textContent = tip.hidden ? 'hidden' : tip.textContent;
+}};
+</script></body>"#,
+            page.file_name().unwrap().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let out = browse(
+        browser,
+        dir,
+        &["--allow-file-access-from-files", "--dump-dom"],
+        &probe,
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let (_, text) = element(&dom, "out");
+    text.replace("&amp;", "&")
+}
+
+/// The start tag that begins with `start` (`<body`), up to its `>`.
+fn tag_of<'a>(dom: &'a str, start: &str) -> Option<&'a str> {
+    let i = dom.find(start)?;
+    Some(&dom[i..i + dom[i..].find('>')? + 1])
+}
+
+/// The element with `id`: its start tag and its text up to the next tag.
+fn element<'a>(dom: &'a str, id: &str) -> (&'a str, &'a str) {
+    let at = dom
+        .find(&format!(r#" id="{id}""#))
+        .unwrap_or_else(|| panic!("no element #{id} in the page"));
+    let open = dom[..at].rfind('<').unwrap();
+    let close = at + dom[at..].find('>').unwrap();
+    let text_end = close + 1 + dom[close + 1..].find('<').unwrap();
+    (&dom[open..=close], &dom[close + 1..text_end])
+}
+
+fn attr(tag: &str, name: &str) -> String {
+    let key = format!(r#" {name}=""#);
+    let i = tag
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {tag}"))
+        + key.len();
+    tag[i..i + tag[i..].find('"').unwrap()].to_string()
+}
+
+/// The number the page holds for element `id` equals the JSON's, and so does the text shown.
+fn assert_shown(dom: &str, id: &str, want: &Value) {
+    let (tag, text) = element(dom, id);
+    let got: f64 = attr(tag, "data-value").parse().unwrap();
+    let v = want.as_f64().unwrap();
+    assert!((got - v).abs() <= 1e-9 * v.abs(), "#{id}: {tag}, JSON {v}");
+    let shown: f64 = text
+        .trim_end_matches(['s', 'µ', 'm', '/'])
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("#{id} shows {text:?}"));
+    let unit = if text.ends_with("ms") {
+        1e3
+    } else if text.ends_with("µs") || text.ends_with("/s") || !text.ends_with('s') {
+        1.0
+    } else {
+        1e6
+    };
+    assert!(
+        (shown * unit - v).abs() <= 0.005 * v.abs() + 0.51,
+        "#{id} shows {text:?} for {v}"
+    );
+}
+
+/// Per run: QPS, p99 and hits as the JSON has them; the server count's verdict.
+fn assert_runs_shown(dom: &str, doc: &Value) {
+    for (i, r) in doc["runs"].as_array().unwrap().iter().enumerate() {
+        assert_shown(dom, &format!("qps-{i}"), &r["qps"]);
+        assert_shown(dom, &format!("p99-{i}"), &r["latency_us"]["p99"]);
+        assert_shown(dom, &format!("hits-{i}"), &r["hits"]);
+        assert_shown(dom, &format!("errors-{i}"), &r["error_total"]);
+        let so = &r["server_observed"];
+        if so["delta"].is_u64() {
+            let (tag, _) = element(dom, &format!("server-{i}"));
+            assert_eq!(
+                attr(tag, "data-matches"),
+                so["matches"].to_string(),
+                "{tag}"
+            );
+        }
+    }
+}
+
+/// Outside its data, the page names no URL and loads nothing; the CSP forbids any request.
+fn assert_self_contained(html: &str) {
+    let start = html
+        .find(r#"<script type="application/json" id="data">"#)
+        .unwrap();
+    let end = start + html[start..].find("</script>").unwrap();
+    let rest = format!("{}{}", &html[..start], &html[end..]);
+    assert!(!rest.contains("://"), "a URL outside the data");
+    for bad in [
+        "src=", "href=", "url(", "@import", "<link", "<img", "<iframe",
+    ] {
+        assert!(!rest.contains(bad), "{bad} in the page");
+    }
+    assert!(rest.contains(
+        r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">"#
+    ));
+}
+
+fn count(dom: &str, chart: &str, what: &str) -> usize {
+    let at = dom
+        .find(&format!(r#"id="c-{chart}""#))
+        .unwrap_or_else(|| panic!("no chart {chart}"));
+    let end = at + dom[at..].find("</svg>").unwrap();
+    dom[at..end].matches(what).count()
+}
+
+#[test]
+fn a_run_of_three_targets_shows_the_json_numbers_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("compare");
+    // Three targets: the embedded server twice, and a `loadgen serve` of our own.
+    let served = Served::start(100_000);
+    let out = lg_line(
+        &d,
+        &format!(
+            "run embedded {} embedded -d 2s --warmup 300ms --interval 500ms -c 4 -t 1 \
+             --keys 1-100000 -q",
+            served.url
+        ),
+    );
+    let err = ok(&out, "run");
+    drop(served);
+    // Beside the JSON: the report, named on the "written to" line.
+    let mut files: Vec<String> = std::fs::read_dir(d.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let stem = files[0].strip_suffix(".html").expect("the report");
+    assert!(stem.ends_with("-compare"), "{files:?}");
+    assert_eq!(files[1], format!("{stem}.json"));
+    assert_eq!(files[2], format!("{stem}.svg"));
+    assert!(
+        err.contains(&format!(
+            "loadgen: result written to results/{stem}.json (report: results/{stem}.html, \
+             chart: results/{stem}.svg)"
+        )),
+        "{err}"
+    );
+    let page = d.join("results").join(format!("{stem}.html"));
+    let doc = read_json(&d.join("results").join(format!("{stem}.json")));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    let dom = open(browser, &page);
+    assert_runs_shown(&dom, &doc);
+    for i in 0..3 {
+        let (tag, _) = element(&dom, &format!("server-{i}"));
+        if i != 1 {
+            assert_eq!(attr(tag, "data-matches"), "true", "{tag}");
+        }
+    }
+    let (_, settings) = element(&dom, "settings");
+    assert!(
+        settings.contains("4 connections x 1 in flight, 1 threads, 2s after 0.3s warm-up"),
+        "{settings}"
+    );
+    // One spectrum line per target; QPS and latency over time; bars for the comparison.
+    assert_eq!(count(&dom, "spectrum", "<polyline"), 3);
+    assert!(count(&dom, "tl-qps", "<polyline") >= 3);
+    assert_eq!(
+        count(&dom, "tl-lat", "<polyline"),
+        6,
+        "p50 and p99 per target"
+    );
+    assert_eq!(count(&dom, "bars-qps", "<rect"), 3);
+    assert!(dom.contains("embedded #2"), "repeated kinds are numbered");
+    // Hover values: a bar names its run and QPS, the spectrum a percentile and its latency.
+    let tip = hover(browser, &page, "bars-qps", 0.5, 0.1);
+    let qps =
+        loadgen::report::text::thousands(doc["runs"][0]["qps"].as_f64().unwrap().round() as u64);
+    assert!(
+        tip.starts_with(&format!("embedded #1\n{qps} qps")),
+        "{tip:?}"
+    );
+    let tip = hover(browser, &page, "spectrum", 0.6, 0.5);
+    let (run, value) = tip.split_once('\n').unwrap_or_else(|| panic!("{tip:?}"));
+    assert!(
+        ["embedded #1", "http", "embedded #2"].contains(&run),
+        "{tip:?}"
+    );
+    assert!(value.contains("%: ") && value.ends_with('s'), "{tip:?}");
+}
+
+#[test]
+fn a_paced_run_draws_latency_service_time_and_lag() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("paced");
+    let json = d.join("paced.json");
+    let out = lg_line(
+        &d,
+        "run -R 2000 -d 1500ms --warmup 200ms -c 4 -t 1 --keys 1-10000 -q -o paced.json",
+    );
+    ok(&out, "paced run");
+    let doc = read_json(&json);
+    let dom = open(browser, &d.join("paced.html"));
+    assert_runs_shown(&dom, &doc);
+    // The histogram's spectrum, and service time and lag from their percentiles.
+    assert_eq!(count(&dom, "spectrum", "<polyline"), 3);
+    assert!(
+        dom.contains("service time") && dom.contains(">lag<"),
+        "legend"
+    );
+    assert!(dom.contains("asked 2,000/s"), "the rate row");
+}
+
+#[test]
+fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("report");
+    let short = "-d 1s --warmup 200ms -c 2 -t 1 --keys 1-10000 -q";
+    for name in ["a", "b"] {
+        let line = format!("run -o {name}.json --instance {name} {short}");
+        ok(&lg_line(&d, &line), "run");
+    }
+    ok(&lg_line(&d, "merge a.json b.json -o m.json"), "merge");
+    assert!(!d.join("m.html").exists(), "merge writes no page by itself");
+    let err = ok(&lg(&d, &["report", "m.json"]), "report");
+    assert_eq!(err, "loadgen: report written to m.html\n");
+    let merged = read_json(&d.join("m.json"));
+    assert_eq!(merged["instance"], "merged(a,b)");
+    let html = std::fs::read_to_string(d.join("m.html")).unwrap();
+    assert_self_contained(&html);
+    let dom = open(browser, &d.join("m.html"));
+    assert_runs_shown(&dom, &merged);
+    assert!(dom.contains("merged(a,b)"));
+
+    // A sweep: its page is written beside the JSON by the run, and again by `report -o`.
+    let line = format!("run --sweep 1,2,4 -o s.json {short}");
+    ok(&lg_line(&d, &line), "sweep");
+    assert!(
+        d.join("s.html").exists(),
+        "the sweep's page beside its JSON"
+    );
+    ok(&lg(&d, &["report", "s.json", "-o", "s2.html"]), "report -o");
+    let sweep = read_json(&d.join("s.json"));
+    let dom = open(browser, &d.join("s2.html"));
+    let sw = &sweep["sweeps"][0];
+    let (tag, _) = element(&dom, "sweep-0-peak");
+    assert_eq!(
+        attr(tag, "data-value").parse::<f64>().ok(),
+        sw["peak_qps"].as_f64()
+    );
+    assert_eq!(
+        attr(tag, "data-connections"),
+        sw["peak_connections"].to_string()
+    );
+    for (j, st) in sw["steps"].as_array().unwrap().iter().enumerate() {
+        assert_shown(&dom, &format!("sweep-0-{j}-qps"), &st["qps"]);
+        assert_shown(&dom, &format!("sweep-0-{j}-p99"), &st["p99_us"]);
+    }
+    assert_eq!(
+        count(&dom, "sw-qps", "<circle cx"),
+        3 + 1,
+        "three steps and the peak ring"
+    );
+
+    // An SLO search against a server of known service time: every step in the table and chart.
+    let served = Served::start_with(10_000, &["--delay", "2ms"]);
+    let out = lg_line(
+        &d,
+        &format!(
+            "run {} --slo p99=20ms -d 300ms --warmup 100ms --keys 1-10000 -c 4 -p 16 -q \
+             -o slo.json",
+            served.url
+        ),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    drop(served);
+    let slo = read_json(&d.join("slo.json"));
+    let dom = open(browser, &d.join("slo.html"));
+    let steps = slo["slo"][0]["steps"].as_array().unwrap();
+    assert!(steps.len() >= 3, "{slo}");
+    for (j, st) in steps.iter().enumerate() {
+        assert_shown(&dom, &format!("slo-0-{j}-qps"), &st["achieved_qps"]);
+    }
+    assert_eq!(count(&dom, "slo-0", "<circle cx"), steps.len());
+    assert!(dom.contains("bound 20.00ms"));
+}
+
+#[test]
+fn report_reads_the_reference_file_of_an_earlier_version() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("reference");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/reference-compare.json");
+    let page = d.join("reference.html");
+    ok(
+        &lg(
+            &d,
+            &[
+                "report",
+                src.to_str().unwrap(),
+                "-o",
+                page.to_str().unwrap(),
+            ],
+        ),
+        "report",
+    );
+    let doc = read_json(&src);
+    let dom = open(browser, &page);
+    assert_runs_shown(&dom, &doc);
+    // The labels scripts/compare.sh gave the runs name them.
+    assert!(dom.contains("HandlerSocket (2 conns x 16)"));
+    assert_eq!(
+        count(&dom, "spectrum", "<polyline"),
+        doc["runs"].as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn a_password_in_a_url_never_reaches_the_page() {
+    let d = artifacts("secret");
+    let served = Served::start(1000);
+    const PW: &str = "Pw7htmlS3cretQz";
+    const TOKEN: &str = "Tk2htmlS3cretWv";
+    let url = served
+        .url
+        .replacen("http://", &format!("http://lg:{PW}@"), 1)
+        + &format!("?token={TOKEN}&format=raw");
+    let out = lg_line(
+        &d,
+        &format!("run {url} -n 2000 -c 2 -t 1 --keys 1-1000 -q -o r.json"),
+    );
+    ok(&out, "run");
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(html.contains("lg:***@127.0.0.1") && html.contains("token=***"));
+    // A file as an older loadgen wrote it, the password in: `report` redacts it too.
+    let mut old = read_json(&d.join("r.json"));
+    old["runs"][0]["target"] = url.clone().into();
+    old["runs"][0]["error_samples"] = serde_json::json!([format!("io: lost {url}")]);
+    std::fs::write(d.join("old.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    ok(&lg(&d, &["report", "old.json"]), "report");
+    let old_html = std::fs::read_to_string(d.join("old.html")).unwrap();
+    for page in [&html, &old_html] {
+        assert!(
+            !page.contains(PW) && !page.contains(TOKEN),
+            "a secret in the page"
+        );
+    }
+    assert!(old_html.contains("io: lost http://lg:***@127.0.0.1"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let d = artifacts("bad");
+    std::fs::write(d.join("not.json"), "this is not JSON").unwrap();
+    std::fs::write(d.join("other.json"), r#"{"hello": "world"}"#).unwrap();
+    std::fs::create_dir(d.join("dir.html")).unwrap();
+    std::fs::write(d.join("r.json"), "{}").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["report", "missing.json"], "cannot read missing.json"),
+        (
+            &["report", "not.json"],
+            "not.json is not a loadgen result file",
+        ),
+        (
+            &["report", "other.json"],
+            "other.json is not a loadgen result file",
+        ),
+        (&["report", "--", "-o"], "cannot read -o"),
+    ];
+    for (args, want) in cases {
+        let out = lg(&d, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("loadgen: {want}")),
+            "{args:?}: {err}"
+        );
+    }
+    // A result file, but a directory to write to.
+    let out = lg_line(&d, "run -n 200 -c 1 -t 1 -q -o r.json");
+    ok(&out, "run");
+    let out = lg(&d, &["report", "r.json", "-o", "dir.html"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err, "loadgen: cannot write dir.html: is a directory\n");
+    let _ = std::fs::remove_dir_all(&d);
+}
