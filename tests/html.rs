@@ -233,6 +233,12 @@ fn assert_runs_shown(dom: &str, doc: &Value) {
         assert_shown(dom, &format!("p99-{i}"), &r["latency_us"]["p99"]);
         assert_shown(dom, &format!("hits-{i}"), &r["hits"]);
         assert_shown(dom, &format!("errors-{i}"), &r["error_total"]);
+        // The server's CPU per request, where it was measured (the embedded server always is).
+        if let Some(us) = r["server_cpu"]["per_request_us"].as_f64() {
+            let (tag, _) = element(dom, &format!("server-cpu-{i}"));
+            let got: f64 = attr(tag, "data-value").parse().unwrap();
+            assert!((got - us).abs() <= 1e-9 * us, "{tag} vs {us}");
+        }
         let so = &r["server_observed"];
         if so["delta"].is_u64() {
             let (tag, _) = element(dom, &format!("server-{i}"));

@@ -92,7 +92,16 @@
     row('client CPU', cell('cpu-' + i, cpu.per_request_us,
       `${cpu.per_request_us.toFixed(2)}µs per request, workers ${Math.round(cpu.utilization * 100)}% busy` +
       (cpu.saturated ? ' <span class="bad">saturated: loadgen is the likely bottleneck ' +
-        '(add -t threads or -p pipelining)</span>' : '')));
+        '(add -t threads or -p pipelining)</span>' : '') +
+      (cpu.kernel_share != null ? `, ${Math.round(cpu.kernel_share * 100)}% in the kernel` : '')));
+    const sc = r.server_cpu;
+    if (sc) {
+      row('server CPU', sc.per_request_us != null
+        ? cell('server-cpu-' + i, sc.per_request_us, `${sc.per_request_us.toFixed(1)}µs per request in ` +
+          esc(sc.process || 'the server') + (sc.cpu_bound_qps
+            ? ` &rArr; CPU-bound at ~${thousands(sc.cpu_bound_qps)} qps` : ''))
+        : `<td id="server-cpu-${i}" class="note">not measured: ${esc(sc.note || '')}</td>`);
+    }
     if (r.rate) {
       const x = r.rate;
       row('rate', `<td>asked ${thousands(x.asked)}/s, achieved ${thousands(x.achieved)}/s, ` +
