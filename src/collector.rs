@@ -15,6 +15,7 @@ use crate::result::{
     encode_histogram, ClientCpu, Percentiles, RateResult, RunResult, ServerObserved, TimelineRow,
 };
 use crate::totals::Totals;
+use crate::transport::Endpoint;
 
 /// A final interval shorter than this is not printed (see `close_interval`).
 const SLIVER_NS: u64 = 10_000_000;
@@ -60,6 +61,7 @@ struct Thread {
 pub struct Collector<'a> {
     label: &'a str,
     kind: &'a str,
+    endpoint: &'a Endpoint,
     plan: &'a Plan,
     control: &'a Control,
     start: Instant,
@@ -81,6 +83,7 @@ impl<'a> Collector<'a> {
     pub fn new(
         label: &'a str,
         kind: &'a str,
+        endpoint: &'a Endpoint,
         plan: &'a Plan,
         control: &'a Control,
         threads: usize,
@@ -90,6 +93,7 @@ impl<'a> Collector<'a> {
         Collector {
             label,
             kind,
+            endpoint,
             plan,
             control,
             start,
@@ -303,6 +307,8 @@ impl<'a> Collector<'a> {
         let mut result = RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
+            transport: self.endpoint.transport().name().to_string(),
+            socket: self.endpoint.socket().map(|p| p.display().to_string()),
             started_at: connect.started_at,
             interrupted: self.interrupted,
             stopped_early: self.stopped_early,

@@ -39,6 +39,7 @@ pub mod sweep;
 pub mod timeouts;
 pub mod timer;
 pub mod totals;
+pub mod transport;
 pub mod url;
 
 pub mod worker;

@@ -72,7 +72,15 @@ pub async fn run<T: Target>(
 
     let start_mono_ns = crate::timer::monotonic_ns();
     let start = Instant::now();
-    let mut collector = Collector::new(label, target.kind(), plan, control, nthreads, start);
+    let mut collector = Collector::new(
+        label,
+        target.kind(),
+        target.endpoint(),
+        plan,
+        control,
+        nthreads,
+        start,
+    );
     let ctx = Arc::new(Ctx {
         target: target.clone(),
         plan: plan.clone(),

@@ -12,6 +12,12 @@ pub struct RunResult {
     /// The target URL with any password replaced by ***.
     pub target: String,
     pub kind: String,
+    /// What carried the bytes: `tcp` or `unix` (files from before it was recorded: tcp).
+    #[serde(default = "tcp")]
+    pub transport: String,
+    /// The Unix socket path, when `transport` is `unix`.
+    #[serde(default)]
+    pub socket: Option<String>,
     pub started_at: String,
     pub interrupted: bool,
     pub stopped_early: Option<String>,
@@ -51,6 +57,10 @@ pub struct RunResult {
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
+}
+
+fn tcp() -> String {
+    "tcp".into()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
