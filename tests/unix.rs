@@ -30,8 +30,8 @@ fn assert_unix(r: &Value, socket: &str, context: &str) {
 }
 
 /// `-n 20000` against `url`: every request answered, and the server's own counter (read over
-/// the same socket) saw exactly 20,000.
-fn conserve(url: &str, source: &str, socket: &str, extra: &[&str]) {
+/// the same socket) saw exactly 20,000. Returns the result document.
+fn conserve(url: &str, source: &str, socket: &str, extra: &[&str]) -> Value {
     let mut args = vec![url, "-n", "20000", "--keys", KEYS, "-c", "8"];
     args.extend_from_slice(extra);
     let (code, doc, err) = run_json(&args);
@@ -42,6 +42,7 @@ fn conserve(url: &str, source: &str, socket: &str, extra: &[&str]) {
     assert_server_saw(r, source, 20000, url);
     assert_eq!(r["server_observed"]["matches"], true, "{url}");
     assert_schema_valid(&doc);
+    doc
 }
 
 /// `--verify` over all 100,000 keys, in order: every row checked, no error.
@@ -124,7 +125,10 @@ fn redis_over_its_socket_prepared_there() {
     let socket = std::env::var("LOADGEN_REDIS_SOCKET").expect("LOADGEN_REDIS_SOCKET");
     prepare(&url);
     let source = "INFO commandstats cmdstat_get.calls";
-    conserve(&url, source, &socket, &["-p", "16"]);
+    let doc = conserve(&url, source, &socket, &["-p", "16"]);
+    // The password in the query is a secret like any other.
+    let target = doc["runs"][0]["target"].as_str().unwrap();
+    assert!(target.contains("pass=***") && !doc.to_string().contains("pass=loadgen"));
     verify(&url, &socket, &["-p", "16"]);
     // redis-rs's other spelling reaches the same server.
     let plain = url.replacen("redis+unix://", "unix://", 1);
@@ -306,6 +310,35 @@ fn a_socket_nobody_listens_on_is_named() {
     let path = dir.0.join(".s.PGSQL.5432");
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     refused(path.to_str().unwrap(), "nothing is listening");
+}
+
+#[test]
+fn a_socket_loadgen_may_not_open_is_named() {
+    // Root opens any socket: loadgen runs as nobody (setpriv), which takes root to start.
+    let uid = Command::new("id").arg("-u").output().unwrap().stdout;
+    if String::from_utf8_lossy(&uid).trim() != "0" {
+        eprintln!("skipped: needs root, to run loadgen as nobody");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("perm");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let path = dir.0.join("mc.sock");
+    let _listening = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let url = format!("memcache://{}", path.display());
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", bin()])
+        .args(["run", &url, "-n", "10", "-o", "/dev/null"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let cause = format!("permission denied on socket {}", path.display());
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains(&cause)).count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[test]
