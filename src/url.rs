@@ -101,16 +101,6 @@ impl TargetUrl {
             .map(|(_, v)| v.as_str())
     }
 
-    /// host:port for connecting; IPv6 hosts get brackets.
-    pub fn host_port(&self, default_port: u16) -> String {
-        let port = self.port.unwrap_or(default_port);
-        if self.host.contains(':') {
-            format!("[{}]:{port}", self.host)
-        } else {
-            format!("{}:{port}", self.host)
-        }
-    }
-
     /// The URL as it may be shown anywhere: the password, secret-like params and the secrets of
     /// any URL given as a param value (`?mysql=mysql://u:pw@h/db`) replaced by `***`; the rest
     /// (path, other params) kept.
@@ -330,7 +320,8 @@ mod tests {
     fn ipv6_and_no_port() {
         let u = TargetUrl::parse("memcache://[::1]:11211").unwrap();
         assert_eq!(u.host, "::1");
-        assert_eq!(u.host_port(1), "[::1]:11211");
+        assert_eq!((u.host.as_str(), u.port), ("::1", Some(11211)));
+        assert_eq!(u.redacted(), "memcache://[::1]:11211");
         let u = TargetUrl::parse("http://localhost/usr/{key}").unwrap();
         assert_eq!(u.port, None);
         assert_eq!(u.path, "usr/{key}");
@@ -433,7 +424,6 @@ mod tests {
         #[test]
         fn parse_never_panics(s in "\\PC{0,80}") {
             if let Ok(u) = TargetUrl::parse(&s) {
-                let _ = u.host_port(1);
                 let r = u.redacted();
                 if let Some(p) = u.password.as_deref().filter(|p| p.len() >= 4) {
                     let needle = format!(":{}@", p);

@@ -82,7 +82,7 @@ fn request_target(url: &TargetUrl) -> (String, String) {
 }
 
 /// The `Host` header: the URL's host and port; over a socket, whose URL host is the path,
-/// `localhost` (as curl --unix-socket sends).
+/// `localhost`, the name a server behind a socket is usually asked for.
 fn host_header(url: &TargetUrl) -> String {
     if url.scheme == "http+unix" {
         return "localhost".into();
