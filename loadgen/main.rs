@@ -200,6 +200,10 @@ struct ServeArgs {
     /// Address to listen on (127.0.0.1 unless you mean otherwise).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: String,
+    /// Listen on this Unix socket instead (the target is then
+    /// http+unix://%2Fpath%2Fto.sock/usr/{key}); removed again on Ctrl-C.
+    #[arg(long, value_name = "PATH", conflicts_with = "addr")]
+    unix: Option<std::path::PathBuf>,
     /// Rows to hold (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
     rows: u64,
@@ -404,17 +408,25 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
 }
 
 fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
-    let addr: std::net::SocketAddr = a
-        .addr
-        .parse()
-        .map_err(|_| format!("bad --addr '{}': use IP:PORT like 127.0.0.1:8080", a.addr))?;
+    use loadgen::serve::Bind;
+    let bind =
+        match &a.unix {
+            Some(path) => Bind::Unix(path.clone()),
+            None => Bind::Tcp(a.addr.parse().map_err(|_| {
+                format!("bad --addr '{}': use IP:PORT like 127.0.0.1:8080", a.addr)
+            })?),
+        };
     if a.rows == 0 {
         return Err("--rows must be at least 1".into());
     }
     let threads = a.threads.unwrap_or_else(loadgen::plan::default_threads);
     let delay = a.delay.unwrap_or_default();
-    let server = loadgen::serve::start_delayed(addr, (1, a.rows), threads, delay)
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let server = loadgen::serve::start_delayed(&bind, (1, a.rows), threads, delay).map_err(
+        |e| match &bind {
+            Bind::Tcp(addr) => format!("cannot listen on {addr}: {e}"),
+            Bind::Unix(path) => format!("cannot listen on socket {}: {e}", path.display()),
+        },
+    )?;
     eprintln!(
         "loadgen: serving {} rows on {} (Ctrl-C stops)",
         loadgen::report::text::thousands(server.rows),
@@ -424,6 +436,9 @@ fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
     rt.block_on(async {
         let _ = tokio::signal::ctrl_c().await;
     });
+    if let Bind::Unix(path) = &bind {
+        let _ = std::fs::remove_file(path);
+    }
     Ok(0)
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|redis|embedded|rss|all|soak]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|embedded|rss|all|soak]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
@@ -20,7 +20,7 @@ PAIRS=${BENCH_PAIRS:-3}
 SECS=${BENCH_SECONDS:-10}
 B=scripts/bench
 LIB="python3 $B/benchlib.py"
-ALL=(pg mysql hs memcache redis embedded rss)
+ALL=(pg mysql hs memcache redis unix embedded rss)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
@@ -28,7 +28,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | redis | embedded | rss | soak) ;;
+    pg | mysql | hs | memcache | redis | unix | embedded | rss | soak) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -38,7 +38,19 @@ have() { command -v "$1" >/dev/null 2>&1; }
 skip() { printf '\n== %s\n   skipped: %s\n' "$1" "$2"; }
 for t in python3 /usr/bin/time; do have "$t" || { echo "bench: $t is required" >&2; exit 1; }; done
 
-scripts/servers.sh up >&2
+# Only the servers the sections use: `up` restarts a server whose setup changed, and a section
+# that does not need it should not cost it its data.
+servers=()
+for s in "${SECTIONS[@]}"; do
+  case $s in
+    pg | rss) servers+=(postgres) ;;
+    mysql | hs) servers+=(mariadb) ;;
+    memcache | soak) servers+=(memcached) ;;
+    redis) servers+=(redis) ;;
+    unix) servers+=(postgres mariadb) ;;
+  esac
+done
+((${#servers[@]} == 0)) || scripts/servers.sh up "${servers[@]}" >&2
 eval "$(scripts/servers.sh env)"
 if [[ -z ${LOADGEN_BIN:-} ]]; then
   cargo build --release --quiet >&2
@@ -71,11 +83,12 @@ lg() {
 }
 
 # pgb TSV CELLS PAIR SCRIPT LOOKUPS_PER_TX CONNS: one pgbench run; 10% of transactions logged for p99.
+# PGB_HOST: where it connects (a directory: the Unix socket in it, as libpq does); 127.0.0.1 by default.
 pgb() {
   local tsv=$1 cells=$2 pair=$3 script=$4 factor=$5 c=$6 out=$WORK/run$((++N))
   mkdir "$out.log"
   timed "$out" -- pgbench -n -M prepared -f "$script" -c "$c" -j 2 -T "$SECS" \
-    -l --sampling-rate=0.1 --log-prefix="$out.log/pg" -h 127.0.0.1 -p "$LOADGEN_PG_PORT" -U loadgen loadgen
+    -l --sampling-rate=0.1 --log-prefix="$out.log/pg" -h "${PGB_HOST:-127.0.0.1}" -p "$LOADGEN_PG_PORT" -U loadgen loadgen
   $LIB record "$tsv" "$cells" peer "$pair" pgbench "$out" "$out.time" "$factor" "$out.log/pg"
 }
 
@@ -202,6 +215,34 @@ bench_redis() {
   unset REDISCLI_AUTH
   $LIB pairs "$tsv" "redis: loadgen -t 2 -p D vs redis-benchmark --threads 2 -P D, GET of 1,000,000 stored rows (loadgen usr:<id>, redis-benchmark usr:<12-digit id>, same rows; redis-benchmark runs -n requests calibrated to ${SECS}s)" \
     loadgen redis-benchmark "ratio >= 1.0 at -P 1 and -P 16; client CPU per GET <= redis-benchmark's" "conns/depth"
+}
+
+# Unix sockets at 16 connections: loadgen over each SQL server's socket vs over TCP, per driver
+# (ratio = socket/TCP), then loadgen vs pgbench over the same PostgreSQL socket.
+bench_unix() {
+  [[ -n ${LOADGEN_PG_SOCKET_URL:-} && -n ${LOADGEN_MY_SOCKET_URL:-} ]] ||
+    { skip "unix" "scripts/servers.sh env names no sockets (LOADGEN_PG_SOCKET_URL, LOADGEN_MY_SOCKET_URL)"; return; }
+  local tsv=$WORK/unix.tsv peer=$WORK/unix-pgbench.tsv p d
+  for ((p = 1; p <= PAIRS; p++)); do
+    for d in wire tokio; do
+      rotate "$p" "lg $tsv 'pg $d' lg $p '$LOADGEN_PG_SOCKET_URL&driver=$d' -c 16 -t 2" \
+        "lg $tsv 'pg $d' peer $p '$LOADGEN_PG_URL?driver=$d' -c 16 -t 2"
+    done
+    for d in wire mysql_async; do
+      rotate "$p" "lg $tsv 'mysql $d' lg $p '$LOADGEN_MY_SOCKET_URL&driver=$d' -c 16 -t 2" \
+        "lg $tsv 'mysql $d' peer $p '$LOADGEN_MY_URL?driver=$d' -c 16 -t 2"
+    done
+  done
+  $LIB pairs "$tsv" "unix: loadgen -c 16 -t 2 over the Unix socket vs over TCP, same server and driver (ratio = socket/TCP; CPU ms/1k = client µs/lookup)" \
+    socket tcp "" "target"
+  have pgbench || { skip "unix vs pgbench" "pgbench not installed"; return; }
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $peer wire lg $p '$LOADGEN_PG_SOCKET_URL&driver=wire' -c 16 -t 2" \
+      "PGB_HOST='$LOADGEN_PG_SOCKET_DIR' pgb $peer wire,tokio $p $B/pg-select.sql 1 16" \
+      "lg $peer tokio lg $p '$LOADGEN_PG_SOCKET_URL&driver=tokio' -c 16 -t 2"
+  done
+  $LIB pairs "$peer" "unix: loadgen -c 16 -t 2 vs pgbench -M prepared -c 16 -j 2 over the same PostgreSQL socket (pg-select.sql: the same lookup; wire: the default driver, tokio: ?driver=tokio)" \
+    loadgen pgbench "ratio >= 1.0" "driver"
 }
 
 bench_embedded() {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Local throwaway servers for loadgen tests: PostgreSQL 15, MariaDB 10.11 (+HandlerSocket),
 # memcached, Redis and Prometheus, all on 127.0.0.1, with their state under $LOADGEN_STATE.
+# PostgreSQL, MariaDB and Redis also listen on a Unix socket there; memcached cannot listen on
+# TCP and a socket at once, so memcached_unix is a second memcached, on a socket only.
 #
-#   scripts/servers.sh up   [all|postgres|mariadb|memcached|redis|prometheus]...  install/start/wait (idempotent)
-#   scripts/servers.sh down [all|postgres|mariadb|memcached|redis|prometheus]...  stop what this script started
+#   scripts/servers.sh up   [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  install/start/wait (idempotent)
+#   scripts/servers.sh down [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  stop what this script started
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
@@ -27,13 +29,13 @@ PASS=loadgen
 HS_SECRET=hs-secret
 # Redis: the default user's password (requirepass); the ACL user loadgen has $PASS.
 REDIS_PASS=redis-secret
-ALL=(postgres mariadb memcached redis prometheus)
+ALL=(postgres mariadb memcached memcached_unix redis prometheus)
 
 say() { echo "servers: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 pidfile() { echo "$STATE/run/$1.pid"; }
 logfile() { echo "$STATE/log/$1.log"; }
-comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;; *) echo "$1" ;; esac; }
+comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;; memcached_unix) echo memcached ;; *) echo "$1" ;; esac; }
 
 # Process state letter of a live (non-zombie) process whose comm is $2, or nothing.
 proc_state() {
@@ -63,6 +65,23 @@ tcp_chat() {
 }
 export -f tcp_chat
 chat() { timeout 5 bash -c 'tcp_chat "$@"' _ "$@" 2>/dev/null; }
+# unix_chat PATH NLINES DATA: `chat` over a Unix socket (bash has no /dev/unix; python3 is there).
+unix_chat() {
+  timeout 5 python3 - "$@" 2>/dev/null <<'EOF'
+import socket, sys
+path, n, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(3)
+s.connect(path)
+s.sendall(data.encode())
+f = s.makefile("rb")
+for _ in range(n):
+    line = f.readline()
+    if not line:
+        break
+    print(line.decode().rstrip("\r\n"))
+EOF
+}
 
 pg_bin() {
   local d
@@ -77,7 +96,7 @@ packages_for() {
   case $1 in
     postgres) echo postgresql postgresql-contrib sysbench sysstat ;;  # sysstat: pidstat, the server-CPU check
     mariadb) echo mariadb-server mariadb-client sysbench ;;
-    memcached) echo memcached libmemcached-tools ;;
+    memcached | memcached_unix) echo memcached libmemcached-tools ;;
     redis) echo redis-server redis-tools ;;
     prometheus) echo prometheus python3-yaml ;;
   esac
@@ -298,9 +317,28 @@ up_memcached() {
   say "memcached up on 127.0.0.1:$MC_PORT (pid $(cat "$(pidfile memcached)"))"
 }
 
+# A second memcached on a Unix socket only (-s turns TCP off). Its directory belongs to nobody,
+# the user memcached drops to before it binds the socket; the socket is mode 0700.
+MC_SOCK_DIR=$STATE/memcached_unix
+MC_SOCK=$MC_SOCK_DIR/memcached.sock
+mc_unix_ping() { [[ $(unix_chat "$MC_SOCK" 1 $'version\r\n') == VERSION* ]]; }
+up_memcached_unix() {
+  already_up memcached_unix mc_unix_ping TERM && { say "memcached_unix already up on $MC_SOCK"; return; }
+  install -d -o nobody -m 700 "$MC_SOCK_DIR"
+  rm -f "$MC_SOCK"   # not running, so it is stale
+  launch memcached_unix memcached -s "$MC_SOCK" -a 0700 -U 0 -m 1024 -t 2 -c 4096 -u nobody
+  wait_ready memcached_unix mc_unix_ping || exit 1
+  say "memcached_unix up on $MC_SOCK (pid $(cat "$(pidfile memcached_unix)"))"
+}
+
 # ---------------------------------------------------------------- Redis
 REDIS_DIR=$STATE/redis
-redis_ping() { [[ $(chat "$REDIS_PORT" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]]; }
+REDIS_SOCK=$REDIS_DIR/redis.sock
+# Both listeners: a server started before the socket was configured is restarted with it.
+redis_ping() {
+  [[ $(chat "$REDIS_PORT" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]] &&
+    [[ $(unix_chat "$REDIS_SOCK" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]]
+}
 up_redis() {
   already_up redis redis_ping TERM && { say "redis already up on 127.0.0.1:$REDIS_PORT"; return; }
   mkdir -p "$REDIS_DIR"
@@ -308,6 +346,8 @@ up_redis() {
   (umask 077 && cat >"$REDIS_DIR/redis.conf" <<EOF
 bind 127.0.0.1
 port $REDIS_PORT
+unixsocket $REDIS_SOCK
+unixsocketperm 700
 dir $REDIS_DIR
 save ""
 appendonly no
@@ -357,7 +397,7 @@ names() {
   for n in "$@"; do
     case $n in
       all) list+=("${ALL[@]}") ;;
-      postgres | mariadb | memcached | redis | prometheus) list+=("$n") ;;
+      postgres | mariadb | memcached | memcached_unix | redis | prometheus) list+=("$n") ;;
       *) die "unknown server '$n' (use: all ${ALL[*]})" ;;
     esac
   done
@@ -410,12 +450,18 @@ export LOADGEN_REDIS_PORT=$REDIS_PORT
 export LOADGEN_PROM_PORT=$PROM_PORT
 export LOADGEN_PG_SOCKET_DIR=$PG_DIR/sock
 export LOADGEN_MY_SOCKET=$MY_DIR/mysqld.sock
+export LOADGEN_MC_SOCKET=$MC_SOCK
+export LOADGEN_REDIS_SOCKET=$REDIS_SOCK
 export LOADGEN_PG_URL=postgres://loadgen@127.0.0.1:$PG_PORT/loadgen
 export LOADGEN_MY_URL=mysql://loadgen@127.0.0.1:$MY_PORT/loadgen
 export LOADGEN_HS_URL=hs://127.0.0.1:$HS_PORT/loadgen/usr
 export LOADGEN_HSW_URL=hs://127.0.0.1:$HSW_PORT/loadgen/usr
 export LOADGEN_MC_URL=memcache://127.0.0.1:$MC_PORT
 export LOADGEN_REDIS_URL=redis://loadgen:$PASS@127.0.0.1:$REDIS_PORT
+export LOADGEN_PG_SOCKET_URL="postgres://loadgen@/loadgen?host=$PG_DIR/sock&port=$PG_PORT"
+export LOADGEN_MY_SOCKET_URL="mysql://loadgen@localhost/loadgen?socket=$MY_DIR/mysqld.sock"
+export LOADGEN_MC_SOCKET_URL=memcache://$MC_SOCK
+export LOADGEN_REDIS_SOCKET_URL="redis+unix://$REDIS_SOCK?user=loadgen&pass=$PASS"
 export LOADGEN_REDIS_PASSWORD=$REDIS_PASS
 export LOADGEN_PROM_URL=http://127.0.0.1:$PROM_PORT
 export PGPASSWORD=$PASS
@@ -424,7 +470,7 @@ export LOADGEN_HS_SECRET=$HS_SECRET
 EOF
     ;;
   pid)
-    [[ $# -eq 1 ]] || die "usage: $0 pid postgres|mariadb|memcached|redis|prometheus"
+    [[ $# -eq 1 ]] || die "usage: $0 pid postgres|mariadb|memcached|memcached_unix|redis|prometheus"
     [[ $1 != all ]] || die "pid takes one server name"
     names "$1" && n=${list[0]}
     server_pid "$n" || die "$n is not running (no live pid in $(pidfile "$n"))"

@@ -34,6 +34,10 @@ if [ "$my_rows" != "$rows" ]; then say "loading MariaDB"; $lg prepare "$LOADGEN_
 if $lg prepare --help >/dev/null 2>&1 && [ -n "${LOADGEN_MC_URL:-}" ]; then
   say "loading memcached"; $lg prepare "$LOADGEN_MC_URL" --rows $rows || say "memcached prepare failed"
 fi
+# The second memcached (on a Unix socket only) starts empty too.
+if [ -n "${LOADGEN_MC_SOCKET_URL:-}" ]; then
+  say "loading memcached_unix"; $lg prepare "$LOADGEN_MC_SOCKET_URL" --rows $rows || say "memcached_unix prepare failed"
+fi
 # Redis keeps nothing across a restart (no persistence): load it every time, like memcached.
 if [ -n "${LOADGEN_REDIS_URL:-}" ]; then
   say "loading Redis"; $lg prepare "$LOADGEN_REDIS_URL" --rows $rows || say "Redis prepare failed"

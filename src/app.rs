@@ -206,7 +206,7 @@ async fn execute_targets(
     };
     let to_file = dest.as_ref().map_or(true, Dest::is_file);
     let server = match opts.server_pid {
-        Some(pid) => match crate::cpu::Server::locate("", Some(pid)) {
+        Some(pid) => match crate::cpu::Server::pid(pid) {
             s @ crate::cpu::Server::Process { .. } => s,
             _ => {
                 return Err(SetupError(format!(

@@ -17,6 +17,7 @@ use crate::result::{
     TimelineRow,
 };
 use crate::totals::Totals;
+use crate::transport::Endpoint;
 
 /// A final interval shorter than this is not printed (see `close_interval`).
 const SLIVER_NS: u64 = 10_000_000;
@@ -64,6 +65,7 @@ struct Thread {
 pub struct Collector<'a> {
     label: &'a str,
     kind: &'a str,
+    endpoint: &'a Endpoint,
     plan: &'a Plan,
     control: &'a Control,
     start: Instant,
@@ -85,6 +87,7 @@ impl<'a> Collector<'a> {
     pub fn new(
         label: &'a str,
         kind: &'a str,
+        endpoint: &'a Endpoint,
         plan: &'a Plan,
         control: &'a Control,
         threads: usize,
@@ -94,6 +97,7 @@ impl<'a> Collector<'a> {
         Collector {
             label,
             kind,
+            endpoint,
             plan,
             control,
             start,
@@ -287,15 +291,15 @@ impl<'a> Collector<'a> {
     }
 
     /// The run's result, once every worker has stopped: `wall_ns` is when they had,
-    /// `process_cpu_ns` the whole process's CPU time over the run and `server_cpu_ns` the
-    /// server's (of `control.server`). The result is redacted.
+    /// `process_cpu_ns` the whole process's CPU time over the run and `server_cpu_ns` that of
+    /// the server process it names. The result is redacted.
     pub fn finish(
         self,
         connect: ConnectPhase,
         server: ServerCounts,
         wall_ns: u64,
         process_cpu_ns: u64,
-        server_cpu_ns: Option<u64>,
+        (server_proc, server_cpu_ns): (&Server, Option<u64>),
     ) -> RunResult {
         let end = self.measured_end();
         let totals = &self.totals;
@@ -311,6 +315,8 @@ impl<'a> Collector<'a> {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
             label: None,
+            transport: self.endpoint.transport().name().to_string(),
+            socket: self.endpoint.socket().map(|p| p.display().to_string()),
             started_at: connect.started_at,
             interrupted: self.interrupted,
             stopped_early: self.stopped_early,
@@ -350,10 +356,10 @@ impl<'a> Collector<'a> {
                 )
             },
             server_cpu: Some(server_cpu(
-                &self.control.server,
+                server_proc,
                 server_cpu_ns.or_else(|| {
                     // The embedded server: the process's CPU that is not the workers'.
-                    (self.control.server == Server::InProcess)
+                    (*server_proc == Server::InProcess)
                         .then(|| process_cpu_ns.saturating_sub(worker_ns))
                 }),
                 worker_ns,

@@ -4,6 +4,9 @@
 //! none, and the report says why.
 
 use std::collections::HashMap;
+use std::path::Path;
+
+use crate::transport::Endpoint;
 
 /// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on every Linux ABI).
 const TICKS_PER_S: u64 = 100;
@@ -27,35 +30,43 @@ impl Default for Server {
 }
 
 impl Server {
-    /// The server behind `host:port`, or `pid` when the user named it.
-    pub fn locate(host_port: &str, pid: Option<u32>) -> Server {
-        if let Some(pid) = pid {
-            return match process_name(pid) {
-                Some(name) => Server::Process { pid, name },
-                None => Server::Unknown(format!("--server-pid {pid}: no such process")),
-            };
+    /// The process `pid`, when the user named it (`--server-pid`).
+    pub fn pid(pid: u32) -> Server {
+        match process_name(pid) {
+            Some(name) => Server::Process { pid, name },
+            None => Server::Unknown(format!("--server-pid {pid}: no such process")),
         }
-        let Some((host, port)) = split_host_port(host_port) else {
-            return Server::Unknown(format!("cannot tell the port of {host_port}"));
+    }
+
+    /// The server listening at `endpoint`: the process holding its listening socket.
+    pub fn locate(endpoint: &Endpoint) -> Server {
+        let (inodes, place) = match endpoint {
+            Endpoint::Tcp { host, port } => {
+                if !is_local(host) {
+                    return Server::Unknown(format!(
+                        "{host} is not this machine: its CPU cannot be read from here"
+                    ));
+                }
+                let tables = ["/proc/net/tcp", "/proc/net/tcp6"].map(std::fs::read_to_string);
+                let inodes: Vec<u64> = tables
+                    .iter()
+                    .flatten()
+                    .flat_map(|t| listening_inodes(t, *port))
+                    .collect();
+                (inodes, format!("port {port}"))
+            }
+            Endpoint::Unix(path) => {
+                let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+                (unix_inodes(&table, path), path.display().to_string())
+            }
         };
-        if !is_local(host) {
-            return Server::Unknown(format!(
-                "{host} is not this machine: its CPU cannot be read from here"
-            ));
-        }
-        let tables = ["/proc/net/tcp", "/proc/net/tcp6"].map(std::fs::read_to_string);
-        let inodes: Vec<u64> = tables
-            .iter()
-            .flatten()
-            .flat_map(|t| listening_inodes(t, port))
-            .collect();
         match inodes.iter().find_map(|&i| socket_owner(i)) {
             Some(pid) => Server::Process {
                 pid,
                 name: process_name(pid).unwrap_or_default(),
             },
             None => Server::Unknown(format!(
-                "no process of this machine that loadgen may read listens on port {port} \
+                "no process of this machine that loadgen may read listens on {place} \
                  (name it with --server-pid)"
             )),
         }
@@ -74,13 +85,8 @@ fn ticks_to_ns(t: u64) -> u64 {
     t * (1_000_000_000 / TICKS_PER_S)
 }
 
-fn split_host_port(s: &str) -> Option<(&str, u16)> {
-    let (host, port) = s.rsplit_once(':')?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    Some((host, port.parse().ok()?))
-}
-
 fn is_local(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -114,6 +120,20 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
             let local_port = u16::from_str_radix(f.get(1)?.rsplit(':').next()?, 16).ok()?;
             // State 0A is TCP_LISTEN.
             (local_port == port && *f.get(3)? == "0A").then(|| f.get(9)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// Inodes of the listening sockets bound to `path` in /proc/net/unix (state 01 with the
+/// listening flag 00010000).
+fn unix_inodes(table: &str, path: &Path) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let listening = f.get(3) == Some(&"00010000");
+            (listening && f.get(7).map(Path::new) == Some(path)).then(|| f.get(6)?.parse().ok())?
         })
         .collect()
 }
@@ -217,13 +237,13 @@ mod tests {
     #[test]
     fn this_process_is_found_and_its_cpu_counts() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap().to_string();
+        let addr = tcp("127.0.0.1", l.local_addr().unwrap().port());
         let me = std::process::id();
-        match Server::locate(&addr, None) {
+        match Server::locate(&addr) {
             Server::Process { pid, .. } => assert_eq!(pid, me),
             other => panic!("{other:?}"),
         }
-        let before = Server::locate(&addr, None).cpu_ns().unwrap();
+        let before = Server::locate(&addr).cpu_ns().unwrap();
         // Spin for 300 ms of this thread's CPU (not wall time: the machine may be busy).
         let t = crate::worker::thread_cpu_ns();
         let mut x = 0u64;
@@ -231,26 +251,47 @@ mod tests {
             x = x.wrapping_mul(31).wrapping_add(7);
         }
         std::hint::black_box(x);
-        let after = Server::locate(&addr, None).cpu_ns().unwrap();
+        let after = Server::locate(&addr).cpu_ns().unwrap();
         assert!(after - before >= 280_000_000, "{before} -> {after}");
     }
 
     #[test]
     fn a_remote_host_or_a_free_port_is_unknown_with_a_reason() {
-        let Server::Unknown(why) = Server::locate("db.example.com:5432", None) else {
+        let Server::Unknown(why) = Server::locate(&tcp("db.example.com", 5432)) else {
             panic!()
         };
         assert!(why.contains("not this machine"), "{why}");
         let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = free.local_addr().unwrap().port();
         drop(free);
-        let Server::Unknown(why) = Server::locate(&format!("127.0.0.1:{port}"), None) else {
+        let Server::Unknown(why) = Server::locate(&tcp("127.0.0.1", port)) else {
             panic!()
         };
         assert!(why.contains("--server-pid"), "{why}");
         assert!(matches!(
-            Server::locate("x:1", Some(std::process::id())),
+            Server::pid(std::process::id()),
             Server::Process { .. }
         ));
+    }
+
+    #[test]
+    fn a_unix_socket_server_is_found_by_its_path() {
+        let dir = std::env::temp_dir().join(format!("loadgen-cpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let found = Server::locate(&Endpoint::Unix(path.clone()));
+        std::fs::remove_dir_all(&dir).unwrap();
+        match found {
+            Server::Process { pid, .. } => assert_eq!(pid, std::process::id()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn tcp(host: &str, port: u16) -> Endpoint {
+        Endpoint::Tcp {
+            host: host.into(),
+            port,
+        }
     }
 }

@@ -60,14 +60,6 @@ pub async fn run_target(
     };
     let driver = protocol.driver(&url, plan.mode == Mode::Simple)?;
     driver.check_options(&url)?;
-    let pid = match control.server {
-        Server::Process { pid, .. } => Some(pid),
-        _ => None,
-    };
-    let control = &Control {
-        server: Server::locate(&url.host_port(protocol.default_port), pid),
-        ..control.clone()
-    };
     match (protocol.proto, driver.name) {
         (Proto::Postgres, "tokio") => {
             pg_sslmode(&url, &label)?;

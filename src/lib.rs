@@ -10,8 +10,8 @@
 //! [`collector`], which merges them into [`totals::Totals`], prints progress and feeds the hooks
 //! of [`control`] ([`metrics`], [`hdrlog`]). The result is a [`result::RunResult`] (the model,
 //! below everything), written as JSON (schema in `schemas/`) and printed as text by [`report`].
-//! Each protocol lives in its own folder under `proto/`; [`dataset`] alone knows the row a key
-//! should return.
+//! Each protocol lives in its own folder under `proto/`; every connection it opens goes through
+//! [`transport`] (TCP or a Unix socket); [`dataset`] alone knows the row a key should return.
 
 pub mod app;
 mod collector;
@@ -40,6 +40,7 @@ pub mod sweep;
 mod timeouts;
 mod timer;
 mod totals;
+mod transport;
 pub mod url;
 
 mod worker;

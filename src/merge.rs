@@ -405,6 +405,8 @@ fn merge_group(
         target: r0.target.clone(),
         kind: r0.kind.clone(),
         label: r0.label.clone(),
+        transport: r0.transport.clone(),
+        socket: r0.socket.clone(),
         started_at: earliest(runs.iter().map(|r| r.started_at.as_str())),
         interrupted: runs.iter().any(|r| r.interrupted),
         stopped_early: (!stopped.is_empty()).then(|| stopped.join("; ")),

@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::collector::{Collector, ConnectPhase};
 use crate::control::Control;
+use crate::cpu::Server;
 use crate::keys::KeySpace;
 use crate::plan::Plan;
 use crate::proto::target::{SetupError, Target};
@@ -26,7 +27,13 @@ pub async fn run<T: Target>(
     preflight(&*target, plan, label, control).await?;
     let server_before = target.server_count().await;
     let cpu_before = process_cpu_ns();
-    let server_cpu_before = control.server.cpu_ns();
+    // --server-pid or the embedded server as given; else whoever listens where the target
+    // connects.
+    let server = match &control.server {
+        Server::Unknown(_) => Server::locate(target.endpoint()),
+        given => given.clone(),
+    };
+    let server_cpu_before = server.cpu_ns();
     let started_at = crate::report::now_rfc3339();
 
     // The connect phase: every worker opens its connections, then the clock starts.
@@ -73,7 +80,15 @@ pub async fn run<T: Target>(
 
     let start_mono_ns = crate::timer::monotonic_ns();
     let start = Instant::now();
-    let mut collector = Collector::new(label, target.kind(), plan, control, nthreads, start);
+    let mut collector = Collector::new(
+        label,
+        target.kind(),
+        target.endpoint(),
+        plan,
+        control,
+        nthreads,
+        start,
+    );
     let ctx = Arc::new(Ctx {
         target: target.clone(),
         plan: plan.clone(),
@@ -118,10 +133,7 @@ pub async fn run<T: Target>(
             // Closed connections end their server processes (PostgreSQL backends): give the
             // server a moment to reap them, so their CPU is in its children's time.
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            control
-                .server
-                .cpu_ns()
-                .map(|after| after.saturating_sub(before))
+            server.cpu_ns().map(|after| after.saturating_sub(before))
         }
         None => None,
     };
@@ -135,7 +147,7 @@ pub async fn run<T: Target>(
         (server_before, server_after),
         wall_ns,
         cpu_ns,
-        server_cpu_ns,
+        (&server, server_cpu_ns),
     ))
 }
 

@@ -1,10 +1,11 @@
 //! The embedded HTTP key-value server: the default target, so `loadgen run` works with nothing
 //! installed. It serves the `usr` rows, derived from the id on each request (no memory per row),
 //! and answers `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own
-//! counters.
+//! counters. It listens on TCP, or on a Unix socket (`serve --unix PATH`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,9 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::transport::Listener;
 
 /// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (row.rs), so the
 /// store holds only the range and builds a row when it is asked for: any range costs the same
@@ -58,44 +61,70 @@ impl ServerStats {
     }
 }
 
+/// Where the server listens.
+#[derive(Clone, Debug)]
+pub enum Bind {
+    /// Port 0: an ephemeral port.
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
 /// A running embedded server; dropping it does not stop it (it lives as long as the process).
 pub struct Server {
-    pub addr: SocketAddr,
+    url: String,
     pub stats: Arc<ServerStats>,
     pub rows: u64,
 }
 
 impl Server {
-    /// `http://127.0.0.1:PORT/usr/{key}`
+    /// `http://127.0.0.1:PORT/usr/{key}`, or `http+unix://%2Fpath%2Fto.sock/usr/{key}`.
     pub fn url(&self) -> String {
-        format!("http://{}/usr/{{key}}", self.addr)
+        self.url.clone()
     }
 }
 
-/// Binds `addr` (port 0: an ephemeral port) and serves rows `rows.0..=rows.1` on `threads`
-/// threads in the background.
+/// Binds `addr` and serves rows `rows.0..=rows.1` on `threads` threads in the background.
 pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Result<Server> {
-    start_delayed(addr, rows, threads, Duration::ZERO)
+    start_delayed(&Bind::Tcp(addr), rows, threads, Duration::ZERO)
 }
 
 /// `start` with a fixed service time per request (`serve --delay`): each answer waits `delay`
 /// (an async sleep, so connections do not wait for each other; requests pipelined on one
 /// connection are answered in turn), which gives a server of known capacity.
 pub fn start_delayed(
-    addr: SocketAddr,
+    bind: &Bind,
     rows: (u64, u64),
     threads: usize,
     delay: Duration,
 ) -> std::io::Result<Server> {
     // One descriptor per client connection: take the whole hard limit.
     crate::fdlimit::raise();
-    let std_listener = std::net::TcpListener::bind(addr)?;
-    std_listener.set_nonblocking(true)?;
-    let addr = std_listener.local_addr()?;
+    // Bound here, before the runtime, so a bad address is this call's error; made a tokio
+    // listener inside the runtime that polls it.
+    enum Bound {
+        Tcp(std::net::TcpListener),
+        Unix(std::os::unix::net::UnixListener),
+    }
+    let (bound, url) = match bind {
+        Bind::Tcp(addr) => {
+            let l = std::net::TcpListener::bind(addr)?;
+            l.set_nonblocking(true)?;
+            let url = format!("http://{}/usr/{{key}}", l.local_addr()?);
+            (Bound::Tcp(l), url)
+        }
+        Bind::Unix(path) => {
+            let l = Listener::bind_unix(path)?;
+            let url = format!(
+                "http+unix://{}/usr/{{key}}",
+                crate::url::encode(&path.to_string_lossy())
+            );
+            (Bound::Unix(l), url)
+        }
+    };
     let store = Arc::new(Store::usr(rows.0, rows.1));
     let stats = Arc::new(ServerStats::default());
     let server = Server {
-        addr,
+        url,
         stats: stats.clone(),
         rows: store.rows(),
     };
@@ -108,7 +137,10 @@ pub fn start_delayed(
         .name("loadgen-serve".into())
         .spawn(move || {
             rt.block_on(async move {
-                let listener = TcpListener::from_std(std_listener).expect("listener");
+                let listener = match bound {
+                    Bound::Tcp(l) => Listener::Tcp(TcpListener::from_std(l).expect("listener")),
+                    Bound::Unix(l) => Listener::Unix(UnixListener::from_std(l).expect("listener")),
+                };
                 accept_loop(listener, store, stats, delay).await;
             })
         })?;
@@ -116,16 +148,15 @@ pub fn start_delayed(
 }
 
 async fn accept_loop(
-    listener: TcpListener,
+    listener: Listener,
     store: Arc<Store>,
     stats: Arc<ServerStats>,
     delay: Duration,
 ) {
     loop {
-        let Ok((sock, _)) = listener.accept().await else {
+        let Ok(sock) = listener.accept().await else {
             continue;
         };
-        let _ = sock.set_nodelay(true);
         let (store, stats) = (store.clone(), stats.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {

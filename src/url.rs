@@ -1,4 +1,6 @@
-//! Target URLs: `scheme://[user[:password]@]host[:port][/path][?k=v&...]`.
+//! Target URLs: `scheme://[user[:password]@]host[:port][/path][?k=v&...]`. The host may be
+//! empty when the rest says where to go (`memcache:///run/memcached.sock`,
+//! `postgres://u@/db?host=/run/postgresql`): each protocol's `endpoint` decides.
 //! Parsed by hand (no `url` crate) because we need exactly this, and because the password must
 //! never leak: `redacted()` is the only way a URL reaches a report, a log or a metric label.
 
@@ -65,13 +67,13 @@ impl TargetUrl {
         };
         let (host, port) = split_host_port(hostport)
             .map_err(|e| format!("bad target '{}': {e}", redact_text(s)))?;
-        if host.is_empty() {
-            return Err(format!("bad target '{}': no host", redact_text(s)));
-        }
         let (path, query) = match path_query.split_once('?') {
             Some((p, q)) => (p, q),
             None => (path_query, ""),
         };
+        if host.is_empty() && path.is_empty() && query.is_empty() {
+            return Err(format!("bad target '{}': no host", redact_text(s)));
+        }
         let mut pairs = Vec::new();
         let mut raw = Vec::new();
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
@@ -97,16 +99,6 @@ impl TargetUrl {
             .rev()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
-    }
-
-    /// host:port for connecting; IPv6 hosts get brackets.
-    pub fn host_port(&self, default_port: u16) -> String {
-        let port = self.port.unwrap_or(default_port);
-        if self.host.contains(':') {
-            format!("[{}]:{port}", self.host)
-        } else {
-            format!("{}:{port}", self.host)
-        }
     }
 
     /// The URL as it may be shown anywhere: the password, secret-like params and the secrets of
@@ -269,6 +261,19 @@ fn parse_port(p: &str) -> Result<u16, String> {
     }
 }
 
+/// Percent-encoding of a URL part: every byte but the unreserved ones (`/` included, so a
+/// socket path can be a host: `http+unix://%2Frun%2Fapp.sock/...`).
+pub fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Percent-decoding of URL parts.
 pub fn decode(s: &str) -> Result<String, String> {
     let b = s.as_bytes();
@@ -315,7 +320,8 @@ mod tests {
     fn ipv6_and_no_port() {
         let u = TargetUrl::parse("memcache://[::1]:11211").unwrap();
         assert_eq!(u.host, "::1");
-        assert_eq!(u.host_port(1), "[::1]:11211");
+        assert_eq!((u.host.as_str(), u.port), ("::1", Some(11211)));
+        assert_eq!(u.redacted(), "memcache://[::1]:11211");
         let u = TargetUrl::parse("http://localhost/usr/{key}").unwrap();
         assert_eq!(u.port, None);
         assert_eq!(u.path, "usr/{key}");
@@ -373,6 +379,28 @@ mod tests {
     }
 
     #[test]
+    fn encode_is_decodes_inverse() {
+        assert_eq!(encode("/run/a b.sock"), "%2Frun%2Fa%20b.sock");
+        assert_eq!(decode(&encode("/é/x?&=")).unwrap(), "/é/x?&=");
+    }
+
+    #[test]
+    fn socket_forms_parse_with_an_empty_host() {
+        let u = TargetUrl::parse("memcache:///run/mc.sock").unwrap();
+        assert_eq!((u.host.as_str(), u.path.as_str()), ("", "run/mc.sock"));
+        assert_eq!(u.redacted(), "memcache:///run/mc.sock");
+        let u = TargetUrl::parse("postgres://bob:pw@/db?host=/run/pg").unwrap();
+        assert_eq!((u.host.as_str(), u.param("host")), ("", Some("/run/pg")));
+        assert_eq!(u.redacted(), "postgres://bob:***@/db?host=/run/pg");
+        let u = TargetUrl::parse("http+unix://%2Frun%2Fapp.sock/usr/{key}").unwrap();
+        assert_eq!(
+            (u.scheme.as_str(), u.host.as_str()),
+            ("http+unix", "%2Frun%2Fapp.sock")
+        );
+        assert_eq!(u.redacted(), "http+unix://%2Frun%2Fapp.sock/usr/{key}");
+    }
+
+    #[test]
     fn bad_urls() {
         for bad in [
             "127.0.0.1:5432",
@@ -396,7 +424,6 @@ mod tests {
         #[test]
         fn parse_never_panics(s in "\\PC{0,80}") {
             if let Ok(u) = TargetUrl::parse(&s) {
-                let _ = u.host_port(1);
                 let r = u.redacted();
                 if let Some(p) = u.password.as_deref().filter(|p| p.len() >= 4) {
                     let needle = format!(":{}@", p);

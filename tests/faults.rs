@@ -403,7 +403,9 @@ fn prepare_names_what_it_loads() {
             "mariadb://",
             "memcache://",
             "memcached://",
-            "redis://"
+            "redis://",
+            "redis+unix://",
+            "unix://"
         ],
         "{stderr}"
     );

@@ -1,18 +1,18 @@
-//! One pipelined TCP connection over any `wire::Codec` (HandlerSocket, memcached, HTTP/1.1).
+//! One pipelined connection (TCP or Unix socket, `transport::Stream`) over any `Codec`.
 //! `send` only encodes into the write buffer; `recv` flushes it and parses one reply, so D
 //! requests in flight cost one write and (usually) one read syscall per batch, not per request.
 
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::outcome::{LookupError, Outcome};
 use crate::proto::codec::{Codec, MAX_FRAME};
 use crate::proto::target::Conn;
+use crate::transport::{Endpoint, Stream};
 
 pub struct StreamConn<C> {
-    sock: TcpStream,
+    sock: Stream,
     codec: C,
     verify: bool,
     wbuf: Vec<u8>,
@@ -23,8 +23,7 @@ pub struct StreamConn<C> {
 }
 
 impl<C: Codec> StreamConn<C> {
-    pub fn new(sock: TcpStream, codec: C, verify: bool) -> Self {
-        let _ = sock.set_nodelay(true);
+    pub fn new(sock: Stream, codec: C, verify: bool) -> Self {
         StreamConn {
             sock,
             codec,
@@ -37,18 +36,15 @@ impl<C: Codec> StreamConn<C> {
         }
     }
 
-    /// Connects to `addr` (host:port) within `timeout` (`Timeouts::connect`), with a clear
-    /// error for the report: a server whose listen backlog is full never answers the SYN.
+    /// Connects to `ep` within `timeout` (`Timeouts::connect`), with a one-line error that
+    /// names the cause (`transport::connect`).
     pub async fn connect(
-        addr: &str,
+        ep: &Endpoint,
         timeout: Duration,
         codec: C,
         verify: bool,
     ) -> Result<Self, LookupError> {
-        let sock = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| no_connection(addr))?
-            .map_err(|e| connect_error(addr, &e))?;
+        let sock = crate::transport::connect(ep, timeout).await?;
         Ok(Self::new(sock, codec, verify))
     }
 
@@ -111,27 +107,6 @@ impl<C: Codec> StreamConn<C> {
         self.wpos = 0;
         Ok(())
     }
-}
-
-/// The TCP connect did not complete within --timeout.
-pub fn no_connection(addr: &str) -> LookupError {
-    LookupError::new(
-        crate::outcome::ErrorKind::Connect,
-        true,
-        format!("no connection to {addr} within --timeout (is the server up and accepting connections?)"),
-    )
-}
-
-pub fn connect_error(addr: &str, e: &std::io::Error) -> LookupError {
-    let hint = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => " (is the server running on that port?)",
-        _ => "",
-    };
-    LookupError::new(
-        crate::outcome::ErrorKind::Connect,
-        true,
-        format!("cannot connect to {addr}: {e}{hint}"),
-    )
 }
 
 impl<C: Codec + 'static> Conn for StreamConn<C> {

@@ -56,6 +56,8 @@ pub struct Protocol {
     pub schemes: &'static [&'static str],
     /// The URL form, for `--help`.
     pub url: &'static str,
+    /// The URL form of a Unix socket, in the ecosystem's own spelling (None: TCP only).
+    pub socket_url: Option<&'static str>,
     pub default_port: u16,
     pub drivers: &'static [Driver],
     pub load: Load,
@@ -67,6 +69,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         name: "PostgreSQL",
         schemes: &["postgres", "postgresql"],
         url: "postgres://user@host:port/db",
+        socket_url: Some(postgres::SOCKET_URL),
         default_port: postgres::DEFAULT_PORT,
         drivers: &[
             Driver {
@@ -91,6 +94,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         name: "MySQL",
         schemes: &["mysql", "mariadb"],
         url: "mysql://user@host:port/db",
+        socket_url: Some(mysql::SOCKET_URL),
         default_port: mysql::DEFAULT_PORT,
         drivers: &[
             Driver {
@@ -115,6 +119,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         name: "HandlerSocket",
         schemes: &["hs", "handlersocket"],
         url: "hs://host:port/db/table",
+        socket_url: None,
         default_port: handlersocket::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -132,6 +137,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         name: "memcached",
         schemes: &["memcache", "memcached"],
         url: "memcache://host:port",
+        socket_url: Some(memcached::SOCKET_URL),
         default_port: memcached::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -145,8 +151,9 @@ pub const PROTOCOLS: &[Protocol] = &[
     Protocol {
         proto: Proto::Redis,
         name: "Redis",
-        schemes: &["redis"],
+        schemes: &["redis", "redis+unix", "unix"],
         url: "redis://[user:pass@]host:port[/db]",
+        socket_url: Some(redis::SOCKET_URL),
         default_port: redis::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -160,8 +167,9 @@ pub const PROTOCOLS: &[Protocol] = &[
     Protocol {
         proto: Proto::Http,
         name: "HTTP",
-        schemes: &["http", "https"],
+        schemes: &["http", "https", "http+unix"],
         url: "http://host:port/path/{key}",
+        socket_url: Some(http::SOCKET_URL),
         default_port: http::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -176,14 +184,7 @@ pub const PROTOCOLS: &[Protocol] = &[
 
 /// Schemes a later version will speak, with what they need: refused with that reason rather
 /// than as unknown.
-pub const NOT_YET: &[(&str, &str, &str)] = &[
-    ("rediss", "Redis over TLS", "redis://host:port"),
-    (
-        "redis+unix",
-        "Redis over a Unix socket",
-        "redis://host:port",
-    ),
-];
+pub const NOT_YET: &[(&str, &str, &str)] = &[("rediss", "Redis over TLS", "redis://host:port")];
 
 /// The target that is not a URL: loadgen's own server, started in-process.
 pub const EMBEDDED: &str = "embedded";
@@ -227,18 +228,28 @@ pub fn pipelining() -> (String, String) {
     (yes.join(", "), no.join(", "))
 }
 
-/// The URL forms, for `--help`: `postgres://user@host:port/db (also postgresql://), ...`;
-/// only those `prepare` loads when `loadable`.
+/// The URL forms, for `--help`: `postgres://user@host:port/db or
+/// postgres://user@/db?host=/var/run/postgresql (also postgresql://), ...`; only those `prepare`
+/// loads when `loadable`.
 pub fn url_forms(loadable: bool) -> String {
     let all: Vec<String> = PROTOCOLS
         .iter()
         .filter(|p| !loadable || matches!(p.load, Load::By(_)))
         .map(|p| {
-            let also: Vec<String> = p.schemes[1..].iter().map(|s| format!("{s}://")).collect();
+            let forms = match p.socket_url {
+                Some(socket) => format!("{} or {socket}", p.url),
+                None => p.url.to_string(),
+            };
+            // Schemes the forms above do not already start with.
+            let also: Vec<String> = p.schemes[1..]
+                .iter()
+                .map(|s| format!("{s}://"))
+                .filter(|s| !forms.split(" or ").any(|f| f.starts_with(s.as_str())))
+                .collect();
             if also.is_empty() {
-                p.url.to_string()
+                forms
             } else {
-                format!("{} (also {})", p.url, also.join(", "))
+                format!("{forms} (also {})", also.join(", "))
             }
         })
         .collect();

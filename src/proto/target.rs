@@ -1,6 +1,7 @@
 use std::future::Future;
 
 use crate::outcome::{LookupError, Outcome};
+use crate::transport::Endpoint;
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
 #[derive(Clone, Debug)]
@@ -15,6 +16,9 @@ pub trait Target: Send + Sync + 'static {
 
     /// Short name of the target kind: `postgres`, `mysql`, `hs`, `memcache`, `redis`, `http`.
     fn kind(&self) -> &'static str;
+
+    /// Where its connections go (TCP or a Unix socket), as the result reports it.
+    fn endpoint(&self) -> &Endpoint;
 
     /// Opens one connection and does the per-connection setup (prepare, open index).
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, LookupError>>;

@@ -254,20 +254,22 @@ pub fn render_run(r: &RunResult) -> String {
     if r.connect_failed > 0 {
         let _ = writeln!(
             out,
-            "connect    {} of {} connections opened in {:.2}s, before the measured window  \
+            "connect    {} of {} connections opened in {:.2}s{}, before the measured window  \
              WARNING: {} failed ({}); retried during the run",
             thousands(r.connected),
             thousands(r.connected + r.connect_failed),
             r.connect_s,
+            over(r),
             thousands(r.connect_failed),
             r.connect_error.as_deref().unwrap_or("no message")
         );
     } else if r.connected > 0 {
         let _ = writeln!(
             out,
-            "connect    {} connections opened in {:.2}s, before the measured window",
+            "connect    {} connections opened in {:.2}s{}, before the measured window",
             thousands(r.connected),
-            r.connect_s
+            r.connect_s,
+            over(r)
         );
     }
     let c = &r.client_cpu;
@@ -403,6 +405,15 @@ fn cost_line(r: &RunResult) -> Option<String> {
         c.per_request_us
     ))
 }
+
+/// ` over unix /run/x.sock` for a run on a Unix socket; nothing for TCP (the URL says it).
+fn over(r: &RunResult) -> String {
+    match &r.socket {
+        Some(path) => format!(" over {} {path}", r.transport),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

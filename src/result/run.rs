@@ -16,6 +16,12 @@ pub struct RunResult {
     /// by the reports instead of the kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What carried the bytes: `tcp` or `unix` (files from before it was recorded: tcp).
+    #[serde(default = "tcp")]
+    pub transport: String,
+    /// The Unix socket path, when `transport` is `unix`.
+    #[serde(default)]
+    pub socket: Option<String>,
     // Fields the schema leaves optional default, so every file it accepts can be read back.
     #[serde(default)]
     pub started_at: String,
@@ -63,6 +69,10 @@ pub struct RunResult {
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
+}
+
+fn tcp() -> String {
+    "tcp".into()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -321,12 +321,5 @@ fn dechunk(mut s: &str) -> String {
 
 /// Percent-encoding for a query parameter.
 pub fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    loadgen::url::encode(s)
 }

@@ -12,12 +12,15 @@ use crate::plan::Plan;
 use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
-use crate::proto::stream::{no_connection, StreamConn};
+use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
+use crate::transport::{no_connection, Endpoint};
 use crate::url::TargetUrl;
 
 pub struct HsTarget {
+    endpoint: Endpoint,
+    /// The endpoint as messages name it.
     addr: String,
     db: String,
     table: String,
@@ -61,12 +64,14 @@ impl HsTarget {
                     &mu,
                     plan.timeouts().connect,
                     1,
-                ))
+                )?)
             }
             None => None,
         };
+        let endpoint = super::endpoint(url)?;
         Ok(HsTarget {
-            addr: url.host_port(super::DEFAULT_PORT),
+            addr: endpoint.to_string(),
+            endpoint,
             db: crate::url::decode(db)?,
             table: crate::url::decode(table)?,
             index: url.param("index").unwrap_or("PRIMARY").to_string(),
@@ -153,18 +158,23 @@ impl Target for HsTarget {
         "hs"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let t = &self.timeouts;
         let open = async {
             let mut conn =
-                StreamConn::connect(&self.addr, t.connect, HsCodec::new(0), self.verify).await?;
+                StreamConn::connect(&self.endpoint, t.connect, HsCodec::new(0), self.verify)
+                    .await?;
             self.handshake(&mut conn).await?;
             Ok(conn)
         };
         // Each step has its own bound and message; the whole gets `setup`, as for MySQL.
         tokio::time::timeout(t.setup, open)
             .await
-            .unwrap_or_else(|_| Err(no_connection(&self.addr)))
+            .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
     fn max_pipeline(&self) -> usize {

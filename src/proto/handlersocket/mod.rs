@@ -3,5 +3,18 @@
 pub mod codec;
 pub mod conn;
 
+use crate::transport::Endpoint;
+use crate::url::TargetUrl;
+
 /// The port a URL without one connects to.
 pub const DEFAULT_PORT: u16 = 9998;
+
+/// TCP only: HandlerSocket listens on ports, never on a socket file.
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+    Endpoint::tcp(
+        &url.host,
+        url.port.unwrap_or(DEFAULT_PORT),
+        &url.redacted(),
+        None,
+    )
+}

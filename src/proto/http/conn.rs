@@ -16,10 +16,11 @@ use crate::proto::http::codec::HttpCodec;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::serve::ServerStats;
+use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 pub struct HttpTarget {
-    addr: String,
+    endpoint: Endpoint,
     host: String,
     prefix: String,
     suffix: String,
@@ -43,7 +44,7 @@ impl HttpTarget {
         }
         let (prefix, suffix) = request_target(url);
         Ok(HttpTarget {
-            addr: url.host_port(super::DEFAULT_PORT),
+            endpoint: super::endpoint(url)?,
             host: host_header(url),
             prefix,
             suffix,
@@ -80,7 +81,12 @@ fn request_target(url: &TargetUrl) -> (String, String) {
     }
 }
 
+/// The `Host` header: the URL's host and port; over a socket, whose URL host is the path,
+/// `localhost`, the name a server behind a socket is usually asked for.
 fn host_header(url: &TargetUrl) -> String {
+    if url.scheme == "http+unix" {
+        return "localhost".into();
+    }
     match url.port {
         Some(p) => format!("{}:{p}", url.host),
         None => url.host.clone(),
@@ -98,9 +104,13 @@ impl Target for HttpTarget {
         }
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         StreamConn::connect(
-            &self.addr,
+            &self.endpoint,
             self.connect_timeout,
             HttpCodec::new(&self.host, &self.prefix, &self.suffix),
             self.verify,

@@ -13,10 +13,11 @@ use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 pub struct McTarget {
-    addr: String,
+    endpoint: Endpoint,
     prefix: Vec<u8>,
     verify: bool,
     connect_timeout: Duration,
@@ -34,15 +35,15 @@ impl McTarget {
         McCodec::new(prefix.clone())
             .map_err(|e| SetupError(format!("bad memcached key prefix: {}", e.0)))?;
         Ok(McTarget {
-            addr: url.host_port(super::DEFAULT_PORT),
+            endpoint: super::endpoint(url)?,
             prefix,
             verify: plan.verify,
             connect_timeout: plan.timeouts().connect,
         })
     }
 
-    pub fn addr(&self) -> &str {
-        &self.addr
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     pub fn codec(&self) -> McCodec {
@@ -51,9 +52,9 @@ impl McTarget {
 }
 
 /// get_hits + get_misses from `stats` on a fresh connection.
-pub async fn get_count(addr: &str, connect_timeout: Duration) -> Result<u64, LookupError> {
+pub async fn get_count(ep: &Endpoint, connect_timeout: Duration) -> Result<u64, LookupError> {
     let mut c = StreamConn::connect(
-        addr,
+        ep,
         connect_timeout,
         McCodec::new(DEFAULT_PREFIX.to_vec()).expect("default prefix"),
         false,
@@ -83,8 +84,18 @@ impl Target for McTarget {
         "memcache"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        StreamConn::connect(&self.addr, self.connect_timeout, self.codec(), self.verify).await
+        StreamConn::connect(
+            &self.endpoint,
+            self.connect_timeout,
+            self.codec(),
+            self.verify,
+        )
+        .await
     }
 
     fn max_pipeline(&self) -> usize {
@@ -92,9 +103,9 @@ impl Target for McTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let v = get_count(&self.addr, self.connect_timeout)
+        let v = get_count(&self.endpoint, self.connect_timeout)
             .await
-            .map_err(|e| format!("{}: {}", self.addr, e.message))?;
+            .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;
         Ok(Some(ServerCount {
             value: v,
             source: "memcached get_hits+get_misses".into(),

@@ -16,11 +16,9 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let plan = crate::plan::Plan::default();
     let target = McTarget::new(url, &plan).map_err(|e| e.0)?;
     let codec = target.codec();
-    let connect = tokio::net::TcpStream::connect(target.addr());
-    let mut sock = tokio::time::timeout(crate::timeouts::PREPARE_CONNECT, connect)
+    let mut sock = crate::transport::connect(target.endpoint(), crate::timeouts::PREPARE_CONNECT)
         .await
-        .map_err(|_| crate::proto::stream::no_connection(target.addr()).message)?
-        .map_err(|e| crate::proto::stream::connect_error(target.addr(), &e).message)?;
+        .map_err(|e| e.message)?;
     let (mut key, mut value, mut buf) = (Vec::new(), Vec::new(), Vec::with_capacity(CHUNK + 256));
     for id in keys.0..=keys.1 {
         key.clear();

@@ -2,7 +2,8 @@
 //! the whole run. Settings that would distort the measurement are off by default:
 //! - `reset_connection` on pool return is off (it would drop the prepared statement cache);
 //! - `prefer_socket` is off (mysql_async would silently switch 127.0.0.1 to the Unix socket,
-//!   and a TCP target must stay TCP to compare with the other targets).
+//!   and a TCP target must stay TCP to compare with the other targets); `?socket=` is the way
+//!   to the socket.
 //!
 //! mysql_async cannot pipeline: one request in flight per connection (`?driver=wire` can).
 
@@ -15,20 +16,24 @@ use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, State
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
+use crate::transport::{self, Endpoint};
 use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = ?";
 
 pub struct MysqlTarget {
     pool: Pool,
+    endpoint: Endpoint,
     opts: Opts,
     sql: String,
     simple: Option<(String, String)>,
     verify: bool,
 }
 
-/// mysql_async options from a `mysql://` URL; MYSQL_PWD is the password fallback.
-pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts {
+/// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`); MYSQL_PWD is
+/// the password fallback.
+pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Result<Opts, String> {
+    let endpoint = super::endpoint(url)?;
     let user = url
         .user
         .clone()
@@ -42,9 +47,11 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts 
     let pool_opts = PoolOpts::default()
         .with_reset_connection(false)
         .with_constraints(PoolConstraints::new(0, max_conns.max(1)).expect("0 <= max"));
-    OptsBuilder::default()
-        .ip_or_hostname(url.host.clone())
-        .tcp_port(url.port.unwrap_or(super::DEFAULT_PORT))
+    let builder = match endpoint {
+        Endpoint::Tcp { host, port } => OptsBuilder::default().ip_or_hostname(host).tcp_port(port),
+        Endpoint::Unix(path) => OptsBuilder::default().socket(Some(path.to_string_lossy())),
+    };
+    Ok(builder
         .user(Some(user))
         .pass(pass)
         .db_name(db)
@@ -54,7 +61,18 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Opts 
         .conn_ttl(None)
         .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10))
         .pool_opts(pool_opts)
-        .into()
+        .into())
+}
+
+/// Where `opts` connect, for messages.
+pub fn endpoint_of(opts: &Opts) -> Endpoint {
+    match opts.socket() {
+        Some(path) => Endpoint::Unix(path.into()),
+        None => Endpoint::Tcp {
+            host: opts.ip_or_hostname().to_string(),
+            port: opts.tcp_port(),
+        },
+    }
 }
 
 /// The lookup statement: --query or the default, with exactly one `?` for the key.
@@ -82,28 +100,27 @@ pub fn explain_server(code: u16, message: &str) -> String {
     }
 }
 
-/// One line for a mysql_async error; the password is never in mysql_async's messages.
-pub fn explain(e: &mysql_async::Error, addr: &str) -> String {
+/// One line for a mysql_async error; the password is never in mysql_async's messages. A
+/// connect that failed is said in the transport's words (which socket, what is wrong with it).
+pub fn explain(e: &mysql_async::Error, ep: &Endpoint) -> String {
+    use std::io::ErrorKind::{ConnectionRefused, NotFound, PermissionDenied};
     match e {
         mysql_async::Error::Server(s) => explain_server(s.code, &s.message),
-        mysql_async::Error::Io(io) => {
-            let s = io.to_string();
-            if s.contains("refused") {
-                format!("cannot connect to {addr}: {s} (is the server running on that port?)")
-            } else {
-                format!("{addr}: {s}")
-            }
+        mysql_async::Error::Io(mysql_async::IoError::Io(io))
+            if matches!(io.kind(), ConnectionRefused | NotFound | PermissionDenied) =>
+        {
+            transport::explain(ep, io)
         }
-        other => format!("{addr}: {other}"),
+        other => format!("{ep}: {other}"),
     }
 }
 
 impl MysqlTarget {
     /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver"];
+    pub const OPTIONS: &'static [&'static str] = &["driver", "socket"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
-        let opts = mysql_opts(url, plan.timeouts().connect, plan.connections + 1);
+        let opts = mysql_opts(url, plan.timeouts().connect, plan.connections + 1)?;
         let sql = lookup_sql(plan)?;
         let simple = (plan.mode == Mode::Simple).then(|| {
             let (a, b) = sql.split_once('?').expect("checked");
@@ -111,15 +128,12 @@ impl MysqlTarget {
         });
         Ok(MysqlTarget {
             pool: Pool::new(opts.clone()),
+            endpoint: endpoint_of(&opts),
             opts,
             sql,
             simple,
             verify: plan.verify,
         })
-    }
-
-    fn addr(&self) -> String {
-        format!("{}:{}", self.opts.ip_or_hostname(), self.opts.tcp_port())
     }
 }
 
@@ -143,10 +157,14 @@ impl Target for MysqlTarget {
         "mysql"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<MysqlConn, LookupError> {
-        let addr = self.addr();
-        let fail =
-            |e: mysql_async::Error| LookupError::new(ErrorKind::Connect, true, explain(&e, &addr));
+        let fail = |e: mysql_async::Error| {
+            LookupError::new(ErrorKind::Connect, true, explain(&e, &self.endpoint))
+        };
         let mut conn = self.pool.get_conn().await.map_err(fail)?;
         let stmt = conn.prep(&self.sql).await.map_err(fail)?;
         Ok(MysqlConn {
@@ -184,7 +202,7 @@ impl Target for MysqlTarget {
 /// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
 /// Com_stmt_execute or Handler_read_key itself).
 pub async fn global_status(opts: &Opts, name: &str) -> Result<u64, String> {
-    let addr = format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port());
+    let addr = endpoint_of(opts);
     let mut c = mysql_async::Conn::new(opts.clone())
         .await
         .map_err(|e| explain(&e, &addr))?;

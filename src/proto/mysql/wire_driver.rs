@@ -5,11 +5,10 @@
 //! mysql_async is in docs/benchmarks.md).
 //! The handshake here: Handshake v10, HandshakeResponse41 with the database,
 //! mysql_native_password (also after an AuthSwitchRequest; other plugins are refused with a
-//! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. Always TCP, never the
-//! Unix socket. Prepared mode only: `--mode simple` goes to mysql_async.
+//! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
+//! socket that `?socket=` names. Prepared mode only: `--mode simple` goes to mysql_async.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
@@ -19,14 +18,15 @@ use crate::proto::mysql::handshake::{
     auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
     parse_prepare_ok, NATIVE_PASSWORD,
 };
-use crate::proto::stream::{connect_error, StreamConn};
+use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
+use crate::transport::{no_connection, Endpoint, Stream};
 use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
 pub struct MyWireTarget {
-    addr: String,
+    endpoint: Endpoint,
     user: String,
     password: Option<String>,
     db: Option<String>,
@@ -40,7 +40,7 @@ pub struct MyWireTarget {
 
 impl MyWireTarget {
     /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "cache_metadata"];
+    pub const OPTIONS: &'static [&'static str] = &["driver", "cache_metadata", "socket"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MyWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -51,9 +51,9 @@ impl MyWireTarget {
         }
         // User, password and database exactly as the mysql_async driver resolves them
         // (URL, then $USER / MYSQL_PWD).
-        let opts = mysql_opts(url, plan.timeouts().connect, 1);
+        let opts = mysql_opts(url, plan.timeouts().connect, 1)?;
         Ok(MyWireTarget {
-            addr: url.host_port(super::DEFAULT_PORT),
+            endpoint: super::endpoint(url)?,
             user: opts.user().unwrap_or_default().to_string(),
             password: opts.pass().map(str::to_string),
             db: opts.db_name().map(str::to_string),
@@ -74,11 +74,7 @@ impl MyWireTarget {
     }
 
     async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
-        let sock = tokio::time::timeout(self.timeouts.connect, TcpStream::connect(&self.addr))
-            .await
-            .map_err(|_| self.no_connection())?
-            .map_err(|e| connect_error(&self.addr, &e))?;
-        let _ = sock.set_nodelay(true);
+        let sock = crate::transport::connect(&self.endpoint, self.timeouts.connect).await?;
         let mut s = Session {
             sock,
             rbuf: Vec::with_capacity(4096),
@@ -91,7 +87,7 @@ impl MyWireTarget {
             .map_err(|_| {
                 fail(format!(
                     "{} accepted the connection but sent no MySQL greeting within --timeout: is this a MySQL/MariaDB port?",
-                    self.addr
+                    self.endpoint
                 ))
             })??;
         let greeting = parse_greeting(&hello).map_err(fail)?;
@@ -147,15 +143,6 @@ impl MyWireTarget {
     }
 }
 
-impl MyWireTarget {
-    fn no_connection(&self) -> LookupError {
-        fail(format!(
-            "no connection to {} within --timeout (is the server up and accepting connections?)",
-            self.addr
-        ))
-    }
-}
-
 /// The server's answers to our HandshakeResponse until OK: an AuthSwitchRequest to
 /// mysql_native_password is answered; any other plugin is refused with a pointer to mysql_async.
 async fn authenticate(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
@@ -191,7 +178,7 @@ fn unsupported(plugin: &str) -> LookupError {
 
 /// The socket during the handshake, before it becomes a `StreamConn`.
 struct Session {
-    sock: TcpStream,
+    sock: Stream,
     rbuf: Vec<u8>,
     /// The sequence id of the next packet, either way.
     seq: u8,
@@ -259,12 +246,16 @@ impl Target for MyWireTarget {
         "mysql"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<StreamConn<MyCodec>, LookupError> {
         // TCP connect and the greeting get --timeout each, so the message says which one hung;
         // the whole handshake is bounded too (`Timeouts::setup` outlasts the steps).
         tokio::time::timeout(self.timeouts.setup, self.open())
             .await
-            .unwrap_or_else(|_| Err(self.no_connection()))
+            .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
     /// The server reads commands off the socket in order and answers each in turn, so

@@ -3,6 +3,8 @@
 
 use tokio_postgres::error::SqlState;
 
+use crate::transport::{self, Endpoint};
+
 /// A one-line, actionable message for a tokio-postgres error. Never contains the password
 /// (tokio-postgres does not put it in errors; we do not add it).
 pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
@@ -20,6 +22,18 @@ pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
         s
     } else {
         format!("{s}: {cause}")
+    }
+}
+
+/// `explain` for an error from opening a connection: a failed connect is said in the
+/// transport's words (which socket, and what is wrong with it), as the wire driver says it.
+pub fn explain_connect(e: &tokio_postgres::Error, ep: &Endpoint, what: &str) -> String {
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    match io {
+        Some(io) if e.to_string().starts_with("error connecting to server") => {
+            transport::explain(ep, io)
+        }
+        _ => explain(e, what),
     }
 }
 

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use futures_util::SinkExt;
 use tokio_postgres::NoTls;
 
-use super::error::explain;
+use super::error::{explain, explain_connect};
 use super::tokio_driver::pg_config;
 use crate::url::TargetUrl;
 
@@ -15,11 +15,12 @@ const CHUNK: usize = 1 << 20;
 
 /// Creates the table and loads ids `keys.0..=keys.1`; the rows COPY reports.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
-    let config = pg_config(url, crate::timeouts::PREPARE_CONNECT);
+    let endpoint = super::endpoint(url)?;
+    let config = pg_config(url, &endpoint, crate::timeouts::PREPARE_CONNECT);
     let (client, conn) = config
         .connect(NoTls)
         .await
-        .map_err(|e| explain(&e, "schema"))?;
+        .map_err(|e| explain_connect(&e, &endpoint, "schema"))?;
     let task = tokio::spawn(conn);
     client
         .batch_execute(SCHEMA)

@@ -18,14 +18,16 @@ use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
 use crate::proto::postgres::count::PgCounter;
-use crate::proto::postgres::error::explain;
+use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
+use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
 
 pub struct PgTarget {
     pool: Pool,
+    endpoint: Endpoint,
     config: tokio_postgres::Config,
     sql: Rc2<str>,
     simple: Rc2<(String, String)>,
@@ -38,12 +40,18 @@ pub struct PgTarget {
 // Shared across worker threads, read-only.
 type Rc2<T> = std::sync::Arc<T>;
 
-/// tokio-postgres settings from a `postgres://` URL, with PGUSER/PGPASSWORD/PGDATABASE as the
-/// usual fallbacks. The password never leaves this struct.
-pub fn pg_config(url: &TargetUrl, timeout: Duration) -> tokio_postgres::Config {
+/// tokio-postgres settings from a `postgres://` URL and where it connects (`super::endpoint`),
+/// with PGUSER/PGPASSWORD/PGDATABASE as the usual fallbacks. The password never leaves this
+/// struct.
+pub fn pg_config(url: &TargetUrl, ep: &Endpoint, timeout: Duration) -> tokio_postgres::Config {
     let mut c = tokio_postgres::Config::new();
-    c.host(&url.host);
-    c.port(url.port.unwrap_or(super::DEFAULT_PORT));
+    match ep {
+        Endpoint::Tcp { host, port } => c.host(host).port(*port),
+        // tokio-postgres takes libpq's directory and port, and opens <dir>/.s.PGSQL.<port>.
+        Endpoint::Unix(_) => c
+            .host_path(super::socket_dir(ep).expect("a socket file is in a directory"))
+            .port(super::port(url).expect("checked by endpoint")),
+    };
     let user = url
         .user
         .clone()
@@ -71,10 +79,11 @@ pub fn pg_config(url: &TargetUrl, timeout: Duration) -> tokio_postgres::Config {
 impl PgTarget {
     /// The options this target reads from its URL's query (`driver` and `sslmode` are read
     /// by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode"];
+    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode", "host", "port"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
-        let config = pg_config(url, plan.timeouts().connect);
+        let endpoint = super::endpoint(url)?;
+        let config = pg_config(url, &endpoint, plan.timeouts().connect);
         let mgr = Manager::from_config(
             config.clone(),
             NoTls,
@@ -92,6 +101,7 @@ impl PgTarget {
         let (a, b) = sql.split_once("$1").expect("checked");
         Ok(PgTarget {
             pool,
+            endpoint,
             config,
             simple: Rc2::new((a.to_string(), b.to_string())),
             sql: Rc2::from(sql.as_str()),
@@ -117,10 +127,10 @@ pub fn lookup_sql(plan: &Plan) -> Result<String, SetupError> {
     Ok(sql)
 }
 
-fn pool_error(e: deadpool_postgres::PoolError) -> LookupError {
+fn pool_error(e: deadpool_postgres::PoolError, ep: &Endpoint) -> LookupError {
     use deadpool_postgres::PoolError;
     let msg = match &e {
-        PoolError::Backend(pe) => explain(pe, "lookup"),
+        PoolError::Backend(pe) => explain_connect(pe, ep, "lookup"),
         PoolError::Timeout(_) => {
             "no connection within --timeout (is the server up and accepting connections?)".into()
         }
@@ -158,8 +168,16 @@ impl Target for PgTarget {
         "postgres"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<PgConn, LookupError> {
-        let obj = self.pool.get().await.map_err(pool_error)?;
+        let obj = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| pool_error(e, &self.endpoint))?;
         // Detached from the pool: this task owns the connection for the run; when it breaks it
         // is closed and a fresh one is made, never recycled onto another thread.
         let client = Object::take(obj);

@@ -13,7 +13,6 @@ use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM
 use postgres_protocol::message::backend::{Header, Message};
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::fallible_iterator::FallibleIterator;
 use tokio_postgres::types::Type;
@@ -25,13 +24,14 @@ use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
 use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config};
-use crate::proto::stream::{connect_error, StreamConn};
+use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::transport::{no_connection, Endpoint, Stream};
 use crate::url::TargetUrl;
 
 /// No Debug: `config` holds the password.
 pub struct PgWireTarget {
-    addr: String,
+    endpoint: Endpoint,
     /// User, password and database as the tokio-postgres driver resolves them (URL, PG* env).
     config: tokio_postgres::Config,
     sql: String,
@@ -44,7 +44,7 @@ pub struct PgWireTarget {
 impl PgWireTarget {
     /// The options this target reads from its URL's query (`driver` and `sslmode` are read
     /// by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode"];
+    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode", "host", "port"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -53,9 +53,10 @@ impl PgWireTarget {
                     .into(),
             ));
         }
+        let endpoint = super::endpoint(url)?;
         Ok(PgWireTarget {
-            addr: url.host_port(super::DEFAULT_PORT),
-            config: pg_config(url, plan.timeouts().connect),
+            config: pg_config(url, &endpoint, plan.timeouts().connect),
+            endpoint,
             sql: lookup_sql(plan)?,
             verify: plan.verify,
             timeout: plan.timeouts().connect,
@@ -65,9 +66,7 @@ impl PgWireTarget {
     }
 
     async fn open(&self) -> Result<StreamConn<PgCodec>, LookupError> {
-        let sock = TcpStream::connect(&self.addr)
-            .await
-            .map_err(|e| connect_error(&self.addr, &e))?;
+        let sock = crate::transport::connect(&self.endpoint, self.timeout).await?;
         let mut s = Session {
             sock,
             rbuf: BytesMut::with_capacity(4096),
@@ -149,7 +148,7 @@ impl PgWireTarget {
     }
 }
 
-/// SCRAM-SHA-256 (RFC 5802/7677) without channel binding: we speak plain TCP, never TLS.
+/// SCRAM-SHA-256 (RFC 5802/7677) without channel binding: there is no TLS to bind to yet.
 async fn scram(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
     let mut scram = ScramSha256::new(password, ChannelBinding::unsupported());
     frontend::sasl_initial_response(SCRAM_SHA_256, scram.message(), &mut s.wbuf)
@@ -189,7 +188,7 @@ fn key_type_of(types: &[u32]) -> Result<KeyType, LookupError> {
 
 /// The socket during the handshake, before it becomes a `StreamConn`.
 struct Session {
-    sock: TcpStream,
+    sock: Stream,
     rbuf: BytesMut,
     wbuf: BytesMut,
 }
@@ -255,13 +254,15 @@ impl Target for PgWireTarget {
         "postgres"
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     async fn connect(&self) -> Result<StreamConn<PgCodec>, LookupError> {
         // The whole handshake gets --timeout, as the pool's create timeout does for tokio.
         tokio::time::timeout(self.timeout, self.open())
             .await
-            .unwrap_or_else(|_| {
-                Err(fail(format!("no connection to {} within --timeout (is the server up and accepting connections?)", self.addr)))
-            })
+            .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
     /// Lookups pipeline freely: one Sync per batch written (see `codec`).
@@ -283,7 +284,7 @@ mod tests {
     use super::*;
     use crate::outcome::Outcome;
     use crate::proto::target::Conn;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];

@@ -7,6 +7,7 @@ use crate::proto::redis::count::get_calls;
 use crate::proto::redis::login::Login;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 pub struct RedisTarget {
@@ -15,8 +16,9 @@ pub struct RedisTarget {
 }
 
 impl RedisTarget {
-    /// The options this target reads from its URL's query (dispatch refuses any other).
-    pub const OPTIONS: &'static [&'static str] = &[];
+    /// The options this target reads from its URL's query (dispatch refuses any other): the
+    /// socket form's (`redis+unix:///path?db=N&user=U&pass=P`); `redis://` refuses them.
+    pub const OPTIONS: &'static [&'static str] = &["db", "user", "pass"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
         Ok(RedisTarget {
@@ -35,6 +37,10 @@ impl Target for RedisTarget {
 
     fn kind(&self) -> &'static str {
         "redis"
+    }
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.login.endpoint
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {

@@ -1,6 +1,7 @@
 //! What a connection sends before its first `GET`: `AUTH` (password, or ACL user and password)
-//! and `SELECT db`, read from `redis://[user:pass@]host:port[/db]`. It never sends a `GET`, so
-//! the server's `cmdstat_get` counts the run's lookups only.
+//! and `SELECT db`, read from `redis://[user:pass@]host:port[/db]` or
+//! `redis+unix:///path?db=N&user=U&pass=P`. It never sends a `GET`, so the server's
+//! `cmdstat_get` counts the run's lookups only.
 
 use std::time::Duration;
 
@@ -9,12 +10,17 @@ use crate::proto::codec::Codec;
 use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Reply};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::SetupError;
+use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 /// The credentials and database of a URL. No `Debug`: it holds the password.
 #[derive(Clone)]
 pub struct Login {
+    pub endpoint: Endpoint,
+    /// The endpoint as messages name it.
     pub addr: String,
+    /// Where the URL puts the database (the path, or `db=` in the socket form), for messages.
+    db_in: &'static str,
     user: Option<String>,
     password: Option<String>,
     pub db: u32,
@@ -34,26 +40,65 @@ pub enum Answer {
 
 impl Login {
     pub fn new(url: &TargetUrl, step: Duration) -> Result<Login, SetupError> {
-        let db = match url.path.trim_end_matches('/') {
-            "" => 0,
-            p => p.parse::<u32>().map_err(|_| {
-                SetupError(format!(
-                    "bad Redis target {}: the path is the database number, e.g. \
-                     redis://127.0.0.1:6379/1 (or none for database 0)",
-                    url.redacted()
-                ))
-            })?,
+        let endpoint = super::endpoint(url)?;
+        let socket = super::is_socket_url(url);
+        let bad_db = || {
+            SetupError(format!(
+                "bad Redis target {}: {}",
+                url.redacted(),
+                if socket {
+                    "db= is the database number, e.g. redis+unix:///run/redis.sock?db=1"
+                } else {
+                    "the path is the database number, e.g. redis://127.0.0.1:6379/1 (or none for database 0)"
+                }
+            ))
         };
-        if let (Some(user), None) = (&url.user, &url.password) {
+        let (db, user, password) = if socket {
+            // redis-rs's socket form: everything in the query, the userinfo as a fallback.
+            let param = |k: &str| url.param(k).map(str::to_string);
+            let db = url.param("db").map_or(Ok(0), |d| d.parse::<u32>());
+            (
+                db.map_err(|_| bad_db())?,
+                param("user").or_else(|| url.user.clone()),
+                param("pass").or_else(|| url.password.clone()),
+            )
+        } else {
+            if let Some(k) = ["db", "user", "pass"]
+                .into_iter()
+                .find(|k| url.param(k).is_some())
+            {
+                return Err(SetupError(format!(
+                    "{}: {k}= is for redis+unix:// URLs; redis:// takes redis://[user:pass@]host:port[/db]",
+                    url.redacted()
+                )));
+            }
+            let db = match url.path.trim_end_matches('/') {
+                "" => 0,
+                p => p.parse::<u32>().map_err(|_| bad_db())?,
+            };
+            (db, url.user.clone(), url.password.clone())
+        };
+        if let (Some(user), None) = (&user, &password) {
+            let fix = if socket {
+                format!("?user={user}&pass=PASSWORD")
+            } else {
+                format!("redis://{user}:PASSWORD@host:port")
+            };
             return Err(SetupError(format!(
-                "{}: the URL names user {user} but no password: use redis://{user}:PASSWORD@host:port",
+                "{}: the URL names user {user} but no password: use {fix}",
                 url.redacted()
             )));
         }
         Ok(Login {
-            addr: url.host_port(super::DEFAULT_PORT),
-            user: url.user.clone(),
-            password: url.password.clone(),
+            addr: endpoint.to_string(),
+            endpoint,
+            db_in: if socket {
+                "db= in the URL"
+            } else {
+                "the path of the URL"
+            },
+            user,
+            password,
             db,
             step,
         })
@@ -62,7 +107,7 @@ impl Login {
     /// A connection to the server and database, logged in.
     pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
         let mut conn =
-            StreamConn::connect(&self.addr, self.step, RedisCodec::default(), verify).await?;
+            StreamConn::connect(&self.endpoint, self.step, RedisCodec::default(), verify).await?;
         self.handshake(&mut conn).await?;
         Ok(conn)
     }
@@ -148,7 +193,8 @@ impl Login {
                 Answer::Error(e) if e.starts_with("NOAUTH") => return Err(self.noauth()),
                 Answer::Error(e) => {
                     return Err(self.fail(format!(
-                        "SELECT {db} failed: {e} (the path of the URL is the database number)"
+                        "SELECT {db} failed: {e} ({} is the database number)",
+                        self.db_in
                     )))
                 }
                 other => return Err(self.fail(self.unexpected("SELECT", &other))),
@@ -166,7 +212,7 @@ impl Login {
     fn noauth(&self) -> LookupError {
         self.fail(
             "the server wants a password (NOAUTH) and the URL has none: use \
-             redis://[USER]:PASSWORD@host:port"
+             redis://[USER]:PASSWORD@host:port (over a socket: ?user=USER&pass=PASSWORD)"
                 .into(),
         )
     }
@@ -211,5 +257,30 @@ mod tests {
         }
         let e = login("redis://lg@h").err().unwrap().0;
         assert!(e.contains("no password"), "{e}");
+    }
+
+    #[test]
+    fn socket_urls() {
+        for s in [
+            "redis+unix:///run/r.sock?db=2&user=lg&pass=pw",
+            "unix:///run/r.sock?db=2&user=lg&pass=pw",
+            "redis+unix://lg:pw@/run/r.sock?db=2",
+        ] {
+            let l = login(s).unwrap();
+            assert_eq!(
+                (l.addr.as_str(), l.db, l.user(), l.password.as_deref()),
+                ("/run/r.sock", 2, "lg", Some("pw")),
+                "{s}"
+            );
+        }
+        assert_eq!(login("redis+unix:///r.sock").unwrap().db, 0);
+        let e = login("redis+unix:///r.sock?db=x").err().unwrap().0;
+        assert!(e.contains("db= is the database number"), "{e}");
+        let e = login("redis+unix://h/r.sock").err().unwrap().0;
+        assert!(e.contains("after an empty host"), "{e}");
+        let e = login("redis://h?db=1").err().unwrap().0;
+        assert!(e.contains("db= is for redis+unix://"), "{e}");
+        let e = login("redis+unix:///r.sock?user=lg").err().unwrap().0;
+        assert!(e.contains("?user=lg&pass=PASSWORD"), "{e}");
     }
 }
