@@ -17,6 +17,7 @@ pub mod app;
 pub mod collector;
 pub mod control;
 pub mod dataset;
+pub mod decimal;
 pub mod dispatch;
 pub mod fdlimit;
 pub mod hdrlog;
