@@ -207,17 +207,13 @@ pub struct Response<'a> {
     /// Everything after `<code>\t<numcols>\t`, without the line end; `None` when the line has no
     /// third token at all (a miss, or an `A`/`P` success, or an error without message).
     rest: Option<&'a [u8]>,
+    /// Number of value tokens after the two header tokens (on error: 1 with a message, else 0).
     value_count: usize,
 }
 
 impl<'a> Response<'a> {
     pub fn is_ok(&self) -> bool {
         self.code == 0
-    }
-
-    /// Number of value tokens after the two header tokens (on error: 1 with a message, else 0).
-    pub fn value_count(&self) -> usize {
-        self.value_count
     }
 
     /// Rows in a success response (`value_count / num_cols`); 0 on error.
@@ -227,12 +223,6 @@ impl<'a> Response<'a> {
         } else {
             self.value_count / self.num_cols as usize
         }
-    }
-
-    /// The raw (still escaped) value tokens in order; test NULL with [`is_null`]. For a success
-    /// response every token is already known to be well formed.
-    pub fn values(&self) -> Tokens<'a> {
-        Tokens { rest: self.rest }
     }
 
     /// The first row of a success response: its `num_cols` tokens as they came, with the tabs
@@ -262,7 +252,7 @@ impl<'a> Response<'a> {
     }
 }
 
-/// Iterator over the raw `\t`-separated tokens of a response (see [`Response::values`]).
+/// Iterator over the raw `\t`-separated tokens after a response's header.
 #[derive(Clone, Debug)]
 pub struct Tokens<'a> {
     rest: Option<&'a [u8]>,
@@ -326,7 +316,7 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<(usize, Response<'_>)>, Looku
 }
 
 /// Parses one response line given without its `\n` (an optional trailing `\r` is dropped), e.g.
-/// the line `target::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
+/// the line `proto::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
 /// `check_ok(&parse_line(&line)?)`. Same validation as [`parse_response`].
 pub fn parse_line(line: &[u8]) -> Result<Response<'_>, LookupError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -563,6 +553,11 @@ mod tests {
         v
     }
 
+    /// The raw value tokens of a response, as the plugin sent them.
+    fn values<'a>(r: &Response<'a>) -> Tokens<'a> {
+        Tokens { rest: r.rest }
+    }
+
     fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Seen> {
         testkit::feed(HsCodec::new(1), stream, cuts, keys, |_, seen| seen)
     }
@@ -598,8 +593,8 @@ mod tests {
         line.push(b'\n');
         let (n, resp) = parse_response(&line).unwrap().unwrap();
         assert_eq!(n, line.len());
-        assert_eq!(resp.value_count(), 2);
-        for tok in resp.values() {
+        assert_eq!(resp.value_count, 2);
+        for tok in values(&resp) {
             assert_eq!(unescape(tok), all);
         }
     }
@@ -636,7 +631,7 @@ mod tests {
     #[test]
     fn null_and_empty_tokens() {
         let (_, resp) = parse_response(b"0\t3\t\0\t\t\x01\x40\n").unwrap().unwrap();
-        let toks: Vec<&[u8]> = resp.values().collect();
+        let toks: Vec<&[u8]> = values(&resp).collect();
         assert_eq!(toks, [&b"\0"[..], b"", b"\x01\x40"]);
         assert!(is_null(toks[0]));
         assert!(!is_null(toks[1]));
@@ -645,11 +640,11 @@ mod tests {
         assert_eq!(unescape(toks[2]), [0]);
         // A line of one empty value differs from a line with no values.
         let (_, one_empty) = parse_response(b"0\t1\t\n").unwrap().unwrap();
-        assert_eq!(one_empty.value_count(), 1);
-        assert_eq!(one_empty.values().collect::<Vec<_>>(), [&b""[..]]);
+        assert_eq!(one_empty.value_count, 1);
+        assert_eq!(values(&one_empty).collect::<Vec<_>>(), [&b""[..]]);
         let (_, none) = parse_response(b"0\t1\n").unwrap().unwrap();
-        assert_eq!(none.value_count(), 0);
-        assert_eq!(none.values().count(), 0);
+        assert_eq!(none.value_count, 0);
+        assert_eq!(values(&none).count(), 0);
         // NULL counts as a value: a hit, and verify fails on it.
         let mut c = HsCodec::new(0);
         assert_eq!(
@@ -741,19 +736,16 @@ mod tests {
     #[test]
     fn parse_success_lines() {
         let (n, r) = parse_response(b"0\t1\nrest").unwrap().unwrap();
-        assert_eq!((n, r.code, r.num_cols, r.value_count()), (4, 0, 1, 0));
+        assert_eq!((n, r.code, r.num_cols, r.value_count), (4, 0, 1, 0));
         assert!(r.is_ok());
         assert_eq!(r.message(), None);
         assert!(check_ok(&r).is_ok());
         let (n, r) = parse_response(b"0\t1\r\n").unwrap().unwrap();
-        assert_eq!((n, r.value_count()), (5, 0));
+        assert_eq!((n, r.value_count), (5, 0));
         let (n, r) = parse_response(b"0\t2\ta\tb\tc\td\n0\t1\n")
             .unwrap()
             .unwrap();
-        assert_eq!(
-            (n, r.num_cols, r.value_count(), r.row_count()),
-            (12, 2, 4, 2)
-        );
+        assert_eq!((n, r.num_cols, r.value_count, r.row_count()), (12, 2, 4, 2));
         assert_eq!(r.first_row(), Some(&b"a\tb"[..]));
         let (_, r) = parse_response(b"0\t1\ta\tb\n").unwrap().unwrap();
         assert_eq!(r.first_row(), Some(&b"a"[..]));
@@ -764,10 +756,10 @@ mod tests {
         }
         // find_modify style reply `0\t1\t<numfound>`.
         let (_, r) = parse_response(b"0\t1\t3\n").unwrap().unwrap();
-        assert_eq!(r.values().next(), Some(&b"3"[..]));
+        assert_eq!(values(&r).next(), Some(&b"3"[..]));
         // `\r` inside a value is not a line end, only right before `\n`.
         let (_, r) = parse_response(b"0\t1\tab\r\n").unwrap().unwrap();
-        assert_eq!(r.values().next(), Some(&b"ab"[..]));
+        assert_eq!(values(&r).next(), Some(&b"ab"[..]));
     }
 
     #[test]
@@ -921,7 +913,7 @@ mod tests {
         buf.truncate(MAX_FRAME - 1);
         buf.push(b'\n');
         let (n, r) = parse_response(&buf).unwrap().unwrap();
-        assert_eq!((n, r.value_count()), (MAX_FRAME, 1));
+        assert_eq!((n, r.value_count), (MAX_FRAME, 1));
         buf.extend_from_slice(b"0\t1\n");
         assert_eq!(parse_response(&buf).unwrap().unwrap().0, MAX_FRAME);
     }
@@ -1076,7 +1068,7 @@ mod tests {
             Ok(None) => assert!(buf.len() < MAX_FRAME),
             Ok(Some((n, r))) => {
                 assert!(n > 0 && n <= buf.len());
-                assert_eq!(r.values().count(), r.value_count());
+                assert_eq!(values(&r).count(), r.value_count);
                 if let Some(row) = r.first_row() {
                     assert_eq!(row.split(|&b| b == b'\t').count(), r.num_cols as usize);
                 }

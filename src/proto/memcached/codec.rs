@@ -291,10 +291,6 @@ impl McCodec {
         Ok(McCodec { prefix })
     }
 
-    pub fn prefix(&self) -> &[u8] {
-        &self.prefix
-    }
-
     /// Appends the key of `id`: `<prefix><id>` (also for `loadgen prepare`).
     pub fn key_into(&self, id: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.prefix);
@@ -417,7 +413,7 @@ mod tests {
         assert!(McCodec::new(vec![b'x'; 231]).is_err());
         assert!(McCodec::new(vec![b'x'; 230]).is_ok());
         assert!(McCodec::new("p\r").is_err());
-        assert_eq!(McCodec::default().prefix(), b"usr:");
+        assert_eq!(McCodec::default().prefix, b"usr:");
         let c = McCodec::default();
         assert!(c.key_matches(b"usr:0", 0));
         assert!(!c.key_matches(b"usr:01", 1));

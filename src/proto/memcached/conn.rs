@@ -3,7 +3,7 @@
 //! Why not the `memcache` crate: it is blocking (one OS thread per connection would be needed),
 //! and its pool checks each connection with an extra round trip per get; on this machine that
 //! measured several times slower than a pipelined async client, so the baseline would be the
-//! client, not memcached. The text protocol is small, so the codec is ours (src/wire/memcached.rs),
+//! client, not memcached. The text protocol is small, so the codec is ours (codec.rs beside this file),
 //! driven by the same pipelined connection as HandlerSocket and HTTP.
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! (Handshake v10), the client's HandshakeResponse41, the mysql_native_password scramble, the
 //! AuthSwitchRequest and the COM_STMT_PREPARE reply. The packet layouts and the scramble are
 //! `mysql_common`'s (the crate under mysql_async); loadgen keeps only the choices: which
-//! capabilities to ask for and which plugin to answer. `target::mysqlwire` moves the bytes.
+//! capabilities to ask for and which plugin to answer. `wire_driver` moves the bytes.
 
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;

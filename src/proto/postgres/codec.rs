@@ -16,7 +16,7 @@ use crate::decimal;
 use crate::outcome::LookupError;
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, RowView, MAX_FRAME};
 
-/// Name of the prepared statement `target::pgwire` parses on each connection.
+/// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
 
 /// Microseconds from the Unix epoch to the PostgreSQL epoch (2000-01-01 00:00:00).

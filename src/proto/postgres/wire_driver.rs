@@ -3,7 +3,7 @@
 //! parse of the reply, with no connection task, channel hop or wakeup in between.
 //! The handshake here (startup, trust/cleartext/MD5/SCRAM-SHA-256 auth, Parse + Describe of the
 //! statement) uses postgres-protocol's encoders and parser; settings and error messages are the
-//! tokio-postgres driver's (`target::postgres`). Prepared mode only: `--mode simple` is refused.
+//! tokio-postgres driver's (`tokio_driver`). Prepared mode only: `--mode simple` is refused.
 
 use std::time::Duration;
 
