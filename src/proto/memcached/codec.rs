@@ -297,9 +297,13 @@ impl McCodec {
         decimal::push(out, id);
     }
 
+    /// `key` is `<prefix><id>` as `key_into` writes it (no leading zeros). Parses rather than
+    /// writes the digits: this runs on every hit.
     fn key_matches(&self, key: &[u8], id: u64) -> bool {
-        let mut digits = [0u8; 20];
-        key.strip_prefix(self.prefix.as_slice()) == Some(decimal::digits(id, &mut digits))
+        match key.strip_prefix(self.prefix.as_slice()) {
+            Some([b'0', _, ..]) | None => false,
+            Some(digits) => decimal::parse::<u64>(digits) == Some(id),
+        }
     }
 }
 

@@ -128,6 +128,14 @@ impl PgCodec {
         }
     }
 
+    /// A lookup's reply from its first DataRow, if any.
+    fn reply<'b>(&'b self, row: Option<&'b [u8]>) -> Reply<'b, PgCells<'b>> {
+        match row {
+            None => Reply::Miss,
+            Some(body) => Reply::Row(RowView::Cells(PgCells::new(body, &self.columns))),
+        }
+    }
+
     /// A reply is complete: the lookup it answered leaves the oldest batch.
     fn answered(&mut self, aborts_batch: bool) {
         if self.left == 0 {
@@ -292,16 +300,6 @@ impl Codec for PgCodec {
                 }
             }
             pos = end;
-        }
-    }
-}
-
-impl PgCodec {
-    /// A lookup's reply from its first DataRow, if any.
-    fn reply<'b>(&'b self, row: Option<&'b [u8]>) -> Reply<'b, PgCells<'b>> {
-        match row {
-            None => Reply::Miss,
-            Some(body) => Reply::Row(RowView::Cells(PgCells::new(body, &self.columns))),
         }
     }
 }
