@@ -1,4 +1,4 @@
--- The usr table for MariaDB/MySQL (InnoDB), the same rows as PostgreSQL (see src/row.rs).
+-- The usr table for MariaDB/MySQL (InnoDB), the same rows as PostgreSQL (see src/dataset.rs).
 -- HandlerSocket reads this same table through its PRIMARY index.
 DROP TABLE IF EXISTS usr;
 CREATE TABLE usr (

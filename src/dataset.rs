@@ -7,12 +7,14 @@
 
 use std::io::Write;
 
+use crate::decimal;
+
 /// 2010-02-03 11:22:33 UTC as Unix seconds.
 pub const CREATED_BASE: i64 = 1_265_196_153;
 
-/// Unix seconds of `created` for this id.
+/// Unix seconds of `created` for this id (wrapping for ids beyond i64, which no table holds).
 pub fn created_unix(id: u64) -> i64 {
-    CREATED_BASE + id as i64
+    CREATED_BASE.wrapping_add(id as i64)
 }
 
 /// Civil date and time (y, m, d, h, mi, s) of Unix seconds, UTC (Howard Hinnant's algorithm).
@@ -63,29 +65,84 @@ pub fn write_copy_line(out: &mut Vec<u8>, id: u64) {
     out.push(b'\n');
 }
 
-/// The longest tab-separated row: two 20-digit ids, the text around them and a date whose year
-/// can reach 12 digits for ids near u64::MAX.
-const TSV_MAX: usize = 128;
+/// One value of a row, decoded from its protocol's encoding by the codec or driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell<'b> {
+    Null,
+    /// Text or bytes, as the server sent them.
+    Text(&'b [u8]),
+    /// A timestamp without time zone, as microseconds since 1970-01-01 00:00:00.
+    Time(i64),
+    /// A value of any other type, or bytes that do not decode as their column's type.
+    Other,
+}
 
-/// True when `value` is exactly the tab-separated row for `id`. Builds the expected row on the
-/// stack: `--verify` runs this on every reply.
-pub fn tsv_matches(id: u64, value: &[u8]) -> bool {
-    if value.len() > TSV_MAX {
-        return false;
+/// A row a server returned, borrowed from its reply: what `--verify` checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowView<'b, C> {
+    /// The value columns joined by tabs, as one value: memcached, Redis, an HTTP body, and
+    /// HandlerSocket's tokens as they came (the usr row has no byte HandlerSocket escapes, so
+    /// escaped tokens equal to the row are the row).
+    Tsv(&'b [u8]),
+    /// The value columns one by one (SQL rows). Decoded as they are read, so a run without
+    /// `--verify` never pays for it.
+    Cells(C),
+}
+
+/// True when `row` is the row of `key`: `user<key>`, `user<key>@example.com`, and `created`
+/// (as a timestamp, or as its `YYYY-MM-DD HH:MM:SS` text), and nothing more. No allocation:
+/// `--verify` runs this on every reply.
+pub fn matches<'b>(key: u64, row: RowView<'b, impl Iterator<Item = Cell<'b>>>) -> bool {
+    let mut buf = [0u8; 20];
+    let id = decimal::digits(key, &mut buf);
+    match row {
+        RowView::Tsv(value) => {
+            let mut cols = value.splitn(3, |&b| b == b'\t');
+            cols.next().is_some_and(|n| is_name(n, id))
+                && cols.next().is_some_and(|e| is_email(e, id))
+                && cols.next().is_some_and(|c| is_created_text(c, key))
+        }
+        RowView::Cells(mut cells) => {
+            matches!(cells.next(), Some(Cell::Text(n)) if is_name(n, id))
+                && matches!(cells.next(), Some(Cell::Text(e)) if is_email(e, id))
+                && match cells.next() {
+                    Some(Cell::Time(us)) => Some(us) == created_unix(key).checked_mul(1_000_000),
+                    Some(Cell::Text(c)) => is_created_text(c, key),
+                    _ => false,
+                }
+                && cells.next().is_none()
+        }
     }
-    let mut expect = [0u8; TSV_MAX];
-    let mut w = &mut expect[..];
-    write_tsv(&mut w, id);
-    let n = TSV_MAX - w.len();
-    expect[..n] == *value
 }
 
-pub fn user_name(id: u64) -> String {
-    format!("user{id}")
+fn is_name(value: &[u8], id: &[u8]) -> bool {
+    value.strip_prefix(b"user") == Some(id)
 }
 
-pub fn user_email(id: u64) -> String {
-    format!("user{id}@example.com")
+fn is_email(value: &[u8], id: &[u8]) -> bool {
+    value.strip_prefix(b"user").and_then(|v| v.strip_prefix(id)) == Some(b"@example.com")
+}
+
+/// `value` is `created` of `key` as `YYYY-MM-DD HH:MM:SS`, written into a stack buffer (years
+/// beyond 9999, for ids near the top of the u64 range, take the slower formatted path).
+fn is_created_text(value: &[u8], key: u64) -> bool {
+    let (y, m, d, h, mi, s) = civil(created_unix(key));
+    if !(0..=9999).contains(&y) {
+        let mut want = [0u8; 40];
+        let mut w = &mut want[..];
+        write_created(&mut w, key);
+        let n = 40 - w.len();
+        return value == &want[..n];
+    }
+    let two = |n: u32| [b'0' + (n / 10) as u8, b'0' + (n % 10) as u8];
+    let y = y as u32;
+    let [c, yy] = [two(y / 100), two(y % 100)];
+    let [mo, dd, hh, mm, ss] = [two(m), two(d), two(h), two(mi), two(s)];
+    let want = [
+        c[0], c[1], yy[0], yy[1], b'-', mo[0], mo[1], b'-', dd[0], dd[1], b' ', hh[0], hh[1], b':',
+        mm[0], mm[1], b':', ss[0], ss[1],
+    ];
+    value == want
 }
 
 #[cfg(test)]
@@ -117,15 +174,99 @@ mod tests {
         }
     }
 
+    type Cells<'b> = std::array::IntoIter<Cell<'b>, 3>;
+
+    fn tsv(id: u64) -> Vec<u8> {
+        let mut s = Vec::new();
+        write_tsv(&mut s, id);
+        s
+    }
+
+    fn tsv_matches(key: u64, value: &[u8]) -> bool {
+        matches(key, RowView::<Cells>::Tsv(value))
+    }
+
     #[test]
     fn tsv_row() {
-        let mut s = Vec::new();
-        write_tsv(&mut s, 42);
+        let s = tsv(42);
         assert_eq!(s, b"user42\tuser42@example.com\t2010-02-03 11:23:15");
         assert!(tsv_matches(42, &s));
         assert!(!tsv_matches(43, &s));
-        let mut big = Vec::new();
-        write_tsv(&mut big, u64::MAX);
-        assert!(big.len() <= TSV_MAX && tsv_matches(u64::MAX, &big));
+        assert!(!tsv_matches(4, &s));
+        for id in [0, 1, 999_999, 1_000_000, u64::MAX, i64::MAX as u64 - 1] {
+            assert!(tsv_matches(id, &tsv(id)), "{id}");
+        }
+        // Anything else around the row is not the row.
+        for bad in [
+            &b""[..],
+            b"user42",
+            b"user42\tuser42@example.com",
+            b"user42\tuser42@example.com\t",
+            b"user42\tuser42@example.com\t2010-02-03 11:23:15\n",
+            b"user42\tuser42@example.com\t2010-02-03 11:23:15\tx",
+            b"user42\tuser42@example.org\t2010-02-03 11:23:15",
+            b"user042\tuser42@example.com\t2010-02-03 11:23:15",
+            b"user42\tuser42@example.com\t2010-02-03 11:23:16",
+            b"user42 user42@example.com 2010-02-03 11:23:15",
+        ] {
+            assert!(!tsv_matches(42, bad), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn created_text_matches_the_formatted_time_for_every_width_of_year() {
+        for id in [
+            0u64,
+            1,
+            86_399,
+            1_000_000,
+            250_000_000_000,
+            300_000_000_000,
+            u64::MAX,
+        ] {
+            let mut want = Vec::new();
+            write_created(&mut want, id);
+            assert!(is_created_text(&want, id), "{id}");
+            assert!(!is_created_text(&want, id.wrapping_add(1)), "{id}");
+        }
+    }
+
+    #[test]
+    fn cells_row() {
+        let us = created_unix(42) * 1_000_000;
+        let good = |t: Cell<'static>| [Cell::Text(b"user42"), Cell::Text(b"user42@example.com"), t];
+        for created in [Cell::Time(us), Cell::Text(b"2010-02-03 11:23:15")] {
+            assert!(matches(42, RowView::Cells(good(created).into_iter())));
+            assert!(!matches(43, RowView::Cells(good(created).into_iter())));
+        }
+        for bad in [
+            good(Cell::Time(us + 1)),
+            good(Cell::Null),
+            good(Cell::Other),
+            good(Cell::Text(b"2010-02-03 11:23:16")),
+            [
+                Cell::Null,
+                Cell::Text(b"user42@example.com"),
+                Cell::Time(us),
+            ],
+            [Cell::Text(b"user42"), Cell::Other, Cell::Time(us)],
+            [
+                Cell::Text(b"user42@example.com"),
+                Cell::Text(b"user42"),
+                Cell::Time(us),
+            ],
+        ] {
+            assert!(!matches(42, RowView::Cells(bad.into_iter())), "{bad:?}");
+        }
+        // Fewer or more cells than the row has.
+        let two = [Cell::Text(b"user42"), Cell::Text(b"user42@example.com")];
+        assert!(!matches(42, RowView::Cells(two.into_iter())));
+        let four = [
+            Cell::Text(b"user42"),
+            Cell::Text(b"user42@example.com"),
+            Cell::Time(us),
+            Cell::Null,
+        ];
+        assert!(!matches(42, RowView::Cells(four.into_iter())));
     }
 }

@@ -18,6 +18,7 @@ mod collector;
 mod control;
 mod cpu;
 pub mod dataset;
+mod decimal;
 mod dispatch;
 mod fdlimit;
 mod hdrlog;

@@ -146,6 +146,32 @@ fn bad_handlersocket_inputs_exit_2_with_one_line() {
     }
 }
 
+/// `columns=` picks what a find returns; a run reads those columns, but `--verify` only knows
+/// the usr row, so the two together are refused before any connection.
+#[test]
+fn hs_columns_of_ones_own_run_but_refuse_verify() {
+    let Some(hs) = server("LOADGEN_HS_URL") else {
+        return;
+    };
+    let url = format!("{hs}?columns=user_email");
+    let (code, doc, err) = run_json(&[&url, "-n", "2000", "-c", "2", "-p", "8"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 2000);
+    let out = run(&["run", &url, "--verify", "-n", "10", "-o", "-", "-q"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--verify") && stderr.contains("columns=user_email"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // The usr row's own list, written out, is the default and verifies.
+    let url = format!("{hs}?columns=user_name,user_email,created");
+    let (code, doc, err) = run_json(&[&url, "-n", "2000", "-c", "2", "-p", "8", "--verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 2000);
+}
+
 #[test]
 fn mysql_wrong_password_exits_2_without_the_password() {
     let Some(urls) = mysql_urls() else {

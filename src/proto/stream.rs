@@ -1,4 +1,5 @@
-//! One pipelined connection (TCP or Unix socket, `transport::Stream`) over any `Codec`.
+//! One pipelined connection (TCP or Unix socket, `transport::Stream`) over any
+//! `proto::codec::Codec` (every wire driver).
 //! `send` only encodes into the write buffer; `recv` flushes it and parses one reply, so D
 //! requests in flight cost one write and (usually) one read syscall per batch, not per request.
 
@@ -7,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{Codec, MAX_FRAME};
+use crate::proto::codec::{outcome, Codec, MAX_FRAME};
 use crate::proto::target::Conn;
 use crate::transport::{Endpoint, Stream};
 
@@ -126,10 +127,12 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
             // meanwhile go out together once the buffered replies run dry. With D in flight that
             // is one write and one read per batch instead of a write per request.
             if self.rpos < self.rbuf.len() {
-                if let Some((n, result)) =
-                    self.codec
-                        .decode(&self.rbuf[self.rpos..], key, self.verify)?
-                {
+                // The reply borrows the buffer and the codec: take it to its outcome first.
+                let done = match self.codec.decode(&self.rbuf[self.rpos..], key)? {
+                    Some((n, reply)) => Some((n, outcome(reply, key, self.verify))),
+                    None => None,
+                };
+                if let Some((n, result)) = done {
                     self.rpos += n;
                     if self.rpos == self.rbuf.len() {
                         self.rbuf.clear();

@@ -43,9 +43,9 @@
 
 use std::fmt;
 
-use crate::dataset;
-use crate::outcome::{ErrorKind, LookupError, Outcome};
-use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
+use crate::decimal;
+use crate::outcome::{ErrorKind, LookupError};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
 
 /// The byte that introduces an escaped `0x00..=0x0f` byte.
 pub const ESCAPE_PREFIX: u8 = 0x01;
@@ -69,47 +69,14 @@ pub fn escape_into(src: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&src[run..]);
 }
 
-/// Appends the decoded bytes of one encoded (non-NULL) token to `out`.
-///
-/// Malformed (a fatal `Protocol` error, `out` left as it was): `0x01` followed by a byte outside
-/// `0x40..=0x4f` or by nothing, and any other raw byte `0x00..=0x0f`, which the plugin never sends
-/// inside a token. The NULL token is therefore an error here: test it with [`is_null`] first.
-pub fn unescape_into(src: &[u8], out: &mut Vec<u8>) -> Result<(), LookupError> {
-    let start = out.len();
-    let mut i = 0;
-    while let Some(&b) = src.get(i) {
-        if b >= 0x10 {
-            out.push(b);
-            i += 1;
-        } else if b == ESCAPE_PREFIX {
-            match src.get(i + 1) {
-                Some(&e) if (ESCAPE_SHIFT..=ESCAPE_SHIFT + 0x0f).contains(&e) => {
-                    out.push(e - ESCAPE_SHIFT);
-                    i += 2;
-                }
-                _ => {
-                    out.truncate(start);
-                    return Err(LookupError::protocol(format!(
-                        "handlersocket: bad escape sequence at byte {i} of a token"
-                    )));
-                }
-            }
-        } else {
-            out.truncate(start);
-            return Err(LookupError::protocol(format!(
-                "handlersocket: raw control byte 0x{b:02x} at byte {i} of a token"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// True for the NULL token (a single `0x00` byte).
 pub fn is_null(token: &[u8]) -> bool {
     token == NULL_TOKEN
 }
 
-/// Position of the first malformed byte of an encoded token (same rules as [`unescape_into`]).
+/// Position of the first malformed byte of an encoded token: `0x01` followed by a byte outside
+/// `0x40..=0x4f` or by nothing, or any other raw byte `0x00..=0x0f`, which the plugin never
+/// sends inside a token. The NULL token is well formed.
 fn check_token(token: &[u8]) -> Result<(), usize> {
     if is_null(token) {
         return Ok(());
@@ -127,21 +94,6 @@ fn check_token(token: &[u8]) -> Result<(), usize> {
         }
     }
     Ok(())
-}
-
-/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// A name that cannot be sent in an `open_index` request (the plugin does not unescape names).
@@ -220,7 +172,7 @@ pub fn encode_open_index(
         }
     }
     out.extend_from_slice(b"P\t");
-    push_u64(out, u64::from(id));
+    decimal::push(out, u64::from(id));
     for part in [db, table, index] {
         out.push(b'\t');
         out.extend_from_slice(part.as_bytes());
@@ -239,9 +191,9 @@ pub fn encode_open_index(
 /// Appends `<id>\t=\t1\t<key>\n`: find the row whose (single-column) index value is `key`.
 /// Limit and offset are omitted, so at most one row comes back.
 pub fn encode_find(id: u32, key: u64, out: &mut Vec<u8>) {
-    push_u64(out, u64::from(id));
+    decimal::push(out, u64::from(id));
     out.extend_from_slice(b"\t=\t1\t");
-    push_u64(out, key);
+    decimal::push(out, key);
     out.push(b'\n');
 }
 
@@ -255,17 +207,13 @@ pub struct Response<'a> {
     /// Everything after `<code>\t<numcols>\t`, without the line end; `None` when the line has no
     /// third token at all (a miss, or an `A`/`P` success, or an error without message).
     rest: Option<&'a [u8]>,
+    /// Number of value tokens after the two header tokens (on error: 1 with a message, else 0).
     value_count: usize,
 }
 
 impl<'a> Response<'a> {
     pub fn is_ok(&self) -> bool {
         self.code == 0
-    }
-
-    /// Number of value tokens after the two header tokens (on error: 1 with a message, else 0).
-    pub fn value_count(&self) -> usize {
-        self.value_count
     }
 
     /// Rows in a success response (`value_count / num_cols`); 0 on error.
@@ -277,19 +225,20 @@ impl<'a> Response<'a> {
         }
     }
 
-    /// The raw (still escaped) value tokens in order; test NULL with [`is_null`], decode with
-    /// [`unescape_into`]. For a success response every token is already known to be well formed.
-    pub fn values(&self) -> Tokens<'a> {
-        Tokens { rest: self.rest }
-    }
-
-    /// The raw value tokens of row `i` (success responses only), `num_cols` of them.
-    pub fn row(&self, i: usize) -> Option<std::iter::Take<std::iter::Skip<Tokens<'a>>>> {
-        if i >= self.row_count() {
-            return None;
+    /// The first row of a success response: its `num_cols` tokens as they came, with the tabs
+    /// between them; `None` when no row was found.
+    pub fn first_row(&self) -> Option<&'a [u8]> {
+        let rest = self.rest.filter(|_| self.row_count() > 0)?;
+        if self.value_count == self.num_cols as usize {
+            return Some(rest);
         }
-        let n = self.num_cols as usize;
-        Some(self.values().skip(i * n).take(n))
+        let end = rest
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'\t')
+            .nth(self.num_cols as usize - 1)
+            .map_or(rest.len(), |(i, _)| i);
+        rest.get(..end)
     }
 
     /// The error message of an error response (raw bytes after `<code>\t1\t`, the plugin does not
@@ -303,7 +252,7 @@ impl<'a> Response<'a> {
     }
 }
 
-/// Iterator over the raw `\t`-separated tokens of a response (see [`Response::values`]).
+/// Iterator over the raw `\t`-separated tokens after a response's header.
 #[derive(Clone, Debug)]
 pub struct Tokens<'a> {
     rest: Option<&'a [u8]>,
@@ -325,20 +274,6 @@ impl<'a> Iterator for Tokens<'a> {
             }
         }
     }
-}
-
-fn parse_u32(digits: &[u8]) -> Option<u32> {
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u32 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u32::from(d - b'0'))?;
-    }
-    Some(v)
 }
 
 fn malformed(what: &str) -> LookupError {
@@ -381,7 +316,7 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<(usize, Response<'_>)>, Looku
 }
 
 /// Parses one response line given without its `\n` (an optional trailing `\r` is dropped), e.g.
-/// the line `target::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
+/// the line `proto::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
 /// `check_ok(&parse_line(&line)?)`. Same validation as [`parse_response`].
 pub fn parse_line(line: &[u8]) -> Result<Response<'_>, LookupError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -389,10 +324,10 @@ pub fn parse_line(line: &[u8]) -> Result<Response<'_>, LookupError> {
         return Err(malformed("does not start with a decimal error code"));
     }
     let (code_tok, after_code) = split_tab(line);
-    let code = parse_u32(code_tok).ok_or_else(|| malformed("bad error code"))?;
+    let code = decimal::parse::<u32>(code_tok).ok_or_else(|| malformed("bad error code"))?;
     let after_code = after_code.ok_or_else(|| malformed("no column count"))?;
     let (cols_tok, rest) = split_tab(after_code);
-    let num_cols = parse_u32(cols_tok).ok_or_else(|| malformed("bad column count"))?;
+    let num_cols = decimal::parse::<u32>(cols_tok).ok_or_else(|| malformed("bad column count"))?;
     let mut value_count = 0usize;
     let tokens = Tokens { rest };
     if code == 0 {
@@ -534,100 +469,75 @@ pub fn check_ok(resp: &Response<'_>) -> Result<(), HsError> {
 }
 
 /// `find` by a one-column index (normally PRIMARY on `user_id`) opened as `index_id` on the
-/// connection, with the row columns `user_name,user_email,created` as its column list.
-///
-/// `--verify`: with exactly 3 columns the unescaped values joined with `\t` must equal
-/// `dataset::write_tsv(key)`. With any other column count the codec does not know the column order,
-/// so it only checks that the first value equals `user<key>` (i.e. the list starts with
-/// `user_name`). A NULL where a value is checked fails verification.
+/// connection. A hit is the first row's tokens as they came, tab-separated
+/// ([`RowView::Tsv`]): with the default column list `user_name,user_email,created` that is the
+/// data set's row (the target refuses `--verify` with any other list).
 #[derive(Clone, Debug)]
 pub struct HsCodec {
     index_id: u32,
-    /// Unescaped row, used by `verify` only.
-    scratch: Vec<u8>,
 }
 
 impl HsCodec {
     pub fn new(index_id: u32) -> HsCodec {
-        HsCodec {
-            index_id,
-            scratch: Vec::new(),
-        }
-    }
-
-    pub fn index_id(&self) -> u32 {
-        self.index_id
-    }
-
-    fn row_matches(&mut self, resp: &Response<'_>, key: u64) -> Result<bool, LookupError> {
-        self.scratch.clear();
-        let mut values = resp.values();
-        if resp.num_cols == 3 {
-            for i in 0..3 {
-                let Some(tok) = values.next() else {
-                    return Ok(false);
-                };
-                if is_null(tok) {
-                    return Ok(false);
-                }
-                if i > 0 {
-                    self.scratch.push(b'\t');
-                }
-                unescape_into(tok, &mut self.scratch)?;
-            }
-            Ok(dataset::tsv_matches(key, &self.scratch))
-        } else {
-            let Some(tok) = values.next() else {
-                return Ok(false);
-            };
-            if is_null(tok) {
-                return Ok(false);
-            }
-            unescape_into(tok, &mut self.scratch)?;
-            let mut expect = Vec::with_capacity(24);
-            expect.extend_from_slice(b"user");
-            push_u64(&mut expect, key);
-            Ok(self.scratch == expect)
-        }
+        HsCodec { index_id }
     }
 }
 
 impl Codec for HsCodec {
+    type Cells<'b> = NoCells<'b>;
+
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         encode_find(self.index_id, key, out);
     }
 
-    /// Error replies are non-fatal `Server` errors in `Ok(Some)`, except auth errors (code 3),
-    /// which are returned as a fatal `Err`: every further request on the connection would fail.
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+    /// Error replies are `Server` replies, except auth errors (code 3), which are returned as a
+    /// fatal `Err`: every further request on the connection would fail.
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
         let Some((n, resp)) = parse_response(buf)? else {
             return Ok(None);
         };
         if resp.code != 0 {
-            let e = LookupError::from(HsError::from_response(&resp));
-            return if e.fatal {
-                Err(e)
+            let e = HsError::from_response(&resp);
+            return if e.is_auth() {
+                Err(e.into())
             } else {
-                Ok(Some((n, Err(e))))
+                Ok(Some((n, Reply::Server(e.to_string()))))
             };
         }
-        if resp.value_count() == 0 {
-            return Ok(Some((n, Ok(Outcome::Miss))));
-        }
-        if verify && !self.row_matches(&resp, key)? {
-            return Ok(Some((n, Err(LookupError::verify(key)))));
-        }
-        Ok(Some((n, Ok(Outcome::Hit))))
+        Ok(Some((
+            n,
+            resp.first_row()
+                .map_or(Reply::Miss, |row| Reply::Row(RowView::Tsv(row))),
+        )))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::testkit::{dec, dec_err};
+    use crate::dataset;
+    use crate::outcome::Outcome;
+    use crate::proto::testkit::{self, dec, Seen};
     use proptest::prelude::*;
 
-    type Simple = Result<Outcome, (ErrorKind, bool)>;
+    /// The bytes of a well-formed, non-NULL token (the tests' own decoder: loadgen compares
+    /// tokens as they came and never decodes them).
+    fn unescape(token: &[u8]) -> Vec<u8> {
+        assert!(check_token(token).is_ok() && !is_null(token), "{token:?}");
+        let mut out = Vec::new();
+        let mut bytes = token.iter();
+        while let Some(&b) = bytes.next() {
+            out.push(match b {
+                ESCAPE_PREFIX => bytes.next().unwrap() - ESCAPE_SHIFT,
+                b => b,
+            });
+        }
+        out
+    }
 
     fn tsv(key: u64) -> Vec<u8> {
         let mut v = Vec::new();
@@ -643,36 +553,13 @@ mod tests {
         v
     }
 
-    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
-    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
-    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
-        let mut codec = HsCodec::new(1);
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        let mut next = 0;
-        let mut last = 0;
-        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
-            buf.extend_from_slice(&stream[last..cut]);
-            last = cut;
-            while let Some(&key) = keys.get(next) {
-                match codec.decode(&buf, key, true) {
-                    Ok(None) => break,
-                    Ok(Some((n, r))) => {
-                        assert!(n > 0 && n <= buf.len());
-                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
-                        buf.drain(..n);
-                        out.push(r.map_err(|e| (e.kind, e.fatal)));
-                        next += 1;
-                    }
-                    Err(e) => {
-                        assert!(e.fatal);
-                        out.push(Err((e.kind, e.fatal)));
-                        break 'outer;
-                    }
-                }
-            }
-        }
-        out
+    /// The raw value tokens of a response, as the plugin sent them.
+    fn values<'a>(r: &Response<'a>) -> Tokens<'a> {
+        Tokens { rest: r.rest }
+    }
+
+    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Seen> {
+        testkit::feed(HsCodec::new(1), stream, cuts, keys, |_, seen| seen)
     }
 
     #[test]
@@ -685,9 +572,7 @@ mod tests {
             } else {
                 assert_eq!(enc, [b]);
             }
-            let mut dec = Vec::new();
-            unescape_into(&enc, &mut dec).unwrap();
-            assert_eq!(dec, [b]);
+            assert_eq!(unescape(&enc), [b]);
         }
     }
 
@@ -699,11 +584,7 @@ mod tests {
         let enc = &enc[6..];
         assert_eq!(enc.len(), 256 + 16);
         assert!(!enc.contains(&b'\t') && !enc.contains(&b'\n') && !enc.contains(&0));
-        assert!(check_token(enc).is_ok());
-        let mut dec = b"keep".to_vec();
-        unescape_into(enc, &mut dec).unwrap();
-        assert_eq!(&dec[..4], b"keep");
-        assert_eq!(&dec[4..], &all[..]);
+        assert_eq!(unescape(enc), all);
         // Twice over, in a response line, as the plugin would send it.
         let mut line = b"0\t2\t".to_vec();
         escape_into(&all, &mut line);
@@ -712,11 +593,9 @@ mod tests {
         line.push(b'\n');
         let (n, resp) = parse_response(&line).unwrap().unwrap();
         assert_eq!(n, line.len());
-        assert_eq!(resp.value_count(), 2);
-        for tok in resp.values() {
-            let mut d = Vec::new();
-            unescape_into(tok, &mut d).unwrap();
-            assert_eq!(d, all);
+        assert_eq!(resp.value_count, 2);
+        for tok in values(&resp) {
+            assert_eq!(unescape(tok), all);
         }
     }
 
@@ -731,51 +610,41 @@ mod tests {
 
     #[test]
     fn malformed_escapes() {
-        for bad in [
-            &b"\x01"[..],
-            b"ab\x01",
-            b"\x01\x3f",
-            b"\x01\x50",
-            b"\x01\x01",
-            b"\x02",
-            b"a\x00b",
-            b"\x00",
-            b"\x00\x00",
-            b"x\ty",
+        for (bad, at) in [
+            (&b"\x01"[..], 0),
+            (b"ab\x01", 2),
+            (b"\x01\x3f", 0),
+            (b"\x01\x50", 0),
+            (b"\x01\x01", 0),
+            (b"\x02", 0),
+            (b"a\x00b", 1),
+            (b"\x00\x00", 0),
+            (b"x\ty", 1),
         ] {
-            let mut out = b"keep".to_vec();
-            let e = unescape_into(bad, &mut out).unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Protocol);
-            assert!(e.fatal);
-            assert_eq!(out, b"keep", "output restored for {bad:?}");
+            assert_eq!(check_token(bad), Err(at), "{bad:?}");
         }
-        for ok in [&b"\x01\x40"[..], b"\x01\x4f", b"", b"\xff\x10"] {
-            let mut out = Vec::new();
-            unescape_into(ok, &mut out).unwrap();
+        for ok in [&b"\x01\x40"[..], b"\x01\x4f", b"", b"\xff\x10", NULL_TOKEN] {
+            assert_eq!(check_token(ok), Ok(()), "{ok:?}");
         }
     }
 
     #[test]
     fn null_and_empty_tokens() {
         let (_, resp) = parse_response(b"0\t3\t\0\t\t\x01\x40\n").unwrap().unwrap();
-        let toks: Vec<&[u8]> = resp.values().collect();
+        let toks: Vec<&[u8]> = values(&resp).collect();
         assert_eq!(toks, [&b"\0"[..], b"", b"\x01\x40"]);
         assert!(is_null(toks[0]));
         assert!(!is_null(toks[1]));
         assert!(!is_null(toks[2]));
-        let mut out = Vec::new();
-        assert!(unescape_into(toks[0], &mut out).is_err());
-        unescape_into(toks[1], &mut out).unwrap();
-        assert!(out.is_empty());
-        unescape_into(toks[2], &mut out).unwrap();
-        assert_eq!(out, [0]);
+        assert_eq!(unescape(toks[1]), b"");
+        assert_eq!(unescape(toks[2]), [0]);
         // A line of one empty value differs from a line with no values.
         let (_, one_empty) = parse_response(b"0\t1\t\n").unwrap().unwrap();
-        assert_eq!(one_empty.value_count(), 1);
-        assert_eq!(one_empty.values().collect::<Vec<_>>(), [&b""[..]]);
+        assert_eq!(one_empty.value_count, 1);
+        assert_eq!(values(&one_empty).collect::<Vec<_>>(), [&b""[..]]);
         let (_, none) = parse_response(b"0\t1\n").unwrap().unwrap();
-        assert_eq!(none.value_count(), 0);
-        assert_eq!(none.values().count(), 0);
+        assert_eq!(none.value_count, 0);
+        assert_eq!(values(&none).count(), 0);
         // NULL counts as a value: a hit, and verify fails on it.
         let mut c = HsCodec::new(0);
         assert_eq!(
@@ -830,7 +699,6 @@ mod tests {
         out.clear();
         c.encode(1_000_000, &mut out);
         assert_eq!(out, b"3\t=\t1\t1000000\n");
-        assert_eq!(c.index_id(), 3);
     }
 
     #[test]
@@ -868,28 +736,30 @@ mod tests {
     #[test]
     fn parse_success_lines() {
         let (n, r) = parse_response(b"0\t1\nrest").unwrap().unwrap();
-        assert_eq!((n, r.code, r.num_cols, r.value_count()), (4, 0, 1, 0));
+        assert_eq!((n, r.code, r.num_cols, r.value_count), (4, 0, 1, 0));
         assert!(r.is_ok());
         assert_eq!(r.message(), None);
         assert!(check_ok(&r).is_ok());
         let (n, r) = parse_response(b"0\t1\r\n").unwrap().unwrap();
-        assert_eq!((n, r.value_count()), (5, 0));
+        assert_eq!((n, r.value_count), (5, 0));
         let (n, r) = parse_response(b"0\t2\ta\tb\tc\td\n0\t1\n")
             .unwrap()
             .unwrap();
-        assert_eq!(
-            (n, r.num_cols, r.value_count(), r.row_count()),
-            (12, 2, 4, 2)
-        );
-        let row1: Vec<&[u8]> = r.row(1).unwrap().collect();
-        assert_eq!(row1, [&b"c"[..], b"d"]);
-        assert!(r.row(2).is_none());
+        assert_eq!((n, r.num_cols, r.value_count, r.row_count()), (12, 2, 4, 2));
+        assert_eq!(r.first_row(), Some(&b"a\tb"[..]));
+        let (_, r) = parse_response(b"0\t1\ta\tb\n").unwrap().unwrap();
+        assert_eq!(r.first_row(), Some(&b"a"[..]));
+        let (_, r) = parse_response(b"0\t3\ta\t\tc\n").unwrap().unwrap();
+        assert_eq!(r.first_row(), Some(&b"a\t\tc"[..]));
+        for miss in [&b"0\t3\n"[..], b"0\t0\n", b"2\t1\tstmtnum\n"] {
+            assert_eq!(parse_response(miss).unwrap().unwrap().1.first_row(), None);
+        }
         // find_modify style reply `0\t1\t<numfound>`.
         let (_, r) = parse_response(b"0\t1\t3\n").unwrap().unwrap();
-        assert_eq!(r.values().next(), Some(&b"3"[..]));
+        assert_eq!(values(&r).next(), Some(&b"3"[..]));
         // `\r` inside a value is not a line end, only right before `\n`.
         let (_, r) = parse_response(b"0\t1\tab\r\n").unwrap().unwrap();
-        assert_eq!(r.values().next(), Some(&b"ab"[..]));
+        assert_eq!(values(&r).next(), Some(&b"ab"[..]));
     }
 
     #[test]
@@ -936,10 +806,10 @@ mod tests {
             assert!(e.to_string().contains(msg));
 
             let mut c = HsCodec::new(1);
-            let le = match c.decode(line, 1, true) {
-                Ok(Some((n, Err(e)))) => {
+            let le = match c.decode(line, 1) {
+                Ok(Some((n, Reply::Server(m)))) => {
                     assert_eq!(n, line.len());
-                    e
+                    LookupError::server(m)
                 }
                 Err(e) => e,
                 _ => panic!("expected an error for {line:?}"),
@@ -1043,7 +913,7 @@ mod tests {
         buf.truncate(MAX_FRAME - 1);
         buf.push(b'\n');
         let (n, r) = parse_response(&buf).unwrap().unwrap();
-        assert_eq!((n, r.value_count()), (MAX_FRAME, 1));
+        assert_eq!((n, r.value_count), (MAX_FRAME, 1));
         buf.extend_from_slice(b"0\t1\n");
         assert_eq!(parse_response(&buf).unwrap().unwrap().0, MAX_FRAME);
     }
@@ -1061,12 +931,7 @@ mod tests {
             Some((hit.len(), Outcome::Hit))
         );
         // Wrong row: a non-fatal Verify error, only with verify.
-        assert_eq!(
-            dec(&mut c, &hit, 43, false).unwrap(),
-            Some((hit.len(), Outcome::Hit))
-        );
-        let (n, e) = dec_err(&mut c, &hit, 43, true);
-        assert_eq!((n, e.kind, e.fatal), (hit.len(), ErrorKind::Verify, false));
+        testkit::assert_wrong_row(&mut c, &hit, 43);
         // Misses.
         assert_eq!(
             dec(&mut c, b"0\t3\n", 42, true).unwrap(),
@@ -1080,27 +945,17 @@ mod tests {
             dec(&mut c, b"0\t1\n", 42, false).unwrap(),
             Some((4, Outcome::Miss))
         );
-        // Other column counts: verify checks the first value is user<id>.
-        assert_eq!(
-            dec(&mut c, b"0\t1\tuser42\n", 42, true).unwrap(),
-            Some((11, Outcome::Hit))
-        );
-        assert_eq!(
-            dec(&mut c, b"0\t2\tuser42\tx\n", 42, true).unwrap(),
-            Some((13, Outcome::Hit))
-        );
-        assert_eq!(
-            dec(&mut c, b"0\t1\tuser4\n", 42, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
-        assert_eq!(
-            dec(&mut c, b"0\t1\tuser420\n", 42, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
-        assert_eq!(
-            dec(&mut c, b"0\t1\t\n", 42, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
+        // Other column counts are hits, and not the data set's row (the target refuses
+        // --verify with a column list of its own).
+        for other in [
+            &b"0\t1\tuser42\n"[..],
+            b"0\t2\tuser42\tx\n",
+            b"0\t1\tuser4\n",
+            b"0\t1\t\n",
+            b"0\t4\tuser42\tuser42@example.com\t2010-02-03 11:23:15\tx\n",
+        ] {
+            testkit::assert_wrong_row(&mut c, other, 42);
+        }
         // Three columns that are almost right.
         let mut near = hit.clone();
         let last = near.len() - 2;
@@ -1111,10 +966,10 @@ mod tests {
         );
         let e = dec(&mut c, b"0\t3\tuser42\tuser42@example.com\n", 42, true).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Protocol, "2 values for 3 columns");
-        // Escaped bytes in a value are unescaped before comparing.
-        let mut esc = b"0\t1\t".to_vec();
-        escape_into(b"user\x0142", &mut esc);
-        esc.push(b'\n');
+        // An escaped byte is never the row's: the row holds no byte below 0x10.
+        let mut esc = b"0\t3\t".to_vec();
+        escape_into(b"user42\x01", &mut esc);
+        esc.extend_from_slice(b"\tuser42@example.com\t2010-02-03 11:23:15\n");
         assert_eq!(
             dec(&mut c, &esc, 42, true).unwrap_err().kind,
             ErrorKind::Verify
@@ -1136,6 +991,13 @@ mod tests {
             dec(&mut c, &both, 42, true).unwrap(),
             Some((hit.len(), Outcome::Hit))
         );
+    }
+
+    #[test]
+    fn hits_and_misses_allocate_nothing() {
+        let mut c = HsCodec::new(1);
+        testkit::assert_no_alloc(&mut c, &hit_line(42), 42);
+        testkit::assert_no_alloc(&mut c, b"0\t3\n", 42);
     }
 
     #[test]
@@ -1206,30 +1068,29 @@ mod tests {
             Ok(None) => assert!(buf.len() < MAX_FRAME),
             Ok(Some((n, r))) => {
                 assert!(n > 0 && n <= buf.len());
-                assert_eq!(r.values().count(), r.value_count());
+                assert_eq!(values(&r).count(), r.value_count);
+                if let Some(row) = r.first_row() {
+                    assert_eq!(row.split(|&b| b == b'\t').count(), r.num_cols as usize);
+                }
             }
             Err(_) => {}
         }
     }
 
-    fn soup() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"0".to_vec()),
-            Just(b"1".to_vec()),
-            Just(b"3".to_vec()),
-            Just(b"\t".to_vec()),
-            Just(b"\n".to_vec()),
-            Just(b"\r".to_vec()),
-            Just(vec![0u8]),
-            Just(vec![1u8]),
-            Just(b"\x01\x40".to_vec()),
-            Just(b"user42".to_vec()),
-            Just(b"user42@example.com".to_vec()),
-            Just(b"2010-02-03 11:22:15".to_vec()),
-            any::<u8>().prop_map(|b| vec![b]),
-        ];
-        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
-    }
+    const SOUP: &[&[u8]] = &[
+        b"0",
+        b"1",
+        b"3",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\0",
+        b"\x01",
+        b"\x01\x40",
+        b"user42",
+        b"user42@example.com",
+        b"2010-02-03 11:22:15",
+    ];
 
     proptest! {
         #[test]
@@ -1238,7 +1099,7 @@ mod tests {
         }
 
         #[test]
-        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+        fn token_soup_never_panics(buf in testkit::soup(SOUP, 40), key in 40u64..45, verify: bool) {
             check_invariants(&buf, key, verify);
             let mut with_header = b"0\t3\t".to_vec();
             with_header.extend_from_slice(&buf);
@@ -1251,9 +1112,7 @@ mod tests {
             escape_into(&data, &mut enc);
             prop_assert!(check_token(&enc).is_ok());
             prop_assert!(!enc.contains(&b'\t') && !enc.contains(&b'\n'));
-            let mut dec = Vec::new();
-            unescape_into(&enc, &mut dec).unwrap();
-            prop_assert_eq!(dec, data);
+            prop_assert_eq!(unescape(&enc), data);
         }
     }
 }

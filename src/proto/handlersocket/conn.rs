@@ -18,6 +18,9 @@ use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint};
 use crate::url::TargetUrl;
 
+/// The usr row's value columns, in the order the data set writes them.
+const DEFAULT_COLUMNS: &str = "user_name,user_email,created";
+
 pub struct HsTarget {
     endpoint: Endpoint,
     /// The endpoint as messages name it.
@@ -48,7 +51,7 @@ impl HsTarget {
         };
         let columns: Vec<String> = url
             .param("columns")
-            .unwrap_or("user_name,user_email,created")
+            .unwrap_or(DEFAULT_COLUMNS)
             .split(',')
             .map(|c| c.trim().to_string())
             .collect();
@@ -56,6 +59,13 @@ impl HsTarget {
             return Err(SetupError(
                 "bad HandlerSocket columns: use columns=a,b,c".into(),
             ));
+        }
+        // A find returns the listed columns as they are; --verify knows only the usr row.
+        if plan.verify && columns.join(",") != DEFAULT_COLUMNS {
+            return Err(SetupError(format!(
+                "--verify checks the usr row ({DEFAULT_COLUMNS}) and cannot check columns={}: drop --verify, or columns= from the URL",
+                columns.join(",")
+            )));
         }
         let status = match url.param("mysql") {
             Some(m) => {
@@ -190,5 +200,41 @@ impl Target for HsTarget {
             value: v,
             source: "global status Handler_read_key".into(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str, verify: bool) -> Result<HsTarget, SetupError> {
+        let plan = Plan {
+            verify,
+            ..Plan::default()
+        };
+        HsTarget::new(&TargetUrl::parse(url).unwrap(), &plan)
+    }
+
+    #[test]
+    fn verify_takes_only_the_usr_columns() {
+        let hs = "hs://127.0.0.1:9998/loadgen/usr";
+        for url in [
+            hs.to_string(),
+            format!("{hs}?columns=user_name,user_email,created"),
+            format!("{hs}?columns=user_name, user_email ,created"),
+        ] {
+            assert!(target(&url, true).is_ok(), "{url}");
+        }
+        for columns in [
+            "user_name",
+            "user_email,user_name,created",
+            "user_name,user_email,created,user_id",
+        ] {
+            let url = format!("{hs}?columns={columns}");
+            assert!(target(&url, false).is_ok(), "{url}");
+            let e = target(&url, true).err().expect("refused").0;
+            assert!(e.contains("--verify") && e.contains(columns), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 }

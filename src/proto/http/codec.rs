@@ -10,8 +10,9 @@
 //!   304, which never have a body. With both, chunked wins and the connection must be closed
 //!   (RFC 9112 §6.3). Any transfer coding other than exactly `chunked` is refused.
 //! * Interim 1xx responses (other than 101) are skipped: their bytes count toward the reply.
-//! * `200` → `Hit` (with `--verify` the body must be the row's tsv, optionally followed by one
-//!   `\n`), `404` → `Miss`, any other status → non-fatal `Server` error naming the status.
+//! * `200` → a row: the body, without one trailing `\n` if it has one (de-chunked into the
+//!   codec's buffer when chunked); `404` → a miss; any other status → a `Server` reply naming
+//!   the status.
 //! * `Connection: close` (or an HTTP/1.0 response without `Connection: keep-alive`) does not
 //!   make the reply an error, but the server will close the connection after it:
 //!   `Codec::must_close` says so after each completed reply.
@@ -23,29 +24,14 @@
 
 use std::mem::MaybeUninit;
 
-use crate::dataset;
-use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{Codec, Decoded, MAX_FRAME};
+use crate::decimal;
+use crate::outcome::LookupError;
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;
 /// Longest chunk-size line (with chunk extensions) or trailer line accepted.
 const MAX_CHUNK_LINE: usize = 4096;
-
-/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
 
 /// Appends `s`, percent-encoding the bytes that cannot appear in a request-target or `Host`
 /// value as they are (space, control bytes, DEL, non-ASCII). `%` itself is kept, so parts that
@@ -103,20 +89,6 @@ fn list_has(value: &[u8], token: &[u8]) -> bool {
     value
         .split(|&b| b == b',')
         .any(|t| trim_ows(t).eq_ignore_ascii_case(token))
-}
-
-fn parse_decimal(digits: &[u8]) -> Option<usize> {
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    let mut v: usize = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
-    }
-    Some(v)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +153,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head<'_>>, LookupError> {
     for field in res.headers.iter() {
         let (name, value) = (field.name.as_bytes(), trim_ows(field.value));
         if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_decimal(value).ok_or_else(|| protocol("malformed Content-Length"))?;
+            let n = decimal::parse::<usize>(value)
+                .ok_or_else(|| protocol("malformed Content-Length"))?;
             if content_length.is_some_and(|c| c != n) {
                 return Err(protocol("conflicting Content-Length headers"));
             }
@@ -301,14 +274,6 @@ fn walk_chunks(
     }
 }
 
-/// True when `body` is the row of `key`, optionally followed by one `\n`.
-fn body_matches(key: u64, body: &[u8]) -> bool {
-    dataset::tsv_matches(key, body)
-        || body
-            .strip_suffix(b"\n")
-            .is_some_and(|b| dataset::tsv_matches(key, b))
-}
-
 /// `GET <prefix><key><suffix>` lookups on one keep-alive connection.
 #[derive(Clone, Debug)]
 pub struct HttpCodec {
@@ -316,7 +281,7 @@ pub struct HttpCodec {
     prefix: Vec<u8>,
     suffix: Vec<u8>,
     must_close: bool,
-    /// De-chunked body, used by `verify` only.
+    /// The de-chunked body of the last chunked 200 reply.
     scratch: Vec<u8>,
 }
 
@@ -346,19 +311,25 @@ impl HttpCodec {
 }
 
 impl Codec for HttpCodec {
+    type Cells<'b> = NoCells<'b>;
+
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"GET ");
         out.extend_from_slice(&self.prefix);
-        push_u64(out, key);
+        decimal::push(out, key);
         out.extend_from_slice(&self.suffix);
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(&self.host);
         out.extend_from_slice(b"\r\n\r\n");
     }
 
-    /// Statuses other than 200 and 404, and `Verify` failures, are non-fatal errors in
-    /// `Ok(Some)`; malformed or oversized replies are a fatal `Err`.
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+    /// Statuses other than 200 and 404 are `Server` replies; malformed or oversized replies are
+    /// a fatal `Err`.
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
         let mut start = 0;
         let head = loop {
             let rest = buf.get(start..).unwrap_or_default();
@@ -377,39 +348,44 @@ impl Codec for HttpCodec {
             }
         };
         let body_start = start + head.len;
-        let check = verify && head.status == 200;
-        let (end, body_ok) = match head.body {
-            Body::Empty => (body_start, !check),
+        let row = head.status == 200;
+        let end = match head.body {
+            Body::Empty => body_start,
             Body::Length(n) => {
                 let end = body_start.checked_add(n).filter(|&e| e <= MAX_FRAME);
                 let Some(end) = end else {
                     return Err(protocol("Content-Length exceeds MAX_FRAME"));
                 };
-                let Some(body) = buf.get(body_start..end) else {
+                if buf.len() < end {
                     return incomplete(buf);
-                };
-                (end, !check || body_matches(key, body))
+                }
+                end
             }
             Body::Chunked => {
                 self.scratch.clear();
-                let sink = if check { Some(&mut self.scratch) } else { None };
+                let sink = if row { Some(&mut self.scratch) } else { None };
                 let Some(end) = walk_chunks(buf, body_start, sink)? else {
                     return incomplete(buf);
                 };
-                (end, !check || body_matches(key, &self.scratch))
+                end
             }
         };
         self.must_close = head.close;
-        let result = match head.status {
-            200 if body_ok => Ok(Outcome::Hit),
-            200 => Err(LookupError::verify(key)),
-            404 => Ok(Outcome::Miss),
-            s => Err(LookupError::server(format!(
+        let reply = match head.status {
+            200 => {
+                let body = match head.body {
+                    Body::Chunked => &self.scratch[..],
+                    _ => buf.get(body_start..end).unwrap_or_default(),
+                };
+                Reply::Row(RowView::Tsv(body.strip_suffix(b"\n").unwrap_or(body)))
+            }
+            404 => Reply::Miss,
+            s => Reply::Server(format!(
                 "http status {s} {}",
                 String::from_utf8_lossy(head.reason.get(..100).unwrap_or(head.reason))
-            ))),
+            )),
         };
-        Ok(Some((end, result)))
+        Ok(Some((end, reply)))
     }
 
     /// After a reply came back complete (`Ok(Some)`): the server said it closes the connection
@@ -424,10 +400,12 @@ impl Codec for HttpCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorKind;
-    use crate::proto::testkit::{dec, dec_err};
+    use crate::dataset;
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::proto::testkit::{self, dec, dec_err};
     use proptest::prelude::*;
 
+    /// An outcome and whether the codec said to close the connection after it.
     type Simple = Result<(Outcome, bool), (ErrorKind, bool)>;
 
     fn codec() -> HttpCodec {
@@ -465,39 +443,10 @@ mod tests {
         with_length("200 OK", "Content-Type: text/plain\r\n", &tsv(key))
     }
 
-    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
-    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
     fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
-        let mut codec = codec();
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        let mut next = 0;
-        let mut last = 0;
-        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
-            buf.extend_from_slice(&stream[last..cut]);
-            last = cut;
-            while let Some(&key) = keys.get(next) {
-                match codec.decode(&buf, key, true) {
-                    Ok(None) => break,
-                    Ok(Some((n, r))) => {
-                        assert!(n > 0 && n <= buf.len());
-                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
-                        buf.drain(..n);
-                        out.push(
-                            r.map(|o| (o, codec.must_close()))
-                                .map_err(|e| (e.kind, e.fatal)),
-                        );
-                        next += 1;
-                    }
-                    Err(e) => {
-                        assert!(e.fatal);
-                        out.push(Err((e.kind, e.fatal)));
-                        break 'outer;
-                    }
-                }
-            }
-        }
-        out
+        testkit::feed(codec(), stream, cuts, keys, |c, seen| {
+            seen.map(|o| (o, c.must_close()))
+        })
     }
 
     #[test]
@@ -545,12 +494,7 @@ mod tests {
             Some((h.len(), Outcome::Hit))
         );
         assert!(!c.must_close());
-        let (n, e) = dec_err(&mut c, &h, 43, true);
-        assert_eq!((n, e.kind, e.fatal), (h.len(), ErrorKind::Verify, false));
-        assert_eq!(
-            dec(&mut c, &h, 43, false).unwrap(),
-            Some((h.len(), Outcome::Hit))
-        );
+        testkit::assert_wrong_row(&mut c, &h, 43);
         // One trailing newline is fine, two are not.
         let mut body = tsv(42);
         body.push(b'\n');
@@ -560,11 +504,7 @@ mod tests {
             Some((r.len(), Outcome::Hit))
         );
         body.push(b'\n');
-        let r = with_length("200 OK", "", &body);
-        assert_eq!(
-            dec(&mut c, &r, 42, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
+        testkit::assert_wrong_row(&mut c, &with_length("200 OK", "", &body), 42);
         // Header names are case-insensitive; no reason phrase; bare LF line ends.
         let mut r = b"HTTP/1.1 200\ncontent-LENGTH:   45  \n\n".to_vec();
         r.extend_from_slice(&tsv(42));
@@ -896,6 +836,15 @@ mod tests {
     }
 
     #[test]
+    fn hits_and_misses_allocate_nothing() {
+        let mut c = codec();
+        testkit::assert_no_alloc(&mut c, &hit(42), 42);
+        let row = tsv(42);
+        testkit::assert_no_alloc(&mut c, &chunked("200 OK", &[&row[..9], &row[9..]]), 42);
+        testkit::assert_no_alloc(&mut c, &with_length("404 Not Found", "", b"no"), 42);
+    }
+
+    #[test]
     fn pipelined_prefixes_and_splits() {
         let keys = [1u64, 2, 3, 4, 5, 6, 7];
         let mut stream = hit(1);
@@ -950,28 +899,24 @@ mod tests {
         crate::proto::testkit::codec_contract(&mut c, buf, key, verify);
     }
 
-    fn soup() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"HTTP/1.1 ".to_vec()),
-            Just(b"HTTP/1.0 ".to_vec()),
-            Just(b"200 OK".to_vec()),
-            Just(b"404".to_vec()),
-            Just(b"100 Continue".to_vec()),
-            Just(b"\r\n".to_vec()),
-            Just(b"\n".to_vec()),
-            Just(b"Content-Length: ".to_vec()),
-            Just(b"Transfer-Encoding: chunked".to_vec()),
-            Just(b"Connection: close".to_vec()),
-            Just(b"0".to_vec()),
-            Just(b"5".to_vec()),
-            Just(b"2f".to_vec()),
-            Just(b"47".to_vec()),
-            Just(b";ext".to_vec()),
-            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
-            any::<u8>().prop_map(|b| vec![b]),
-        ];
-        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
-    }
+    const SOUP: &[&[u8]] = &[
+        b"HTTP/1.1 ",
+        b"HTTP/1.0 ",
+        b"200 OK",
+        b"404",
+        b"100 Continue",
+        b"\r\n",
+        b"\n",
+        b"Content-Length: ",
+        b"Transfer-Encoding: chunked",
+        b"Connection: close",
+        b"0",
+        b"5",
+        b"2f",
+        b"47",
+        b";ext",
+        b"user42\tuser42@example.com\t2010-02-03 11:23:15",
+    ];
 
     proptest! {
         #[test]
@@ -980,7 +925,7 @@ mod tests {
         }
 
         #[test]
-        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+        fn token_soup_never_panics(buf in testkit::soup(SOUP, 40), key in 40u64..45, verify: bool) {
             check_invariants(&buf, key, verify);
             let mut with_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             with_head.extend_from_slice(&buf);

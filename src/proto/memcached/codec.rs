@@ -7,6 +7,8 @@
 //!   `<bytes>` bytes and may contain anything, `\r\nEND\r\n` included: it is skipped by length.
 //! * `END\r\n` — a miss.
 //! * `SERVER_ERROR <msg>\r\n` — the server failed (e.g. out of memory): a non-fatal `Server` error.
+//! * A `VALUE` block for another key than the one asked for — the replies no longer line up
+//!   with the requests: a fatal `Protocol` error.
 //! * `ERROR\r\n`, `CLIENT_ERROR <msg>\r\n` — a fatal `Protocol` error. memcached sends `ERROR`
 //!   for a command line it does not know and `CLIENT_ERROR` for input it cannot parse (bad data
 //!   chunk, line too long, bad key). After a bad data chunk it reads the rest of the data as
@@ -20,9 +22,9 @@
 
 use std::fmt;
 
-use crate::dataset;
-use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::decimal;
+use crate::outcome::LookupError;
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";
@@ -30,18 +32,6 @@ pub const DEFAULT_PREFIX: &[u8] = b"usr:";
 pub const MAX_KEY_LEN: usize = 250;
 /// Longest reply line accepted (a `VALUE` line is at most ~320 bytes, error lines are short).
 pub const MAX_LINE: usize = 8192;
-
-/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
-fn push_u64(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    out.extend_from_slice(decimal(n, &mut digits));
-}
-
-/// True when `key` is a valid memcached text-protocol key: 1 to 250 bytes, no spaces or
-/// control bytes.
-pub fn valid_key(key: &[u8]) -> bool {
-    !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
-}
 
 /// A key prefix that cannot be used: with the longest id (20 digits) it would not be a valid key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,21 +45,15 @@ impl fmt::Display for InvalidKey {
 
 impl std::error::Error for InvalidKey {}
 
-/// Appends `get <key>\r\n`. `key` must be [`valid_key`].
-pub fn encode_get(key: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(b"get ");
-    out.extend_from_slice(key);
-    out.extend_from_slice(b"\r\n");
-}
-
 /// Appends `set <key> 0 0 <len> noreply\r\n<value>\r\n` (flags 0, no expiry, no reply: errors
 /// other than `CLIENT_ERROR`s are not reported, so check the load with `stats` afterwards).
-/// `key` must be [`valid_key`]; `value` may hold any bytes.
+/// `key` must be a valid key (1 to 250 bytes, no spaces or control bytes); `value` may hold
+/// any bytes.
 pub fn encode_set_noreply(key: &[u8], value: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"set ");
     out.extend_from_slice(key);
     out.extend_from_slice(b" 0 0 ");
-    push_u64(out, value.len() as u64);
+    decimal::push(out, value.len() as u64);
     out.extend_from_slice(b" noreply\r\n");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
@@ -131,20 +115,6 @@ fn error_line(line: &[u8]) -> Option<LookupError> {
     }
 }
 
-fn parse_num<T: TryFrom<u64>>(digits: &[u8]) -> Option<T> {
-    if digits.is_empty() || digits.len() > 20 {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    T::try_from(v).ok()
-}
-
 /// The reply to a one-key `get`, borrowed from the read buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GetReply<'a> {
@@ -155,6 +125,8 @@ pub enum GetReply<'a> {
         data: &'a [u8],
     },
     Miss,
+    /// `SERVER_ERROR <msg>`: the whole line.
+    ServerError(&'a [u8]),
 }
 
 const GET_STARTS: [&[u8]; 5] = [
@@ -166,8 +138,7 @@ const GET_STARTS: [&[u8]; 5] = [
 ];
 
 /// Parses the reply at the front of `buf` to a `get` of one key. `Ok(None)`: incomplete.
-/// `SERVER_ERROR` is a non-fatal `Server` error, everything else that is not a `VALUE` block or
-/// `END` is a fatal `Protocol` error, as is a declared length that would make the reply larger
+/// Everything that is not a `VALUE` block, `END` or `SERVER_ERROR` is a fatal `Protocol` error, as is a declared length that would make the reply larger
 /// than [`MAX_FRAME`] and a second `VALUE` block. No allocation on success.
 pub fn parse_get_reply(buf: &[u8]) -> Result<Option<(usize, GetReply<'_>)>, LookupError> {
     if !could_start(buf, &GET_STARTS) {
@@ -182,17 +153,20 @@ pub fn parse_get_reply(buf: &[u8]) -> Result<Option<(usize, GetReply<'_>)>, Look
     if line == b"END" {
         return Ok(Some((data_start, GetReply::Miss)));
     }
+    if line.starts_with(b"SERVER_ERROR") {
+        return Ok(Some((data_start, GetReply::ServerError(line))));
+    }
     let Some(fields) = line.strip_prefix(b"VALUE ") else {
         return Err(error_line(line)
             .unwrap_or_else(|| protocol(&format!("unexpected reply `{}`", shown(line)))));
     };
     let mut parts = fields.split(|&b| b == b' ');
     let key = parts.next().unwrap_or_default();
-    let flags = parts.next().and_then(parse_num::<u32>);
-    let bytes = parts.next().and_then(parse_num::<usize>);
+    let flags = parts.next().and_then(decimal::parse::<u32>);
+    let bytes = parts.next().and_then(decimal::parse::<usize>);
     let cas = match parts.next() {
         None => Some(None),
-        Some(c) => parse_num::<u64>(c).map(Some),
+        Some(c) => decimal::parse::<u64>(c).map(Some),
     };
     let (Some(flags), Some(bytes), Some(cas), None, false) =
         (flags, bytes, cas, parts.next(), key.is_empty())
@@ -289,9 +263,7 @@ pub fn parse_stats(buf: &[u8]) -> Result<Option<(usize, Vec<(String, String)>)>,
     }
 }
 
-/// `get <prefix><id>` lookups. `--verify`: the data must be `dataset::write_tsv(id)` and the key
-/// returned must be the key asked for (both mismatches are non-fatal `Verify` errors; without
-/// `--verify` neither is looked at).
+/// `get <prefix><id>` lookups; a hit is the value, as one tab-separated row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McCodec {
     prefix: Vec<u8>,
@@ -319,75 +291,75 @@ impl McCodec {
         Ok(McCodec { prefix })
     }
 
-    pub fn prefix(&self) -> &[u8] {
-        &self.prefix
-    }
-
     /// Appends the key of `id`: `<prefix><id>` (also for `loadgen prepare`).
     pub fn key_into(&self, id: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.prefix);
-        push_u64(out, id);
+        decimal::push(out, id);
     }
 
+    /// `key` is `<prefix><id>` as `key_into` writes it (no leading zeros). Parses rather than
+    /// writes the digits: this runs on every hit.
     fn key_matches(&self, key: &[u8], id: u64) -> bool {
-        let mut digits = [0u8; 20];
-        key.strip_prefix(self.prefix.as_slice()) == Some(decimal(id, &mut digits))
+        match key.strip_prefix(self.prefix.as_slice()) {
+            Some([b'0', _, ..]) | None => false,
+            Some(digits) => decimal::parse::<u64>(digits) == Some(id),
+        }
     }
 }
 
 impl Codec for McCodec {
+    type Cells<'b> = NoCells<'b>;
+
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"get ");
         self.key_into(key, out);
         out.extend_from_slice(b"\r\n");
     }
 
-    /// `SERVER_ERROR` is a non-fatal `Server` error in `Ok(Some)`; `ERROR`, `CLIENT_ERROR` and
-    /// garbage are a fatal `Err` (see the module docs).
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
-        let reply = match parse_get_reply(buf) {
-            Ok(r) => r,
-            Err(e) if !e.fatal => {
-                // A SERVER_ERROR line: complete, so it ends at the first `\n`.
-                let n = buf
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(buf.len(), |p| p + 1);
-                return Ok(Some((n, Err(e))));
-            }
-            Err(e) => return Err(e),
+    /// `SERVER_ERROR` is a `Server` reply; `ERROR`, `CLIENT_ERROR`, garbage and a value for
+    /// another key than `key` are a fatal `Err` (see the module docs).
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        key: u64,
+    ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
+        let Some((n, reply)) = parse_get_reply(buf)? else {
+            return Ok(None);
         };
-        Ok(match reply {
-            None => None,
-            Some((n, GetReply::Miss)) => Some((n, Ok(Outcome::Miss))),
-            Some((n, GetReply::Hit { key: got, data, .. })) => {
-                if verify && !(self.key_matches(got, key) && dataset::tsv_matches(key, data)) {
-                    Some((n, Err(LookupError::verify(key))))
-                } else {
-                    Some((n, Ok(Outcome::Hit)))
-                }
+        let reply = match reply {
+            GetReply::Miss => Reply::Miss,
+            GetReply::Hit { key: got, data, .. } if self.key_matches(got, key) => {
+                Reply::Row(RowView::Tsv(data))
             }
-        })
+            GetReply::Hit { key: got, .. } => {
+                return Err(protocol(&format!(
+                    "a value for `{}` in reply to `get {}{key}`: the stream is out of step",
+                    shown(got),
+                    String::from_utf8_lossy(&self.prefix)
+                )))
+            }
+            GetReply::ServerError(line) => Reply::Server(format!("memcached: {}", shown(line))),
+        };
+        Ok(Some((n, reply)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorKind;
-    use crate::proto::testkit::{dec, dec_err};
+    use crate::dataset;
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::proto::testkit::{self, dec, dec_err, Seen};
     use proptest::prelude::*;
-
-    type Simple = Result<Outcome, (ErrorKind, bool)>;
 
     fn value_reply(key: &[u8], data: &[u8], cas: Option<u64>) -> Vec<u8> {
         let mut v = b"VALUE ".to_vec();
         v.extend_from_slice(key);
         v.extend_from_slice(b" 0 ");
-        push_u64(&mut v, data.len() as u64);
+        decimal::push(&mut v, data.len() as u64);
         if let Some(c) = cas {
             v.push(b' ');
-            push_u64(&mut v, c);
+            decimal::push(&mut v, c);
         }
         v.extend_from_slice(b"\r\n");
         v.extend_from_slice(data);
@@ -403,36 +375,8 @@ mod tests {
         value_reply(&key, &data, None)
     }
 
-    /// Feeds `stream` in the given pieces into a growing buffer as a reader would, decoding every
-    /// complete reply after each piece and dropping its bytes; stops at the first fatal error.
-    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Simple> {
-        let mut codec = McCodec::default();
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        let mut next = 0;
-        let mut last = 0;
-        'outer: for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
-            buf.extend_from_slice(&stream[last..cut]);
-            last = cut;
-            while let Some(&key) = keys.get(next) {
-                match codec.decode(&buf, key, true) {
-                    Ok(None) => break,
-                    Ok(Some((n, r))) => {
-                        assert!(n > 0 && n <= buf.len());
-                        assert!(r.as_ref().map_or_else(|e| !e.fatal, |_| true));
-                        buf.drain(..n);
-                        out.push(r.map_err(|e| (e.kind, e.fatal)));
-                        next += 1;
-                    }
-                    Err(e) => {
-                        assert!(e.fatal);
-                        out.push(Err((e.kind, e.fatal)));
-                        break 'outer;
-                    }
-                }
-            }
-        }
-        out
+    fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Seen> {
+        testkit::feed(McCodec::default(), stream, cuts, keys, |_, seen| seen)
     }
 
     #[test]
@@ -459,9 +403,8 @@ mod tests {
         encode_set_noreply(b"k", b"", &mut out);
         assert_eq!(out, b"set k 0 0 0 noreply\r\n\r\n");
         out.clear();
-        encode_get(b"x:1", &mut out);
         encode_stats(&mut out);
-        assert_eq!(out, b"get x:1\r\nstats\r\n");
+        assert_eq!(out, b"stats\r\n");
         let mut c = McCodec::new("").unwrap();
         out.clear();
         c.encode(5, &mut out);
@@ -474,12 +417,7 @@ mod tests {
         assert!(McCodec::new(vec![b'x'; 231]).is_err());
         assert!(McCodec::new(vec![b'x'; 230]).is_ok());
         assert!(McCodec::new("p\r").is_err());
-        assert_eq!(McCodec::default().prefix(), b"usr:");
-        assert!(valid_key(b"usr:1"));
-        assert!(!valid_key(b""));
-        assert!(!valid_key(b"a b"));
-        assert!(!valid_key(&[b'k'; 251]));
-        assert!(valid_key(&[b'k'; 250]));
+        assert_eq!(McCodec::default().prefix, b"usr:");
         let c = McCodec::default();
         assert!(c.key_matches(b"usr:0", 0));
         assert!(!c.key_matches(b"usr:01", 1));
@@ -499,22 +437,20 @@ mod tests {
             dec(&mut c, &h, 42, true).unwrap(),
             Some((h.len(), Outcome::Hit))
         );
-        // Wrong key asked for: the data and the key both differ.
-        let (n, e) = dec_err(&mut c, &h, 43, true);
-        assert_eq!((n, e.kind, e.fatal), (h.len(), ErrorKind::Verify, false));
-        assert_eq!(
-            dec(&mut c, &h, 43, false).unwrap(),
-            Some((h.len(), Outcome::Hit))
-        );
-        // Right data under the wrong key.
+        // A value for another key than the one asked for: out of step, with or without verify.
+        for verify in [false, true] {
+            let e = dec(&mut c, &h, 43, verify).unwrap_err();
+            assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
+            assert!(e.message.contains("`usr:42`") && e.message.contains("get usr:43"));
+        }
+        // Another row under the key asked for: a verify error, only with verify.
+        let mut data = Vec::new();
+        dataset::write_tsv(&mut data, 43);
+        let wrong_row = value_reply(b"usr:42", &data, None);
+        testkit::assert_wrong_row(&mut c, &wrong_row, 42);
         let mut data = Vec::new();
         dataset::write_tsv(&mut data, 42);
-        let wrong_key = value_reply(b"usr:43", &data, None);
-        assert_eq!(
-            dec(&mut c, &wrong_key, 42, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
-        // Right key, wrong data; trailing newline is not the row.
+        // Wrong data; trailing newline is not the row.
         let wrong_data = value_reply(b"usr:42", b"user42", None);
         assert_eq!(
             dec(&mut c, &wrong_data, 42, true).unwrap_err().kind,
@@ -551,18 +487,10 @@ mod tests {
                     (&b"usr:42"[..], 0, Some(123456789), &data[..])
                 );
             }
-            GetReply::Miss => panic!("expected a hit"),
+            other => panic!("expected a hit, got {other:?}"),
         }
         // Empty value.
-        let empty = b"VALUE usr:1 0 0\r\n\r\nEND\r\n";
-        assert_eq!(
-            dec(&mut c, empty, 1, false).unwrap(),
-            Some((empty.len(), Outcome::Hit))
-        );
-        assert_eq!(
-            dec(&mut c, empty, 1, true).unwrap_err().kind,
-            ErrorKind::Verify
-        );
+        testkit::assert_wrong_row(&mut c, b"VALUE usr:1 0 0\r\n\r\nEND\r\n", 1);
         // Miss.
         assert_eq!(
             dec(&mut c, b"END\r\n", 1, true).unwrap(),
@@ -615,6 +543,11 @@ mod tests {
             let e = dec(&mut c, fatal, 1, false).unwrap_err();
             assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{fatal:?}");
         }
+        // SERVER_ERROR is its own line: what follows is the next reply.
+        assert_eq!(
+            parse_get_reply(b"SERVER_ERROR busy\r\nEND\r\n").unwrap(),
+            Some((19, GetReply::ServerError(b"SERVER_ERROR busy")))
+        );
         // Incomplete error lines wait.
         assert_eq!(dec(&mut c, b"SERVER_ERR", 1, false).unwrap(), None);
         assert_eq!(dec(&mut c, b"SERVER_ERROR out of", 1, false).unwrap(), None);
@@ -702,7 +635,9 @@ mod tests {
         let mut stream = hit(1);
         let first = stream.len();
         stream.extend_from_slice(b"END\r\n");
-        stream.extend_from_slice(&hit(99)); // wrong row for key 3
+        let mut row99 = Vec::new();
+        dataset::write_tsv(&mut row99, 99);
+        stream.extend_from_slice(&value_reply(b"usr:3", &row99, None)); // wrong row for key 3
         stream.extend_from_slice(b"SERVER_ERROR busy\r\n");
         stream.extend_from_slice(&value_reply(b"usr:5", b"\r\nEND\r\n", Some(1)));
         let mut c = McCodec::default();
@@ -744,6 +679,22 @@ mod tests {
             feed(&bad, &[], &[1, 2, 3]),
             vec![Ok(Outcome::Miss), Err((ErrorKind::Protocol, true))]
         );
+        // So does a value for the wrong key, wherever the stream is cut.
+        let mut skew = hit(1);
+        skew.extend_from_slice(&hit(3));
+        for cut in 0..=skew.len() {
+            assert_eq!(
+                feed(&skew, &[cut], &[1, 2, 3]),
+                vec![Ok(Outcome::Hit), Err((ErrorKind::Protocol, true))]
+            );
+        }
+    }
+
+    #[test]
+    fn hits_and_misses_allocate_nothing() {
+        let mut c = McCodec::default();
+        testkit::assert_no_alloc(&mut c, &hit(42), 42);
+        testkit::assert_no_alloc(&mut c, b"END\r\n", 42);
     }
 
     #[test]
@@ -797,24 +748,20 @@ mod tests {
         }
     }
 
-    fn soup() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"VALUE ".to_vec()),
-            Just(b"usr:42".to_vec()),
-            Just(b" ".to_vec()),
-            Just(b"0".to_vec()),
-            Just(b"5".to_vec()),
-            Just(b"47".to_vec()),
-            Just(b"\r\n".to_vec()),
-            Just(b"\n".to_vec()),
-            Just(b"END\r\n".to_vec()),
-            Just(b"STAT ".to_vec()),
-            Just(b"SERVER_ERROR ".to_vec()),
-            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
-            any::<u8>().prop_map(|b| vec![b]),
-        ];
-        prop::collection::vec(piece, 0..30).prop_map(|v| v.concat())
-    }
+    const SOUP: &[&[u8]] = &[
+        b"VALUE ",
+        b"usr:42",
+        b" ",
+        b"0",
+        b"5",
+        b"47",
+        b"\r\n",
+        b"\n",
+        b"END\r\n",
+        b"STAT ",
+        b"SERVER_ERROR ",
+        b"user42\tuser42@example.com\t2010-02-03 11:23:15",
+    ];
 
     proptest! {
         #[test]
@@ -823,7 +770,7 @@ mod tests {
         }
 
         #[test]
-        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
+        fn token_soup_never_panics(buf in testkit::soup(SOUP, 30), key in 40u64..45, verify: bool) {
             check_invariants(&buf, key, verify);
         }
 

@@ -15,6 +15,8 @@ use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, State
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
+use crate::proto::codec::{outcome, Cell, Reply};
+use crate::proto::mysql::codec::time_cell;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{self, Endpoint};
 use crate::url::TargetUrl;
@@ -137,7 +139,7 @@ impl MysqlTarget {
     }
 }
 
-type Reply = Result<Option<Row>, mysql_async::Error>;
+type Answer = Result<Option<Row>, mysql_async::Error>;
 
 /// The connection lives inside the in-flight query future while a query runs, so a dropped
 /// `recv` (the request loop's select) never abandons a half-read reply: the next `recv` polls
@@ -147,7 +149,7 @@ pub struct MysqlConn {
     stmt: Statement,
     simple: Option<(String, String)>,
     verify: bool,
-    in_flight: Option<(u64, LocalBoxFuture<'static, (mysql_async::Conn, Reply)>)>,
+    in_flight: Option<(u64, LocalBoxFuture<'static, (mysql_async::Conn, Answer)>)>,
 }
 
 impl Target for MysqlTarget {
@@ -222,7 +224,7 @@ impl Conn for MysqlConn {
         };
         let stmt = self.stmt.clone();
         let sql = self.simple.as_ref().map(|(a, b)| format!("{a}{key}{b}"));
-        let fut: LocalBoxFuture<'static, (mysql_async::Conn, Reply)> = Box::pin(async move {
+        let fut: LocalBoxFuture<'static, (mysql_async::Conn, Answer)> = Box::pin(async move {
             let r = match sql {
                 Some(sql) => conn.query_first(sql).await,
                 None => conn.exec_first(&stmt, (key,)).await,
@@ -243,12 +245,9 @@ impl Conn for MysqlConn {
         self.in_flight = None;
         self.conn = Some(conn);
         match r {
-            Ok(None) => Ok(Outcome::Miss),
-            Ok(Some(row)) => {
-                if self.verify && !row_matches(&row, key) {
-                    return Err(LookupError::verify(key));
-                }
-                Ok(Outcome::Hit)
+            Ok(row) => {
+                let cells = row.as_ref().map(cells);
+                outcome(Reply::from_cells(cells), key, self.verify)
             }
             Err(mysql_async::Error::Server(s)) => Err(LookupError::server(format!(
                 "{} (error {})",
@@ -259,25 +258,12 @@ impl Conn for MysqlConn {
     }
 }
 
-fn row_matches(row: &Row, key: u64) -> bool {
-    let text = |i: usize| match row.as_ref(i) {
-        Some(Value::Bytes(b)) => Some(b.clone()),
-        _ => None,
-    };
-    let created_ok = match row.as_ref(2) {
-        Some(Value::Date(y, mo, d, h, mi, s, _)) => {
-            crate::dataset::unix_of(
-                *y as i64, *mo as u32, *d as u32, *h as u32, *mi as u32, *s as u32,
-            ) == crate::dataset::created_unix(key)
-        }
-        Some(Value::Bytes(b)) => {
-            let mut want = Vec::new();
-            crate::dataset::write_created(&mut want, key);
-            *b == want
-        }
-        _ => false,
-    };
-    text(0).as_deref() == Some(crate::dataset::user_name(key).as_bytes())
-        && text(1).as_deref() == Some(crate::dataset::user_email(key).as_bytes())
-        && created_ok
+/// The cells of a row: text (the simple protocol, or strings in a binary row), dates, NULLs.
+fn cells(row: &Row) -> impl Iterator<Item = Cell<'_>> {
+    (0..row.len()).map(|i| match row.as_ref(i) {
+        Some(Value::NULL) => Cell::Null,
+        Some(Value::Bytes(b)) => Cell::Text(b),
+        Some(&Value::Date(y, m, d, h, mi, s, us)) => time_cell(y, m, d, h, mi, s, us),
+        _ => Cell::Other,
+    })
 }

@@ -1,14 +1,15 @@
 //! MySQL / MariaDB binary protocol for one prepared lookup: a COM_STMT_EXECUTE per key, the
 //! binary result set parsed in place, with no allocation unless a reply is an error.
-//! The handshake and COM_STMT_PREPARE live in `target::mysqlwire`.
+//! The handshake and COM_STMT_PREPARE live in `wire_driver`.
 //!
 //! The server reads commands off the socket one after the other and answers each in order, so
 //! lookups pipeline; every execute carries its own parameter types, so each stands alone.
 //! Sequence ids are checked: every reply starts at 1 and counts up, so a stream that fell out
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
-use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::dataset;
+use crate::outcome::LookupError;
+use crate::proto::codec::{Cell, Codec, Decoded, Reply, RowView, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
@@ -54,15 +55,17 @@ impl Shape {
     }
 }
 
-/// Encodes executes of one prepared statement and decodes their binary result sets.
-/// `verify` checks the `usr` row (`row_matches`), like the other drivers.
+/// Encodes executes of one prepared statement and decodes their binary result sets; a hit is
+/// the first binary row, whose cells are read by the statement's column types.
 pub struct MyCodec {
     template: [u8; EXECUTE_LEN],
     shape: Shape,
+    /// The type byte of each result column, from the prepare's column definitions.
+    types: Vec<u8>,
 }
 
 impl MyCodec {
-    pub fn new(statement_id: u32, shape: Shape) -> MyCodec {
+    pub fn new(statement_id: u32, shape: Shape, types: &[u8]) -> MyCodec {
         let mut t = [0u8; EXECUTE_LEN];
         t[0] = (EXECUTE_LEN - 4) as u8; // payload length (3 bytes LE), sequence id 0
         t[4] = COM_STMT_EXECUTE;
@@ -76,10 +79,14 @@ impl MyCodec {
         // and the server converts it for the column it is compared with.
         t[16] = MYSQL_TYPE_LONGLONG;
         t[17] = UNSIGNED;
-        MyCodec { template: t, shape }
+        MyCodec {
+            template: t,
+            shape,
+            types: types.to_vec(),
+        }
     }
 
-    fn parse(&self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+    fn parse<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
         let mut r = Packets {
             buf,
             pos: 0,
@@ -94,7 +101,7 @@ impl MyCodec {
                 return Ok(None);
             };
             let status = match p[0] {
-                0xFF => return Ok(Some((r.pos, Err(server_error(p)?)))),
+                0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
                 // No result set (a --query that is not a SELECT): no row.
                 0x00 => ok_status(p)?,
                 _ => {
@@ -131,7 +138,7 @@ impl MyCodec {
                             // Binary rows start with 0x00, so 0xFE can only be the end.
                             0xFE if self.shape.deprecate_eof => break ok_status(p)?,
                             0xFE => break eof_status(p)?,
-                            0xFF => return Ok(Some((r.pos, Err(server_error(p)?)))),
+                            0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
                             _ => return Err(bad("a binary row", p)),
                         }
                     }
@@ -141,18 +148,19 @@ impl MyCodec {
                 break;
             }
         }
-        let result = match first_row {
-            None => Ok(Outcome::Miss),
-            Some((row, columns)) if verify && !row_matches(row, columns, key) => {
-                Err(LookupError::verify(key))
+        let reply = match first_row {
+            None => Reply::Miss,
+            Some((row, columns)) => {
+                Reply::Row(RowView::Cells(MyCells::new(row, columns, &self.types)))
             }
-            Some(_) => Ok(Outcome::Hit),
         };
-        Ok(Some((r.pos, result)))
+        Ok(Some((r.pos, reply)))
     }
 }
 
 impl Codec for MyCodec {
+    type Cells<'b> = MyCells<'b>;
+
     #[inline]
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.template);
@@ -160,8 +168,12 @@ impl Codec for MyCodec {
         out[end - 8..].copy_from_slice(&key.to_le_bytes());
     }
 
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
-        match self.parse(buf, key, verify) {
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
+        match self.parse(buf) {
             // Each packet is bounded; a reply of many packets is bounded here.
             Ok(None) if buf.len() >= MAX_FRAME => Err(LookupError::protocol(
                 "MySQL reply larger than 1 MiB (a --query that returns too many rows?)",
@@ -248,15 +260,16 @@ impl std::fmt::Display for ServerError {
     }
 }
 
-/// An ERR reply to a lookup: a non-fatal server error, unless the server is ending the session.
-fn server_error(p: &[u8]) -> Result<LookupError, LookupError> {
+/// An ERR reply to a lookup: the message of a non-fatal server error, or a fatal error when the
+/// server is ending the session.
+fn server_error(p: &[u8]) -> Result<String, LookupError> {
     let e = ServerError::parse(p).ok_or_else(|| bad("an error packet", p))?;
     if e.ends_session() {
         return Err(LookupError::io(format!(
             "the server ended the session: {e}"
         )));
     }
-    Ok(LookupError::server(e.to_string()))
+    Ok(e.to_string())
 }
 
 /// Status flags of an OK packet (header 0x00, or 0xFE at the end of a result set):
@@ -308,54 +321,147 @@ fn lenenc_str(b: &[u8]) -> Option<(&[u8], &[u8])> {
     Some(rest.split_at(n))
 }
 
-/// The binary row of the default query is the `usr` row for `key`: 3 columns, none NULL,
-/// `user<key>`, `user<key>@example.com`, and `created` as a binary DATETIME.
-/// No allocation: the digits go to a stack buffer.
-fn row_matches(row: &[u8], columns: u64, key: u64) -> bool {
-    let mut tmp = [0u8; 20];
-    let digits = decimal(key, &mut tmp);
-    // 0x00, then the NULL bitmap: (3 + 7 + 2) / 8 = 1 byte, bits from offset 2.
-    let [0x00, 0x00, rest @ ..] = row else {
-        return false;
-    };
-    let Some((name, rest)) = lenenc_str(rest) else {
-        return false;
-    };
-    let Some((email, rest)) = lenenc_str(rest) else {
-        return false;
-    };
-    columns == 3
-        && name.strip_prefix(b"user") == Some(digits)
-        && email
-            .strip_prefix(b"user")
-            .and_then(|e| e.strip_prefix(digits))
-            == Some(b"@example.com")
-        && datetime_matches(rest, crate::dataset::created_unix(key))
+/// The type byte of a column definition (ColumnDefinition41): six length-encoded strings
+/// (catalog, schema, table, org_table, name, org_name), the length of the fixed fields, then
+/// character set (2 bytes), column length (4), type.
+pub fn column_type(def: &[u8]) -> Option<u8> {
+    let mut rest = def;
+    for _ in 0..6 {
+        rest = lenenc_str(rest)?.1;
+    }
+    lenenc(rest)?.1.get(6).copied()
 }
 
-/// A binary DATETIME/TIMESTAMP, the whole rest of the row: a length byte (0, 4, 7 or 11: the
-/// server drops trailing zero parts), year (2 LE), month, day, hour, minute, second, µs (4 LE).
-fn datetime_matches(b: &[u8], unix: i64) -> bool {
-    let (y, mo, d, h, mi, s) = crate::dataset::civil(unix);
-    let Some((&len, f)) = b.split_first() else {
-        return false;
-    };
-    if !matches!(len, 0 | 4 | 7 | 11) || f.len() != len as usize {
-        return false;
+/// The cells of a binary row (0x00, a NULL bitmap whose bits start at offset 2, then each
+/// non-NULL value in its type's binary form), read as they are iterated. Bytes that do not
+/// frame read as one [`Cell::Other`], and so do bytes left after the last column.
+#[derive(Clone, Debug)]
+pub struct MyCells<'b> {
+    nulls: &'b [u8],
+    rest: &'b [u8],
+    types: &'b [u8],
+    index: usize,
+    count: usize,
+}
+
+impl<'b> MyCells<'b> {
+    fn new(row: &'b [u8], columns: u64, types: &'b [u8]) -> MyCells<'b> {
+        let count = columns as usize; // at most MAX_COLUMNS
+        let bitmap = (count + 7 + 2) / 8;
+        match row.get(1..1 + bitmap) {
+            Some(nulls) => MyCells {
+                nulls,
+                rest: &row[1 + bitmap..],
+                types,
+                index: 0,
+                count,
+            },
+            None => MyCells {
+                nulls: &[],
+                rest: row,
+                types,
+                index: 0,
+                count: 0,
+            },
+        }
     }
-    let mut want = [0u8; 11];
-    want[..2].copy_from_slice(&(y as u16).to_le_bytes());
-    want[2..7].copy_from_slice(&[mo as u8, d as u8, h as u8, mi as u8, s as u8]);
-    // Shorter forms mean zeros: compare the fields sent and require the rest to be zero.
-    f == &want[..f.len()] && want[f.len()..].iter().all(|&z| z == 0)
+
+    /// The value of a column of type `t` at the front of `rest`, and the bytes after it.
+    fn value(t: u8, rest: &'b [u8]) -> Option<(Cell<'b>, &'b [u8])> {
+        let fixed = |n: usize| rest.get(n..).map(|after| (Cell::Other, after));
+        match t {
+            0x06 => Some((Cell::Null, rest)), // NULL
+            0x01 => fixed(1),                 // TINY
+            0x02 | 0x0d => fixed(2),          // SHORT, YEAR
+            0x03 | 0x09 | 0x04 => fixed(4),   // LONG, INT24, FLOAT
+            0x08 | 0x05 => fixed(8),          // LONGLONG, DOUBLE
+            0x07 | 0x0a | 0x0c | 0x0b => {
+                // TIMESTAMP, DATE, DATETIME, TIME: a length byte, then that many bytes.
+                let (&len, after) = rest.split_first()?;
+                let (v, after) = after.split_at_checked(len as usize)?;
+                let cell = if t == 0x0b { Cell::Other } else { datetime(v) };
+                Some((cell, after))
+            }
+            // Strings, blobs, decimals, enums, sets, bits, JSON, geometry: length-encoded.
+            _ => lenenc_str(rest).map(|(v, after)| (Cell::Text(v), after)),
+        }
+    }
+}
+
+/// A binary DATETIME/TIMESTAMP/DATE without its length byte: year (2 LE), month, day, then
+/// hour, minute, second and µs (4 LE) when not zero (the server drops trailing zero parts:
+/// 4, 7 or 11 bytes). Malformed values are [`Cell::Other`].
+fn datetime(v: &[u8]) -> Cell<'static> {
+    let (date, time, us) = match v.len() {
+        4 => (v, &[0u8, 0, 0][..], 0),
+        7 => (&v[..4], &v[4..7], 0),
+        11 => (
+            &v[..4],
+            &v[4..7],
+            u32::from_le_bytes([v[7], v[8], v[9], v[10]]),
+        ),
+        _ => return Cell::Other,
+    };
+    let y = u16::from_le_bytes([date[0], date[1]]);
+    time_cell(y, date[2], date[3], time[0], time[1], time[2], us)
+}
+
+/// A MySQL date and time as a cell (also what mysql_async hands over); the zero date, and
+/// dates with a zero month or day, are [`Cell::Other`].
+pub fn time_cell(y: u16, m: u8, d: u8, h: u8, mi: u8, s: u8, us: u32) -> Cell<'static> {
+    if m == 0 || d == 0 {
+        return Cell::Other;
+    }
+    let unix = dataset::unix_of(y.into(), m.into(), d.into(), h.into(), mi.into(), s.into());
+    Cell::Time(unix * 1_000_000 + i64::from(us))
+}
+
+impl<'b> Iterator for MyCells<'b> {
+    type Item = Cell<'b>;
+
+    fn next(&mut self) -> Option<Cell<'b>> {
+        if self.index >= self.count {
+            return (!std::mem::take(&mut self.rest).is_empty()).then_some(Cell::Other);
+        }
+        let i = self.index;
+        self.index += 1;
+        let bit = i + 2;
+        if self
+            .nulls
+            .get(bit / 8)
+            .is_some_and(|b| b >> (bit % 8) & 1 == 1)
+        {
+            return Some(Cell::Null);
+        }
+        match self
+            .types
+            .get(i)
+            .and_then(|&t| MyCells::value(t, self.rest))
+        {
+            Some((cell, after)) => {
+                self.rest = after;
+                Some(cell)
+            }
+            None => {
+                // A column the prepare did not describe, or a value cut short: nothing after
+                // it can be framed.
+                self.index = self.count;
+                self.rest = &[];
+                Some(Cell::Other)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorKind;
-    use crate::proto::testkit::{codec_contract, dec, dec_err, decode_split};
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::proto::testkit::{self, codec_contract, dec, dec_err, decode_split};
     use proptest::prelude::*;
+
+    /// The usr table's column types: VAR_STRING, VAR_STRING, DATETIME.
+    const USR: &[u8] = &[0xfd, 0xfd, 0x0c];
 
     const ALL_SHAPES: [Shape; 4] = [
         Shape {
@@ -379,13 +485,13 @@ mod tests {
     const LEAN: Shape = ALL_SHAPES[0];
 
     /// A reply being built: packets with sequence ids from 1.
-    struct Reply(Vec<u8>, u8);
+    struct Stream(Vec<u8>, u8);
 
-    impl Reply {
-        fn new() -> Reply {
-            Reply(Vec::new(), 1)
+    impl Stream {
+        fn new() -> Stream {
+            Stream(Vec::new(), 1)
         }
-        fn packet(mut self, payload: &[u8]) -> Reply {
+        fn packet(mut self, payload: &[u8]) -> Stream {
             self.0
                 .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
             self.0.push(self.1);
@@ -394,7 +500,7 @@ mod tests {
             self
         }
         /// Column count, definitions and the EOF after them, as `shape` has them.
-        fn header(mut self, shape: Shape, columns: u8) -> Reply {
+        fn header(mut self, shape: Shape, columns: u8) -> Stream {
             let mut count = vec![columns];
             if shape.cache_metadata {
                 count.push(0);
@@ -416,7 +522,7 @@ mod tests {
             }
             self
         }
-        fn end(self, shape: Shape, status: u16) -> Reply {
+        fn end(self, shape: Shape, status: u16) -> Stream {
             let s = status.to_le_bytes();
             if shape.deprecate_eof {
                 self.packet(&[0xFE, 0, 0, s[0], s[1], 0, 0])
@@ -425,7 +531,7 @@ mod tests {
             }
         }
         fn rows(shape: Shape, rows: &[Vec<u8>]) -> Vec<u8> {
-            let mut r = Reply::new().header(shape, 3);
+            let mut r = Stream::new().header(shape, 3);
             for row in rows {
                 r = r.packet(row);
             }
@@ -464,11 +570,11 @@ mod tests {
     }
 
     fn hit(shape: Shape, key: u64) -> Vec<u8> {
-        Reply::rows(shape, &[usr_row(key)])
+        Stream::rows(shape, &[usr_row(key)])
     }
 
     fn miss(shape: Shape) -> Vec<u8> {
-        Reply::rows(shape, &[])
+        Stream::rows(shape, &[])
     }
 
     fn err_packet(code: u16, msg: &str) -> Vec<u8> {
@@ -480,12 +586,12 @@ mod tests {
     }
 
     fn error(code: u16, msg: &str) -> Vec<u8> {
-        Reply::new().packet(&err_packet(code, msg)).0
+        Stream::new().packet(&err_packet(code, msg)).0
     }
 
     #[test]
     fn encode_is_one_execute_with_the_key_as_unsigned_longlong() {
-        let mut c = MyCodec::new(0x0403_0201, LEAN);
+        let mut c = MyCodec::new(0x0403_0201, LEAN, USR);
         let mut out = b"prefix".to_vec();
         c.encode(0x1122_3344_5566_7788, &mut out);
         c.encode(u64::MAX, &mut out); // appends, patching only its own bytes
@@ -505,7 +611,7 @@ mod tests {
     #[test]
     fn hit_miss_and_verify_in_every_shape() {
         for shape in ALL_SHAPES {
-            let mut c = MyCodec::new(1, shape);
+            let mut c = MyCodec::new(1, shape, USR);
             let r = hit(shape, 42);
             assert_eq!(
                 dec(&mut c, &r, 42, true).unwrap(),
@@ -528,10 +634,10 @@ mod tests {
 
     #[test]
     fn several_rows_are_one_hit_and_all_consumed() {
-        let r = Reply::rows(LEAN, &[usr_row(5), usr_row(6), usr_row(7)]);
+        let r = Stream::rows(LEAN, &[usr_row(5), usr_row(6), usr_row(7)]);
         let mut buf = r.clone();
         buf.extend(miss(LEAN));
-        let got = dec(&mut MyCodec::new(1, LEAN), &buf, 5, true).unwrap();
+        let got = dec(&mut MyCodec::new(1, LEAN, USR), &buf, 5, true).unwrap();
         assert_eq!(got, Some((r.len(), Outcome::Hit)));
     }
 
@@ -564,31 +670,91 @@ mod tests {
             extra,
             vec![0x00, 0x00, 200, b'u'], // string longer than the row
         ] {
-            let r = Reply::rows(LEAN, &[row]);
-            let (n, e) = dec_err(&mut MyCodec::new(1, LEAN), &r, key, true);
+            let r = Stream::rows(LEAN, &[row]);
+            let (n, e) = dec_err(&mut MyCodec::new(1, LEAN, USR), &r, key, true);
             assert_eq!((n, e.kind), (r.len(), ErrorKind::Verify));
         }
         // Four columns, the first three right: not the usr row.
-        let mut four = Reply::new().header(LEAN, 4).packet(&usr_row(key));
+        let mut four = Stream::new().header(LEAN, 4).packet(&usr_row(key));
         four = four.end(LEAN, 2);
-        let (_, e) = dec_err(&mut MyCodec::new(1, LEAN), &four.0, key, true);
+        let (_, e) = dec_err(&mut MyCodec::new(1, LEAN, USR), &four.0, key, true);
         assert_eq!(e.kind, ErrorKind::Verify);
     }
 
     #[test]
     fn short_datetime_forms_mean_zeros() {
-        // 2010-02-03 00:00:00 is sent as 4 bytes; midnight keys verify too.
-        let unix = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0);
-        let mut four = vec![4];
-        four.extend_from_slice(&2010u16.to_le_bytes());
-        four.extend_from_slice(&[2, 3]);
-        assert!(datetime_matches(&four, unix));
-        assert!(datetime_matches(
-            &[11, 0xDA, 7, 2, 3, 0, 0, 0, 0, 0, 0, 0],
-            unix
-        ));
-        assert!(!datetime_matches(&four, unix + 1));
-        assert!(!datetime_matches(&[0], unix));
+        // 2010-02-03 00:00:00 is sent as 4 bytes, and may come as 7 or 11.
+        let us = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
+        assert_eq!(super::datetime(&[0xDA, 7, 2, 3]), Cell::Time(us));
+        assert_eq!(super::datetime(&[0xDA, 7, 2, 3, 0, 0, 0]), Cell::Time(us));
+        assert_eq!(
+            super::datetime(&[0xDA, 7, 2, 3, 0, 0, 1, 5, 0, 0, 0]),
+            Cell::Time(us + 1_000_005)
+        );
+        // The zero date, and lengths the server never sends.
+        for other in [&[][..], &[0, 0, 0, 0], &[0xDA, 7, 2], &[0xDA, 7, 2, 3, 0]] {
+            assert_eq!(super::datetime(other), Cell::Other, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn cells_follow_the_column_types() {
+        // TINY, LONGLONG, NULL (by type), DATE, TIME, a NULL by bitmap, BLOB.
+        let types = [0x01, 0x08, 0x06, 0x0a, 0x0b, 0xfd, 0xfc];
+        // 7 columns: 2 bitmap bytes, bits from offset 2, so column 5 is bit 7 of the first.
+        let mut row = vec![0x00, 0b1000_0000, 0];
+        row.push(7);
+        row.extend_from_slice(&9u64.to_le_bytes());
+        row.extend_from_slice(&[4, 0xDA, 7, 2, 3]);
+        row.extend_from_slice(&[8, 0, 0, 0, 0, 0, 1, 2, 3]);
+        row.extend_from_slice(&[2, b'h', b'i']);
+        let r = Stream::new().header(LEAN, 7).packet(&row).end(LEAN, 2).0;
+        let mut c = MyCodec::new(1, LEAN, &types);
+        let Some((n, Reply::Row(RowView::Cells(cells)))) = c.decode(&r, 1).unwrap() else {
+            panic!("a row");
+        };
+        assert_eq!(n, r.len());
+        let date = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
+        let want = [
+            Cell::Other,
+            Cell::Other,
+            Cell::Null,
+            Cell::Time(date),
+            Cell::Other,
+            Cell::Null,
+            Cell::Text(b"hi"),
+        ];
+        assert_eq!(cells.collect::<Vec<_>>(), want);
+        // More columns than the prepare described: the rest cannot be framed.
+        let mut c = MyCodec::new(1, LEAN, &types[..2]);
+        let Some((_, Reply::Row(RowView::Cells(cells)))) = c.decode(&r, 1).unwrap() else {
+            panic!("a row");
+        };
+        assert_eq!(
+            cells.collect::<Vec<_>>(),
+            [Cell::Other, Cell::Other, Cell::Other]
+        );
+    }
+
+    #[test]
+    fn column_types_from_definitions() {
+        let mut def = Vec::new();
+        for s in ["def", "loadgen", "usr", "usr", "created", "created"] {
+            lenstr(&mut def, s.as_bytes());
+        }
+        def.extend_from_slice(&[0x0c, 63, 0, 19, 0, 0, 0, 0x0c, 0x81, 0x10, 0, 0, 0]);
+        assert_eq!(column_type(&def), Some(0x0c));
+        assert_eq!(column_type(&def[..def.len() - 7]), None);
+        assert_eq!(column_type(b""), None);
+    }
+
+    #[test]
+    fn hits_and_misses_allocate_nothing() {
+        for shape in ALL_SHAPES {
+            let mut c = MyCodec::new(1, shape, USR);
+            testkit::assert_no_alloc(&mut c, &hit(shape, 42), 42);
+            testkit::assert_no_alloc(&mut c, &miss(shape), 42);
+        }
     }
 
     #[test]
@@ -597,7 +763,7 @@ mod tests {
             let mut buf = error(1146, "Table 'loadgen.nope' doesn't exist");
             let first = buf.len();
             buf.extend(hit(shape, 9));
-            let mut c = MyCodec::new(1, shape);
+            let mut c = MyCodec::new(1, shape, USR);
             let (n, e) = dec_err(&mut c, &buf, 8, true);
             assert_eq!(n, first);
             assert_eq!(e.kind, ErrorKind::Server);
@@ -609,20 +775,24 @@ mod tests {
 
     #[test]
     fn error_after_rows_is_a_server_error() {
-        let r = Reply::new()
+        let r = Stream::new()
             .header(LEAN, 3)
             .packet(&usr_row(3))
             .packet(&err_packet(1365, "Division by 0"));
-        let (n, e) = dec_err(&mut MyCodec::new(1, LEAN), &r.0, 3, true);
+        let (n, e) = dec_err(&mut MyCodec::new(1, LEAN, USR), &r.0, 3, true);
         assert_eq!((n, e.kind), (r.0.len(), ErrorKind::Server));
     }
 
     #[test]
     fn shutdown_and_kill_end_the_connection_at_once() {
         for code in [1053u16, 1927] {
-            let e = MyCodec::new(1, LEAN)
-                .decode(&error(code, "bye"), 1, false)
-                .unwrap_err();
+            let e = dec(
+                &mut MyCodec::new(1, LEAN, USR),
+                &error(code, "bye"),
+                1,
+                false,
+            )
+            .unwrap_err();
             assert_eq!((e.kind, e.fatal), (ErrorKind::Io, true));
             assert!(e.message.contains(&code.to_string()), "{}", e.message);
         }
@@ -630,18 +800,18 @@ mod tests {
 
     #[test]
     fn no_result_set_is_a_miss_and_more_results_are_followed() {
-        let ok = Reply::new().packet(&[0x00, 0, 0, 2, 0, 0, 0]).0;
-        let got = dec(&mut MyCodec::new(1, LEAN), &ok, 1, true).unwrap();
+        let ok = Stream::new().packet(&[0x00, 0, 0, 2, 0, 0, 0]).0;
+        let got = dec(&mut MyCodec::new(1, LEAN, USR), &ok, 1, true).unwrap();
         assert_eq!(got, Some((ok.len(), Outcome::Miss)));
         // A CALL: the result set says more follows, then the CALL's own OK.
         for shape in ALL_SHAPES {
             let more = SERVER_MORE_RESULTS_EXISTS | 2;
-            let r = Reply::new()
+            let r = Stream::new()
                 .header(shape, 3)
                 .packet(&usr_row(4))
                 .end(shape, more);
             let r = r.packet(&[0x00, 0, 0, 2, 0, 0, 0]).0;
-            let mut c = MyCodec::new(1, shape);
+            let mut c = MyCodec::new(1, shape, USR);
             assert_eq!(
                 dec(&mut c, &r, 4, true).unwrap(),
                 Some((r.len(), Outcome::Hit))
@@ -663,7 +833,7 @@ mod tests {
             .concat();
             for cut in 0..=whole.len() {
                 // Bytes arrive in two reads, split at `cut`; parsed replies are dropped.
-                let got = decode_split(MyCodec::new(1, shape), &whole, cut, &keys);
+                let got = decode_split(MyCodec::new(1, shape, USR), &whole, cut, &keys);
                 let want = [
                     Ok(Outcome::Hit),
                     Ok(Outcome::Miss),
@@ -689,30 +859,29 @@ mod tests {
             (LEAN, big),
             (LEAN, huge),
             (LEAN, empty),
-            (LEAN, Reply::new().packet(&[0xFB, b'f']).0), // LOCAL INFILE request
-            (LEAN, Reply::new().packet(&[3]).0),          // no metadata flag
-            (LEAN, Reply::new().packet(&[3, 2]).0),       // bad metadata flag
-            (LEAN, Reply::new().packet(&[0xFC, 1, 0x10, 0]).0), // 4097 columns
-            (LEAN, Reply::new().packet(&[0xFD, 1, 0, 1, 0]).0), // too many columns
-            (LEAN, Reply::new().packet(&[0]).0),          // OK packet cut short
-            (LEAN, Reply::new().packet(&[0xFF, 1]).0),    // ERR packet cut short
-            (LEAN, Reply::new().header(LEAN, 3).packet(&[1, 2]).0), // not a binary row
+            (LEAN, Stream::new().packet(&[0xFB, b'f']).0), // LOCAL INFILE request
+            (LEAN, Stream::new().packet(&[3]).0),          // no metadata flag
+            (LEAN, Stream::new().packet(&[3, 2]).0),       // bad metadata flag
+            (LEAN, Stream::new().packet(&[0xFC, 1, 0x10, 0]).0), // 4097 columns
+            (LEAN, Stream::new().packet(&[0xFD, 1, 0, 1, 0]).0), // too many columns
+            (LEAN, Stream::new().packet(&[0]).0),          // OK packet cut short
+            (LEAN, Stream::new().packet(&[0xFF, 1]).0),    // ERR packet cut short
+            (LEAN, Stream::new().header(LEAN, 3).packet(&[1, 2]).0), // not a binary row
             (
                 ALL_SHAPES[2],
-                Reply::new().packet(&[3, 0]).packet(&[0x00]).0,
+                Stream::new().packet(&[3, 0]).packet(&[0x00]).0,
             ), // no EOF
             (
                 ALL_SHAPES[2],
-                Reply::new().header(ALL_SHAPES[2], 1).packet(&[0xFE, 0]).0,
+                Stream::new().header(ALL_SHAPES[2], 1).packet(&[0xFE, 0]).0,
             ),
         ] {
-            let e = MyCodec::new(1, shape)
-                .decode(&bad, 1, true)
+            let e = dec(&mut MyCodec::new(1, shape, USR), &bad, 1, true)
                 .expect_err(&format!("{bad:?}"));
             assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
         }
         // Incomplete is not an error.
-        let mut c = MyCodec::new(1, LEAN);
+        let mut c = MyCodec::new(1, LEAN, USR);
         assert_eq!(dec(&mut c, &hit(LEAN, 1)[..7], 1, true).unwrap(), None);
         assert_eq!(dec(&mut c, b"", 1, true).unwrap(), None);
     }
@@ -720,11 +889,11 @@ mod tests {
     #[test]
     fn a_reply_of_many_packets_is_bounded() {
         // Rows keep coming, each packet small, no end: refused at MAX_FRAME, not buffered on.
-        let mut r = Reply::new().header(LEAN, 3);
+        let mut r = Stream::new().header(LEAN, 3);
         while r.0.len() < MAX_FRAME {
             r = r.packet(&usr_row(1));
         }
-        let e = MyCodec::new(1, LEAN).decode(&r.0, 1, false).unwrap_err();
+        let e = dec(&mut MyCodec::new(1, LEAN, USR), &r.0, 1, false).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Protocol);
         assert!(e.message.contains("1 MiB"), "{}", e.message);
     }
@@ -768,7 +937,7 @@ mod tests {
             prop::collection::vec(any::<u8>(), 1..30),
         ];
         prop::collection::vec(payload, 0..10).prop_map(|ps| {
-            let mut r = Reply::new();
+            let mut r = Stream::new();
             for p in ps {
                 r = r.packet(&p);
             }
@@ -781,14 +950,14 @@ mod tests {
         fn random_bytes_obey_the_contract(buf in prop::collection::vec(any::<u8>(), 0..300),
                                           key in 0u64..3_000_000, verify: bool) {
             for shape in ALL_SHAPES {
-                codec_contract(&mut MyCodec::new(1, shape), &buf, key, verify);
+                codec_contract(&mut MyCodec::new(1, shape, USR), &buf, key, verify);
             }
         }
 
         #[test]
         fn random_packets_obey_the_contract(buf in packet_soup(), key in 40u64..45, verify: bool) {
             for shape in ALL_SHAPES {
-                codec_contract(&mut MyCodec::new(1, shape), &buf, key, verify);
+                codec_contract(&mut MyCodec::new(1, shape, USR), &buf, key, verify);
             }
         }
     }

@@ -13,7 +13,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
 use crate::proto::mysql::async_driver::{explain_server, global_status, lookup_sql, mysql_opts};
-use crate::proto::mysql::codec::{MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE};
+use crate::proto::mysql::codec::{
+    column_type, MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE,
+};
 use crate::proto::mysql::handshake::{
     auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
     parse_prepare_ok, NATIVE_PASSWORD,
@@ -120,12 +122,18 @@ impl MyWireTarget {
                 p.params
             )));
         }
-        // Parameter and column definitions: the codec needs neither (verify knows its row).
+        // Parameter and column definitions: the codec reads a row's cells by the column types.
         let shape = Shape::of(caps);
-        for defs in [p.params, p.columns] {
+        let mut types = Vec::new();
+        for (defs, columns) in [(p.params, false), (p.columns, true)] {
             if defs > 0 {
                 for _ in 0..defs {
-                    s.recv().await?;
+                    let def = s.recv().await?;
+                    if columns {
+                        types.push(column_type(&def).ok_or_else(|| {
+                            fail("bad column definition in the COM_STMT_PREPARE reply")
+                        })?);
+                    }
                 }
                 if !shape.deprecate_eof {
                     s.recv().await?;
@@ -137,7 +145,7 @@ impl MyWireTarget {
         }
         Ok(StreamConn::new(
             s.sock,
-            MyCodec::new(p.statement_id, shape),
+            MyCodec::new(p.statement_id, shape, &types),
             self.verify,
         ))
     }

@@ -8,18 +8,19 @@
 //! The cost: a server error aborts the rest of its batch (the server skips to the Sync), so the
 //! codec remembers the size of each batch in flight and answers the skipped lookups with a
 //! server error of their own, keeping the stream in step.
-//! The handshake (startup, auth, Parse/Describe) lives in `target::pgwire`.
+//! The handshake (startup, auth, Parse/Describe) lives in `wire_driver`.
 
 use std::collections::VecDeque;
 
-use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::decimal;
+use crate::outcome::LookupError;
+use crate::proto::codec::{Cell, Codec, Decoded, Reply, RowView, MAX_FRAME};
 
-/// Name of the prepared statement `target::pgwire` parses on each connection.
+/// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
 
 /// Microseconds from the Unix epoch to the PostgreSQL epoch (2000-01-01 00:00:00).
-const PG_EPOCH_UNIX_SECS: i64 = 946_684_800;
+const PG_EPOCH_UNIX_MICROS: i64 = 946_684_800_000_000;
 
 /// How the key is sent, from the statement's parameter type (ParameterDescription).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,10 +54,32 @@ impl KeyType {
     }
 }
 
-/// Encodes lookups of `lg` and decodes their replies. `verify` checks the `usr` row (see
-/// `row_matches`); it is defined for that data set only, as with the other drivers.
+/// How a result column's binary value reads as a [`Cell`], from its type in the statement's
+/// RowDescription.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// text, varchar, bpchar, name: the UTF-8 bytes.
+    Text,
+    /// timestamp, timestamptz: i64 microseconds since the PostgreSQL epoch.
+    Timestamp,
+    Other,
+}
+
+impl ColumnKind {
+    pub fn from_oid(oid: u32) -> ColumnKind {
+        match oid {
+            25 | 1043 | 1042 | 19 => ColumnKind::Text,
+            1114 | 1184 => ColumnKind::Timestamp,
+            _ => ColumnKind::Other,
+        }
+    }
+}
+
+/// Encodes lookups of `lg` and decodes their replies; a hit is its first DataRow, whose cells
+/// are read by the column types of the statement.
 pub struct PgCodec {
     key_type: KeyType,
+    columns: Vec<ColumnKind>,
     /// Bind + Execute with a zeroed key value (empty for text keys).
     template: Vec<u8>,
     /// Offset in `template` of the key value, right after its i32 length.
@@ -72,7 +95,8 @@ pub struct PgCodec {
 }
 
 impl PgCodec {
-    pub fn new(key_type: KeyType) -> PgCodec {
+    /// `columns`: the type OIDs of the statement's result columns (RowDescription).
+    pub fn new(key_type: KeyType, columns: &[u32]) -> PgCodec {
         let width = key_type.width();
         let mut bind = vec![0u8]; // unnamed portal
         bind.extend_from_slice(STATEMENT.as_bytes());
@@ -91,12 +115,24 @@ impl PgCodec {
         template.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
         PgCodec {
             key_type,
+            columns: columns
+                .iter()
+                .map(|&oid| ColumnKind::from_oid(oid))
+                .collect(),
             template,
             value_at,
             unsynced: 0,
             batches: VecDeque::with_capacity(64),
             left: 0,
             aborted: false,
+        }
+    }
+
+    /// A lookup's reply from its first DataRow, if any.
+    fn reply<'b>(&'b self, row: Option<&'b [u8]>) -> Reply<'b, PgCells<'b>> {
+        match row {
+            None => Reply::Miss,
+            Some(body) => Reply::Row(RowView::Cells(PgCells::new(body, &self.columns))),
         }
     }
 
@@ -113,13 +149,15 @@ impl PgCodec {
 
 const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
 
-fn skipped() -> LookupError {
-    LookupError::server(
-        "skipped by the server: an earlier lookup in the same pipelined batch failed",
+fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
+    Reply::Server(
+        "skipped by the server: an earlier lookup in the same pipelined batch failed".into(),
     )
 }
 
 impl Codec for PgCodec {
+    type Cells<'b> = PgCells<'b>;
+
     #[inline]
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         self.unsynced += 1;
@@ -142,7 +180,7 @@ impl Codec for PgCodec {
             KeyType::Text => {
                 // Binary text is the UTF-8 bytes: the decimal key, spliced in with its lengths.
                 let mut tmp = [0u8; 20];
-                let digits = decimal(key, &mut tmp);
+                let digits = decimal::digits(key, &mut tmp);
                 let n = digits.len();
                 out.extend_from_slice(&self.template[..self.value_at]);
                 out.extend_from_slice(digits);
@@ -162,7 +200,11 @@ impl Codec for PgCodec {
         }
     }
 
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, PgCells<'b>>, LookupError> {
         // The last lookup of a batch owns the batch's ReadyForQuery; the others end at their
         // CommandComplete (or ErrorResponse).
         let left = match self.left {
@@ -174,7 +216,7 @@ impl Codec for PgCodec {
         if skipped_here && !last {
             // No bytes belong to a skipped lookup; only the batch's last one reads the 'Z'.
             self.answered(false);
-            return Ok(Some((0, Err(skipped()))));
+            return Ok(Some((0, skipped())));
         }
         let mut pos = 0;
         let mut bound = false;
@@ -210,7 +252,7 @@ impl Codec for PgCodec {
                     done = true;
                     if !last {
                         self.answered(false);
-                        return Ok(Some((end, outcome(row, key, verify))));
+                        return Ok(Some((end, self.reply(row))));
                     }
                 }
                 b'E' if open => {
@@ -223,24 +265,25 @@ impl Codec for PgCodec {
                     }
                     if !last {
                         self.answered(true);
-                        return Ok(Some((end, Err(LookupError::server(e.to_string())))));
+                        return Ok(Some((end, Reply::Server(e.to_string()))));
                     }
                     error = Some(e);
                 }
                 b'Z' if last => {
-                    let result = if skipped_here {
-                        Err(skipped())
-                    } else if let Some(e) = error {
-                        Err(LookupError::server(e.to_string()))
-                    } else if !done {
+                    if !skipped_here && error.is_none() && !done {
                         return Err(LookupError::protocol(
                             "PostgreSQL reply out of step: ReadyForQuery before CommandComplete",
                         ));
-                    } else {
-                        outcome(row, key, verify)
-                    };
+                    }
                     self.answered(false);
-                    return Ok(Some((end, result)));
+                    let reply = if skipped_here {
+                        skipped()
+                    } else if let Some(e) = error {
+                        Reply::Server(e.to_string())
+                    } else {
+                        self.reply(row)
+                    };
+                    return Ok(Some((end, reply)));
                 }
                 b'Z' => {
                     return Err(LookupError::protocol(
@@ -258,15 +301,6 @@ impl Codec for PgCodec {
             }
             pos = end;
         }
-    }
-}
-
-/// A lookup's result from its first row, if any.
-fn outcome(row: Option<&[u8]>, key: u64, verify: bool) -> Result<Outcome, LookupError> {
-    match row {
-        None => Ok(Outcome::Miss),
-        Some(r) if verify && !row_matches(r, key) => Err(LookupError::verify(key)),
-        Some(_) => Ok(Outcome::Hit),
     }
 }
 
@@ -318,45 +352,76 @@ impl std::fmt::Display for ServerError {
     }
 }
 
-/// The binary DataRow of the default query is the `usr` row for `key`: 3 columns,
-/// `user<key>`, `user<key>@example.com`, and `created` as i64 µs since 2000-01-01.
-/// No allocation: the digits go to a stack buffer.
-fn row_matches(body: &[u8], key: u64) -> bool {
-    let mut tmp = [0u8; 20];
-    let digits = decimal(key, &mut tmp);
-    let mut cols = Columns(body.get(2..).unwrap_or_default());
-    let created_us = (crate::dataset::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
-    body.get(..2) == Some(&[0, 3])
-        && cols
-            .next()
-            .is_some_and(|n| n.strip_prefix(b"user") == Some(digits))
-        && cols.next().is_some_and(|e| {
-            e.strip_prefix(b"user")
-                .and_then(|e| e.strip_prefix(digits))
-                .is_some_and(|e| e == b"@example.com")
-        })
-        && cols.next() == Some(&created_us.to_be_bytes()[..])
-        && cols.0.is_empty()
+/// The cells of a binary DataRow (a column count, then per column an i32 length, -1 for NULL,
+/// and the value), read as they are iterated. Bytes that do not frame read as one
+/// [`Cell::Other`], and so do bytes left after the last column.
+#[derive(Clone, Debug)]
+pub struct PgCells<'b> {
+    rest: &'b [u8],
+    left: usize,
+    kinds: std::slice::Iter<'b, ColumnKind>,
 }
 
-/// Non-null column values of a DataRow after its column count (NULL or truncated: stops).
-struct Columns<'a>(&'a [u8]);
+impl<'b> PgCells<'b> {
+    fn new(body: &'b [u8], kinds: &'b [ColumnKind]) -> PgCells<'b> {
+        let (left, rest) = match body {
+            [hi, lo, rest @ ..] => (i16::from_be_bytes([*hi, *lo]).max(0) as usize, rest),
+            _ => (0, body),
+        };
+        PgCells {
+            rest,
+            left,
+            kinds: kinds.iter(),
+        }
+    }
+}
 
-impl<'a> Iterator for Columns<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let len = i32::from_be_bytes(self.0.get(..4)?.try_into().ok()?);
-        let value = self.0.get(4..4 + usize::try_from(len).ok()?)?;
-        self.0 = &self.0[4 + value.len()..];
-        Some(value)
+impl<'b> Iterator for PgCells<'b> {
+    type Item = Cell<'b>;
+
+    fn next(&mut self) -> Option<Cell<'b>> {
+        if self.left == 0 {
+            return (!std::mem::take(&mut self.rest).is_empty()).then_some(Cell::Other);
+        }
+        self.left -= 1;
+        let kind = self.kinds.next().copied().unwrap_or(ColumnKind::Other);
+        let len = self
+            .rest
+            .get(..4)
+            .map(|l| i32::from_be_bytes([l[0], l[1], l[2], l[3]]));
+        let value = match len {
+            Some(-1) => {
+                self.rest = &self.rest[4..];
+                return Some(Cell::Null);
+            }
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| self.rest.get(4..4 + n)),
+            None => None,
+        };
+        let Some(value) = value else {
+            self.left = 0;
+            self.rest = &[];
+            return Some(Cell::Other);
+        };
+        self.rest = &self.rest[4 + value.len()..];
+        Some(match kind {
+            ColumnKind::Text => Cell::Text(value),
+            ColumnKind::Timestamp => <[u8; 8]>::try_from(value)
+                .ok()
+                .and_then(|us| i64::from_be_bytes(us).checked_add(PG_EPOCH_UNIX_MICROS))
+                .map_or(Cell::Other, Cell::Time),
+            ColumnKind::Other => Cell::Other,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorKind;
-    use crate::proto::testkit::decode_split;
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::proto::codec::outcome;
+    use crate::proto::testkit::{self, dec, decode_split};
     use bytes::{BufMut, BytesMut};
     use postgres_protocol::message::frontend;
     use postgres_protocol::IsNull;
@@ -377,8 +442,15 @@ mod tests {
         msg(b'D', &b)
     }
 
+    /// The usr table's column types: text, text, timestamp.
+    const USR: &[u32] = &[25, 25, 1114];
+
+    fn pg_micros(key: u64) -> i64 {
+        crate::dataset::created_unix(key) * 1_000_000 - PG_EPOCH_UNIX_MICROS
+    }
+
     fn usr_row(key: u64) -> Vec<u8> {
-        let us = (crate::dataset::created_unix(key) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        let us = pg_micros(key);
         data_row(&[
             format!("user{key}").as_bytes(),
             format!("user{key}@example.com").as_bytes(),
@@ -415,10 +487,9 @@ mod tests {
     }
 
     fn decode_all(buf: &[u8], key: u64) -> (usize, Result<Outcome, LookupError>) {
-        PgCodec::new(KeyType::Int4)
-            .decode(buf, key, true)
-            .unwrap()
-            .expect("complete")
+        let mut c = PgCodec::new(KeyType::Int4, USR);
+        let (n, reply) = c.decode(buf, key).unwrap().expect("complete");
+        (n, outcome(reply, key, true))
     }
 
     /// What postgres-protocol itself encodes for the same lookup.
@@ -451,7 +522,7 @@ mod tests {
             (KeyType::Int8, (key as i64).to_be_bytes().to_vec()),
             (KeyType::Text, b"123456".to_vec()),
         ] {
-            let mut c = PgCodec::new(kt);
+            let mut c = PgCodec::new(kt, USR);
             let mut out = b"prefix".to_vec();
             c.encode(key, &mut out);
             c.encode(key, &mut out); // appends, patching only its own bytes
@@ -461,10 +532,10 @@ mod tests {
             assert_eq!(out, [&b"prefix"[..], &one, &one, &SYNC].concat(), "{kt:?}");
         }
         let mut out = Vec::new();
-        PgCodec::new(KeyType::Text).encode(0, &mut out);
+        PgCodec::new(KeyType::Text, USR).encode(0, &mut out);
         assert_eq!(out, reference(b"0"));
         let mut out = Vec::new();
-        PgCodec::new(KeyType::Text).encode(u64::MAX, &mut out);
+        PgCodec::new(KeyType::Text, USR).encode(u64::MAX, &mut out);
         assert_eq!(out, reference(u64::MAX.to_string().as_bytes()));
     }
 
@@ -476,9 +547,11 @@ mod tests {
         let (_, out) = decode_all(&r, 43);
         assert_eq!(out.unwrap_err().kind, ErrorKind::Verify);
         // Without verify any row is a hit.
-        let mut c = PgCodec::new(KeyType::Int4);
-        let (_, out) = c.decode(&r, 43, false).unwrap().unwrap();
-        assert_eq!(out.unwrap(), Outcome::Hit);
+        let mut c = PgCodec::new(KeyType::Int4, USR);
+        assert_eq!(
+            dec(&mut c, &r, 43, false).unwrap(),
+            Some((r.len(), Outcome::Hit))
+        );
 
         let r = reply(None);
         let (n, out) = decode_all(&r, 7);
@@ -486,8 +559,46 @@ mod tests {
     }
 
     #[test]
+    fn cells_follow_the_column_types() {
+        let mut c = PgCodec::new(KeyType::Int4, &[25, 1114, 23, 1184]);
+        let row = data_row(&[
+            b"a",
+            &0i64.to_be_bytes(),
+            &7i32.to_be_bytes(),
+            &(-1i64).to_be_bytes(),
+        ]);
+        let r = reply(Some(row));
+        let Some((_, Reply::Row(RowView::Cells(cells)))) = c.decode(&r, 1).unwrap() else {
+            panic!("a row");
+        };
+        let want = [
+            Cell::Text(b"a"),
+            Cell::Time(PG_EPOCH_UNIX_MICROS),
+            Cell::Other,
+            Cell::Time(PG_EPOCH_UNIX_MICROS - 1),
+        ];
+        assert_eq!(cells.collect::<Vec<_>>(), want);
+        // NULL, a timestamp of the wrong width, a column the description did not have, and
+        // a value cut short.
+        let mut b = 4i16.to_be_bytes().to_vec();
+        b.extend_from_slice(&(-1i32).to_be_bytes());
+        for v in [&[1u8, 2, 3][..], b"x"] {
+            b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            b.extend_from_slice(v);
+        }
+        b.extend_from_slice(&9i32.to_be_bytes());
+        let mut c = PgCodec::new(KeyType::Int4, &[25, 1114]);
+        let r = reply(Some(msg(b'D', &b)));
+        let Some((_, Reply::Row(RowView::Cells(cells)))) = c.decode(&r, 1).unwrap() else {
+            panic!("a row");
+        };
+        let want = [Cell::Null, Cell::Other, Cell::Other, Cell::Other];
+        assert_eq!(cells.collect::<Vec<_>>(), want);
+    }
+
+    #[test]
     fn verify_rejects_other_shapes() {
-        let us = (crate::dataset::created_unix(5) - PG_EPOCH_UNIX_SECS) * 1_000_000;
+        let us = pg_micros(5);
         for row in [
             data_row(&[b"user5", b"user5@example.com"]),
             data_row(&[b"user5", b"user5@example.org", &us.to_be_bytes()]),
@@ -510,14 +621,13 @@ mod tests {
         let mut buf = error_reply("ERROR", "22003", "integer out of range");
         let first = buf.len();
         buf.extend(hit(9));
-        let mut c = PgCodec::new(KeyType::Int4);
-        let (n, out) = c.decode(&buf, 8, true).unwrap().unwrap();
+        let mut c = PgCodec::new(KeyType::Int4, USR);
+        let (n, e) = testkit::dec_err(&mut c, &buf, 8, true);
         assert_eq!(n, first);
-        let e = out.unwrap_err();
         assert_eq!((e.kind, e.fatal), (ErrorKind::Server, false));
         assert_eq!(e.message, "integer out of range (SQLSTATE 22003)");
-        let (m, out) = c.decode(&buf[n..], 9, true).unwrap().unwrap();
-        assert_eq!((n + m, out.unwrap()), (buf.len(), Outcome::Hit));
+        let got = dec(&mut c, &buf[n..], 9, true).unwrap();
+        assert_eq!(got, Some((buf.len() - n, Outcome::Hit)));
     }
 
     #[test]
@@ -534,9 +644,13 @@ mod tests {
     fn fatal_error_ends_the_connection_at_once() {
         let body =
             b"SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0";
-        let e = PgCodec::new(KeyType::Int4)
-            .decode(&msg(b'E', body), 1, false)
-            .unwrap_err();
+        let e = dec(
+            &mut PgCodec::new(KeyType::Int4, USR),
+            &msg(b'E', body),
+            1,
+            false,
+        )
+        .unwrap_err();
         assert!(e.fatal);
         assert!(e.message.contains("57P01"), "{}", e.message);
     }
@@ -571,7 +685,7 @@ mod tests {
         let want = [Outcome::Hit, Outcome::Miss, Outcome::Hit];
         for cut in 0..=whole.len() {
             // Without end_batch every lookup is its own batch, ending at its own 'Z'.
-            let got = decode_split(PgCodec::new(KeyType::Int4), &whole, cut, &keys);
+            let got = decode_split(PgCodec::new(KeyType::Int4, USR), &whole, cut, &keys);
             assert_eq!(got, want.map(Ok), "cut at {cut}");
         }
     }
@@ -589,7 +703,7 @@ mod tests {
 
     /// A codec with batches of these sizes written (encoded and synced).
     fn batched(sizes: &[u32]) -> PgCodec {
-        let mut c = PgCodec::new(KeyType::Int4);
+        let mut c = PgCodec::new(KeyType::Int4, USR);
         let mut out = Vec::new();
         for &n in sizes {
             for k in 0..n {
@@ -648,9 +762,9 @@ mod tests {
             msg(b'Z', b"E"),
         ]
         .concat();
-        let (n, e) = crate::proto::testkit::dec_err(&mut c, &buf, 1, true);
+        let (n, e) = testkit::dec_err(&mut c, &buf, 1, true);
         assert!(e.message.contains("22003"), "{}", e.message);
-        let (m, e) = crate::proto::testkit::dec_err(&mut c, &buf[n..], 2, true);
+        let (m, e) = testkit::dec_err(&mut c, &buf[n..], 2, true);
         assert_eq!(n + m, buf.len());
         assert!(e.message.contains("skipped"), "{}", e.message);
     }
@@ -658,17 +772,22 @@ mod tests {
     #[test]
     fn ready_for_query_inside_a_batch_is_out_of_step() {
         let mut c = batched(&[2]);
-        let e = c.decode(&hit(1), 1, true).unwrap().unwrap().1.unwrap();
-        assert_eq!(e, Outcome::Hit); // ends at 'C': the 'Z' belongs to the batch's last lookup
+        let h = hit(1);
+        let z = msg(b'Z', b"I").len();
+        // Ends at 'C': the 'Z' belongs to the batch's last lookup.
+        assert_eq!(
+            dec(&mut c, &h, 1, true).unwrap(),
+            Some((h.len() - z, Outcome::Hit))
+        );
         let mut c = batched(&[2]);
         let buf = [msg(b'Z', b"I"), hit(1)].concat();
-        let e = c.decode(&buf, 1, true).unwrap_err();
+        let e = dec(&mut c, &buf, 1, true).unwrap_err();
         assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true));
     }
 
     #[test]
     fn garbage_is_a_protocol_error() {
-        let mut c = PgCodec::new(KeyType::Int4);
+        let mut c = PgCodec::new(KeyType::Int4, USR);
         for bad in [
             b"HTTP/1.1 200 OK\r\n".to_vec(),
             msg(b'T', b"\0\0"),          // RowDescription: not asked for
@@ -679,12 +798,19 @@ mod tests {
             [msg(b'2', b""), msg(b'Z', b"I")].concat(), // no CommandComplete
             [msg(b'2', b""), msg(b'2', b"")].concat(), // BindComplete twice
         ] {
-            let e = c.decode(&bad, 1, true).unwrap_err();
+            let e = dec(&mut c, &bad, 1, true).unwrap_err();
             assert_eq!((e.kind, e.fatal), (ErrorKind::Protocol, true), "{bad:?}");
         }
         // Incomplete is not an error.
-        assert!(c.decode(&hit(1)[..7], 1, true).unwrap().is_none());
-        assert!(c.decode(b"", 1, true).unwrap().is_none());
+        assert!(dec(&mut c, &hit(1)[..7], 1, true).unwrap().is_none());
+        assert!(dec(&mut c, b"", 1, true).unwrap().is_none());
+    }
+
+    #[test]
+    fn hits_and_misses_allocate_nothing() {
+        let mut c = PgCodec::new(KeyType::Int4, USR);
+        testkit::assert_no_alloc(&mut c, &hit(42), 42);
+        testkit::assert_no_alloc(&mut c, &reply(None), 42);
     }
 
     #[test]
@@ -702,14 +828,14 @@ mod tests {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
                                     key in 0u64..3_000_000, verify in proptest::bool::ANY) {
-            let mut c = PgCodec::new(KeyType::Int8);
-            if let Ok(Some((n, _))) = c.decode(&bytes, key, verify) {
+            let mut c = PgCodec::new(KeyType::Int8, USR);
+            if let Ok(Some((n, _))) = dec(&mut c, &bytes, key, verify) {
                 proptest::prop_assert!(n <= bytes.len());
             }
             // Also behind a valid prefix, so the parser gets past the first message.
             let mut buf = msg(b'2', b"");
             buf.extend(&bytes);
-            let _ = c.decode(&buf, key, verify);
+            let _ = dec(&mut c, &buf, key, verify);
             let _ = ServerError::parse(&bytes);
         }
 
@@ -721,7 +847,7 @@ mod tests {
                 0..8),
             key in 0u64..3_000_000) {
             let buf: Vec<u8> = msgs.iter().flat_map(|(t, b)| msg(*t, b)).collect();
-            if let Ok(Some((n, _))) = PgCodec::new(KeyType::Int4).decode(&buf, key, true) {
+            if let Ok(Some((n, _))) = dec(&mut PgCodec::new(KeyType::Int4, USR), &buf, key, true) {
                 proptest::prop_assert!(n <= buf.len());
             }
         }

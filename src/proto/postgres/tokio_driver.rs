@@ -12,11 +12,12 @@ use deadpool_postgres::{
 };
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesOrdered, StreamExt};
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
+use crate::proto::codec::{outcome, Cell, Reply};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
@@ -147,7 +148,7 @@ enum KeyType {
     Text,
 }
 
-enum Reply {
+enum Answer {
     Prepared(Option<Row>),
     Simple(Option<SimpleQueryRow>),
 }
@@ -158,7 +159,7 @@ pub struct PgConn {
     key_type: KeyType,
     simple: Option<Rc2<(String, String)>>,
     verify: bool,
-    in_flight: FuturesOrdered<LocalBoxFuture<'static, Result<Reply, tokio_postgres::Error>>>,
+    in_flight: FuturesOrdered<LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>>>,
 }
 
 impl Target for PgTarget {
@@ -227,14 +228,14 @@ impl Target for PgTarget {
 impl Conn for PgConn {
     fn send(&mut self, key: u64) {
         let client = self.client.clone();
-        let fut: LocalBoxFuture<'static, Result<Reply, tokio_postgres::Error>> = match &self.simple
+        let fut: LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>> = match &self.simple
         {
             Some(parts) => {
                 // Simple protocol: the key inlined into the text, parsed and planned every time.
                 let sql = format!("{}{key}{}", parts.0, parts.1);
                 Box::pin(async move {
                     let msgs = client.simple_query(&sql).await?;
-                    Ok(Reply::Simple(msgs.into_iter().find_map(|m| match m {
+                    Ok(Answer::Simple(msgs.into_iter().find_map(|m| match m {
                         SimpleQueryMessage::Row(r) => Some(r),
                         _ => None,
                     })))
@@ -250,7 +251,7 @@ impl Conn for PgConn {
                         KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
                         KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
                     };
-                    r.map(Reply::Prepared)
+                    r.map(Answer::Prepared)
                 })
             }
         };
@@ -262,18 +263,13 @@ impl Conn for PgConn {
             return Err(LookupError::protocol("no request in flight"));
         };
         match r {
-            Ok(Reply::Prepared(None)) | Ok(Reply::Simple(None)) => Ok(Outcome::Miss),
-            Ok(Reply::Prepared(Some(row))) => {
-                if self.verify && !row_matches(&row, key) {
-                    return Err(LookupError::verify(key));
-                }
-                Ok(Outcome::Hit)
+            Ok(Answer::Prepared(row)) => {
+                let cells = row.as_ref().map(prepared_cells);
+                outcome(Reply::from_cells(cells), key, self.verify)
             }
-            Ok(Reply::Simple(Some(row))) => {
-                if self.verify && !simple_row_matches(&row, key) {
-                    return Err(LookupError::verify(key));
-                }
-                Ok(Outcome::Hit)
+            Ok(Answer::Simple(row)) => {
+                let cells = row.as_ref().map(simple_cells);
+                outcome(Reply::from_cells(cells), key, self.verify)
             }
             Err(e) => {
                 let fatal = self.client.is_closed();
@@ -288,20 +284,38 @@ impl Conn for PgConn {
     }
 }
 
-fn simple_row_matches(row: &SimpleQueryRow, key: u64) -> bool {
-    let mut created = Vec::new();
-    crate::dataset::write_created(&mut created, key);
-    row.get(0) == Some(crate::dataset::user_name(key).as_str())
-        && row.get(1) == Some(crate::dataset::user_email(key).as_str())
-        && row.get(2).map(str::as_bytes) == Some(&created[..])
+/// The cells of a simple-protocol row: every value is text.
+fn simple_cells(row: &SimpleQueryRow) -> impl Iterator<Item = Cell<'_>> {
+    (0..row.len()).map(|i| row.get(i).map_or(Cell::Null, |v| Cell::Text(v.as_bytes())))
 }
 
-fn row_matches(row: &Row, key: u64) -> bool {
-    let name: Option<&str> = row.try_get(0).ok();
-    let email: Option<&str> = row.try_get(1).ok();
-    let created: Option<SystemTime> = row.try_get(2).ok();
-    name == Some(crate::dataset::user_name(key).as_str())
-        && email == Some(crate::dataset::user_email(key).as_str())
-        && created
-            == Some(UNIX_EPOCH + Duration::from_secs(crate::dataset::created_unix(key) as u64))
+/// The cells of a prepared-statement row, by each column's type; the type is checked first so
+/// a column of another type costs no error value.
+fn prepared_cells(row: &Row) -> impl Iterator<Item = Cell<'_>> {
+    row.columns().iter().enumerate().map(|(i, column)| {
+        let t = column.type_();
+        if <&str as FromSql>::accepts(t) {
+            match row.try_get::<_, Option<&str>>(i) {
+                Ok(Some(v)) => Cell::Text(v.as_bytes()),
+                Ok(None) => Cell::Null,
+                Err(_) => Cell::Other,
+            }
+        } else if <SystemTime as FromSql>::accepts(t) {
+            match row.try_get::<_, Option<SystemTime>>(i) {
+                Ok(Some(v)) => Cell::Time(micros(v)),
+                Ok(None) => Cell::Null,
+                Err(_) => Cell::Other,
+            }
+        } else {
+            Cell::Other
+        }
+    })
+}
+
+/// Microseconds since 1970-01-01 00:00:00 (negative before).
+fn micros(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_micros() as i64,
+        Err(e) => -(e.duration().as_micros() as i64),
+    }
 }

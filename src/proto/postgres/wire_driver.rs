@@ -95,20 +95,29 @@ impl PgWireTarget {
         frontend::sync(&mut s.wbuf);
         s.send().await?;
         let mut key_type = Err(fail("the server did not describe the statement"));
+        let mut columns = Vec::new();
         loop {
             match s.recv().await? {
                 Message::ParameterDescription(body) => {
                     let types: Vec<u32> = body.parameters().collect().map_err(protocol)?;
                     key_type = key_type_of(&types);
                 }
+                // The result columns' types: how the codec reads a row's cells.
+                Message::RowDescription(body) => {
+                    columns = body
+                        .fields()
+                        .map(|f| Ok(f.type_oid()))
+                        .collect()
+                        .map_err(protocol)?;
+                }
                 Message::ReadyForQuery(_) => break,
-                // ParseComplete, RowDescription or NoData (a --query that returns no rows)
+                // ParseComplete, or NoData (a --query that returns no rows)
                 _ => {}
             }
         }
         Ok(StreamConn::new(
             s.sock,
-            PgCodec::new(key_type?),
+            PgCodec::new(key_type?, &columns),
             self.verify,
         ))
     }

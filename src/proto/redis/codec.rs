@@ -11,9 +11,9 @@
 //! * `+<status>`, `:<integer>` — well-formed, but not an answer to `GET`: the stream is out of
 //!   step, a fatal `Protocol` error (as is anything else, and any array).
 
-use crate::dataset;
-use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{decimal, Codec, Decoded, MAX_FRAME};
+use crate::decimal;
+use crate::outcome::LookupError;
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
 
 /// Keys are `usr:<id>`, as memcached stores them.
 pub const PREFIX: &[u8] = b"usr:";
@@ -21,9 +21,9 @@ pub const PREFIX: &[u8] = b"usr:";
 /// Longest status, error or length line accepted: a garbage stream must not be scanned forever.
 pub const MAX_LINE: usize = 8192;
 
-/// One RESP reply, borrowed from the read buffer.
+/// One RESP value, borrowed from the read buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reply<'a> {
+pub enum Resp<'a> {
     /// `+OK`
     Status(&'a [u8]),
     /// `-ERR ...`: the whole message, code included.
@@ -60,29 +60,18 @@ fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, LookupError> {
     }
 }
 
-/// A RESP integer: optional `-`, then 1 to 19 digits.
-fn integer(digits: &[u8]) -> Option<i64> {
-    let (neg, digits) = match digits.strip_prefix(b"-") {
-        Some(d) => (true, d),
-        None => (false, digits),
-    };
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
+/// A RESP integer: optional `-`, then digits.
+fn integer(text: &[u8]) -> Option<i64> {
+    match text.strip_prefix(b"-") {
+        Some(digits) => decimal::parse::<i64>(digits).map(|v| -v),
+        None => decimal::parse::<i64>(text),
     }
-    let mut v: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
-    }
-    Some(if neg { -v } else { v })
 }
 
 /// Parses the reply at the front of `buf`. `Ok(None)`: incomplete. `Err`: malformed (fatal),
 /// including arrays and bulk strings that would not fit in [`MAX_FRAME`]. No allocation on
 /// success.
-pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError> {
+pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Resp<'_>)>, LookupError> {
     let Some(&kind) = buf.first() else {
         return Ok(None);
     };
@@ -96,15 +85,15 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError
         return Ok(None);
     };
     match kind {
-        b'+' => Ok(Some((after, Reply::Status(text)))),
-        b'-' => Ok(Some((after, Reply::Error(text)))),
+        b'+' => Ok(Some((after, Resp::Status(text)))),
+        b'-' => Ok(Some((after, Resp::Error(text)))),
         b':' => match integer(text) {
-            Some(n) => Ok(Some((after, Reply::Integer(n)))),
+            Some(n) => Ok(Some((after, Resp::Integer(n)))),
             None => Err(protocol(&format!("malformed integer `:{}`", shown(text)))),
         },
-        b'_' if text.is_empty() => Ok(Some((after, Reply::Null))),
+        b'_' if text.is_empty() => Ok(Some((after, Resp::Null))),
         b'$' => match integer(text) {
-            Some(-1) => Ok(Some((after, Reply::Null))),
+            Some(-1) => Ok(Some((after, Resp::Null))),
             Some(n) if n >= 0 => {
                 let n = n as usize;
                 let Some(total) = after
@@ -124,7 +113,7 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError
                 }
                 Ok(Some((
                     total,
-                    Reply::Bulk(buf.get(after..after + n).unwrap_or_default()),
+                    Resp::Bulk(buf.get(after..after + n).unwrap_or_default()),
                 )))
             }
             _ => Err(protocol(&format!(
@@ -140,9 +129,8 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply<'_>)>, LookupError
 }
 
 fn push_bulk(arg: &[u8], out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
     out.push(b'$');
-    out.extend_from_slice(decimal(arg.len() as u64, &mut digits));
+    decimal::push(out, arg.len() as u64);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(arg);
     out.extend_from_slice(b"\r\n");
@@ -150,9 +138,8 @@ fn push_bulk(arg: &[u8], out: &mut Vec<u8>) {
 
 /// Appends a command as a RESP array of bulk strings (handshake, `INFO`, `SET`, `DBSIZE`).
 pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
     out.push(b'*');
-    out.extend_from_slice(decimal(args.len() as u64, &mut digits));
+    decimal::push(out, args.len() as u64);
     out.extend_from_slice(b"\r\n");
     for a in args {
         push_bulk(a, out);
@@ -161,81 +148,63 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
 
 /// Appends the key of `id`: `usr:<id>`.
 pub fn key_into(id: u64, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
     out.extend_from_slice(PREFIX);
-    out.extend_from_slice(decimal(id, &mut digits));
+    decimal::push(out, id);
 }
 
-/// `GET usr:<id>` lookups. `--verify`: the value must be `dataset::write_tsv(id)` (a mismatch is a
-/// non-fatal `Verify` error). The expected row is built in a buffer the codec keeps, so a
-/// verified lookup allocates nothing either.
+/// `GET usr:<id>` lookups; a hit is the value, as one tab-separated row.
 #[derive(Debug, Default)]
-pub struct RedisCodec {
-    expect: Vec<u8>,
-}
+pub struct RedisCodec;
 
 impl Codec for RedisCodec {
+    type Cells<'b> = NoCells<'b>;
+
     #[inline]
     fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
         let mut digits = [0u8; 20];
-        let id = decimal(key, &mut digits);
+        let id = decimal::digits(key, &mut digits);
         out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$");
-        let mut len = [0u8; 20];
-        out.extend_from_slice(decimal((PREFIX.len() + id.len()) as u64, &mut len));
+        decimal::push(out, (PREFIX.len() + id.len()) as u64);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(PREFIX);
         out.extend_from_slice(id);
         out.extend_from_slice(b"\r\n");
     }
 
-    fn decode(&mut self, buf: &[u8], key: u64, verify: bool) -> Result<Decoded, LookupError> {
-        let Some((n, reply)) = parse_reply(buf)? else {
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
+        let Some((n, resp)) = parse_reply(buf)? else {
             return Ok(None);
         };
-        let result = match reply {
-            Reply::Bulk(value) => {
-                if verify {
-                    self.expect.clear();
-                    dataset::write_tsv(&mut self.expect, key);
-                    if self.expect != value {
-                        return Ok(Some((
-                            n,
-                            Err(LookupError::new(
-                                crate::outcome::ErrorKind::Verify,
-                                false,
-                                format!(
-                                    "redis: GET usr:{key} returned `{}`, not its row",
-                                    shown(value)
-                                ),
-                            )),
-                        )));
-                    }
-                }
-                Ok(Outcome::Hit)
-            }
-            Reply::Null => Ok(Outcome::Miss),
-            Reply::Error(msg) => Err(LookupError::server(format!("redis: {}", shown(msg)))),
-            Reply::Status(s) => {
+        let reply = match resp {
+            Resp::Bulk(value) => Reply::Row(RowView::Tsv(value)),
+            Resp::Null => Reply::Miss,
+            Resp::Error(msg) => Reply::Server(format!("redis: {}", shown(msg))),
+            Resp::Status(s) => {
                 return Err(protocol(&format!(
                     "`+{}` in reply to GET: the stream is out of step",
                     shown(s)
                 )))
             }
-            Reply::Integer(i) => {
+            Resp::Integer(i) => {
                 return Err(protocol(&format!(
                     "`:{i}` in reply to GET: the stream is out of step"
                 )))
             }
         };
-        Ok(Some((n, result)))
+        Ok(Some((n, reply)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorKind;
-    use crate::proto::testkit::{codec_contract, dec, dec_err, decode_split};
+    use crate::dataset;
+    use crate::outcome::{ErrorKind, Outcome};
+    use crate::proto::testkit::{self, codec_contract, dec, dec_err, decode_split};
     use proptest::prelude::*;
 
     fn bulk(data: &[u8]) -> Vec<u8> {
@@ -252,7 +221,7 @@ mod tests {
 
     #[test]
     fn encoders() {
-        let mut c = RedisCodec::default();
+        let mut c = RedisCodec;
         let mut out = Vec::new();
         c.encode(42, &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$6\r\nusr:42\r\n");
@@ -279,7 +248,7 @@ mod tests {
 
     #[test]
     fn hit_miss_error_verify() {
-        let mut c = RedisCodec::default();
+        let mut c = RedisCodec;
         let h = hit(42);
         for verify in [false, true] {
             assert_eq!(
@@ -294,15 +263,7 @@ mod tests {
             r.push(b'\n');
             bulk(&r)
         }] {
-            let (n, e) = dec_err(&mut c, &wrong, 42, true);
-            assert_eq!(
-                (n, e.kind, e.fatal),
-                (wrong.len(), ErrorKind::Verify, false)
-            );
-            assert_eq!(
-                dec(&mut c, &wrong, 42, false).unwrap(),
-                Some((wrong.len(), Outcome::Hit))
-            );
+            testkit::assert_wrong_row(&mut c, &wrong, 42);
         }
         assert_eq!(
             dec(&mut c, b"$-1\r\n", 1, true).unwrap(),
@@ -327,22 +288,28 @@ mod tests {
     }
 
     #[test]
+    fn hits_and_misses_allocate_nothing() {
+        testkit::assert_no_alloc(&mut RedisCodec, &hit(42), 42);
+        testkit::assert_no_alloc(&mut RedisCodec, b"$-1\r\n", 42);
+    }
+
+    #[test]
     fn handshake_replies() {
         assert_eq!(
             parse_reply(b"+OK\r\n").unwrap(),
-            Some((5, Reply::Status(b"OK")))
+            Some((5, Resp::Status(b"OK")))
         );
         assert_eq!(
             parse_reply(b":1000000\r\n").unwrap(),
-            Some((10, Reply::Integer(1_000_000)))
+            Some((10, Resp::Integer(1_000_000)))
         );
         assert_eq!(
             parse_reply(b":-3\r\n").unwrap(),
-            Some((5, Reply::Integer(-3)))
+            Some((5, Resp::Integer(-3)))
         );
         assert_eq!(
             parse_reply(b"-WRONGPASS invalid\r\n").unwrap(),
-            Some((20, Reply::Error(b"WRONGPASS invalid")))
+            Some((20, Resp::Error(b"WRONGPASS invalid")))
         );
         assert_eq!(parse_reply(b"+OK\r").unwrap(), None);
         assert_eq!(parse_reply(b"").unwrap(), None);
@@ -350,7 +317,7 @@ mod tests {
 
     #[test]
     fn garbage_is_fatal() {
-        let mut c = RedisCodec::default();
+        let mut c = RedisCodec;
         for bad in [
             &b"HTTP/1.1 200 OK\r\n"[..],
             b"VALUE usr:1 0 1\r\n",
@@ -391,7 +358,7 @@ mod tests {
 
     #[test]
     fn bulk_length_bounded_by_max_frame() {
-        let mut c = RedisCodec::default();
+        let mut c = RedisCodec;
         // "$1048564\r\n" + data + "\r\n" == MAX_FRAME: the largest bulk that fits.
         let header = format!("${}\r\n", MAX_FRAME - 12);
         assert_eq!(header.len(), 10);
@@ -425,54 +392,50 @@ mod tests {
             Ok(Outcome::Miss),
             Ok(Outcome::Hit),
         ];
-        let mut c = RedisCodec::default();
+        let mut c = RedisCodec;
         for len in 0..first {
             assert_eq!(dec(&mut c, &stream[..len], 1, true).unwrap(), None, "{len}");
         }
         for cut in 0..=stream.len() {
             assert_eq!(
-                decode_split(RedisCodec::default(), &stream, cut, &keys),
+                decode_split(RedisCodec, &stream, cut, &keys),
                 whole,
                 "cut at {cut}"
             );
         }
     }
 
-    fn soup() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"$".to_vec()),
-            Just(b"-".to_vec()),
-            Just(b"+OK".to_vec()),
-            Just(b"_".to_vec()),
-            Just(b":".to_vec()),
-            Just(b"*".to_vec()),
-            Just(b"-1".to_vec()),
-            Just(b"47".to_vec()),
-            Just(b"3".to_vec()),
-            Just(b"\r\n".to_vec()),
-            Just(b"\n".to_vec()),
-            Just(b"user42\tuser42@example.com\t2010-02-03 11:23:15".to_vec()),
-            any::<u8>().prop_map(|b| vec![b]),
-        ];
-        prop::collection::vec(piece, 0..30).prop_map(|v| v.concat())
-    }
+    const SOUP: &[&[u8]] = &[
+        b"$",
+        b"-",
+        b"+OK",
+        b"_",
+        b":",
+        b"*",
+        b"-1",
+        b"47",
+        b"3",
+        b"\r\n",
+        b"\n",
+        b"user42\tuser42@example.com\t2010-02-03 11:23:15",
+    ];
 
     proptest! {
         #[test]
         fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
-            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
+            codec_contract(&mut RedisCodec, &buf, key, verify);
             let _ = parse_reply(&buf);
         }
 
         #[test]
-        fn token_soup_never_panics(buf in soup(), key in 40u64..45, verify: bool) {
-            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
+        fn token_soup_never_panics(buf in testkit::soup(SOUP, 30), key in 40u64..45, verify: bool) {
+            codec_contract(&mut RedisCodec, &buf, key, verify);
         }
 
         #[test]
         fn any_value_round_trips(data in prop::collection::vec(any::<u8>(), 0..200)) {
             let reply = bulk(&data);
-            prop_assert_eq!(parse_reply(&reply).unwrap(), Some((reply.len(), Reply::Bulk(&data[..]))));
+            prop_assert_eq!(parse_reply(&reply).unwrap(), Some((reply.len(), Resp::Bulk(&data[..]))));
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::Codec;
-use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Reply};
+use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Resp};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::SetupError;
 use crate::transport::Endpoint;
@@ -106,8 +106,7 @@ impl Login {
 
     /// A connection to the server and database, logged in.
     pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
-        let mut conn =
-            StreamConn::connect(&self.endpoint, self.step, RedisCodec::default(), verify).await?;
+        let mut conn = StreamConn::connect(&self.endpoint, self.step, RedisCodec, verify).await?;
         self.handshake(&mut conn).await?;
         Ok(conn)
     }
@@ -134,11 +133,11 @@ impl Login {
                 (
                     n,
                     match r {
-                        Reply::Status(s) => Answer::Status(shown(s)),
-                        Reply::Error(s) => Answer::Error(shown(s)),
-                        Reply::Integer(i) => Answer::Integer(i),
-                        Reply::Bulk(b) => Answer::Bulk(b.to_vec()),
-                        Reply::Null => Answer::Null,
+                        Resp::Status(s) => Answer::Status(shown(s)),
+                        Resp::Error(s) => Answer::Error(shown(s)),
+                        Resp::Integer(i) => Answer::Integer(i),
+                        Resp::Bulk(b) => Answer::Bulk(b.to_vec()),
+                        Resp::Null => Answer::Null,
                     },
                 )
             }))

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::redis::codec::{encode_command, key_into, parse_reply, shown, Reply};
+use crate::proto::redis::codec::{encode_command, key_into, parse_reply, shown, Resp};
 use crate::proto::redis::login::{Answer, Login};
 use crate::proto::target::Conn;
 use crate::url::TargetUrl;
@@ -76,8 +76,8 @@ fn count_oks(n: usize) -> impl FnMut(&[u8]) -> Result<Option<(usize, ())>, Looku
                 return Ok(None);
             };
             match reply {
-                Reply::Status(_) => {}
-                Reply::Error(e) => {
+                Resp::Status(_) => {}
+                Resp::Error(e) => {
                     return Err(LookupError::server(format!(
                         "the server refused SET: {}",
                         shown(e)
