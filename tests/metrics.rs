@@ -688,15 +688,36 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// A free one of the two ports scripts/servers.sh's Prometheus scrapes every second, and a
-/// run id for the `test_run` label that tells this run's series apart.
-fn scraped_port(what: &str) -> (String, String) {
+/// A run of the embedded server at `-R RATE` for `-d SECS` (1 s warm-up, 3 s linger) with
+/// `--metrics` on a free one of the two ports scripts/servers.sh's Prometheus scrapes every
+/// second, labelled `test_run=<run id>`. Returns (address, run id, the run's result).
+fn scraped_run(what: &str, secs: &str, rate: &str) -> (String, String, Value) {
     let port = [59464u16, 59465]
         .into_iter()
         .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
         .expect("port 59464 or 59465 is free");
     let run_id = format!("{what}-{}-{}", std::process::id(), now_unix() as u64);
-    (format!("127.0.0.1:{port}"), run_id)
+    let addr = format!("127.0.0.1:{port}");
+    let label = format!("test_run={run_id}");
+    let child = spawn_run(&[
+        "--metrics",
+        &addr,
+        "--metrics-linger",
+        "3s",
+        "-d",
+        secs,
+        "--warmup",
+        "1s",
+        "-R",
+        rate,
+        "--keys",
+        "1-100000",
+        "--run-label",
+        &label,
+    ]);
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    (addr, run_id, doc)
 }
 
 #[test]
@@ -705,27 +726,8 @@ fn prometheus_sees_loadgens_rate_and_latency() {
         return;
     };
     let _g = serial();
-    let (addr, run_id) = scraped_port("whole");
-    let label = format!("test_run={run_id}");
     let t0 = now_unix();
-    let child = spawn_run(&[
-        "--metrics",
-        &addr,
-        "--metrics-linger",
-        "3s",
-        "-d",
-        "12s",
-        "--warmup",
-        "1s",
-        "-R",
-        "3000",
-        "--keys",
-        "1-100000",
-        "--run-label",
-        &label,
-    ]);
-    let (code, doc, err) = finish(child, Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
+    let (addr, run_id, doc) = scraped_run("whole", "12s", "3000");
     let r = &doc["runs"][0];
     let loadgen_qps = f(r, "qps");
     let loadgen_p99_s = f(r, "latency_us.p99") / 1e6;
@@ -839,26 +841,7 @@ fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
         return;
     };
     let _g = serial();
-    let (addr, run_id) = scraped_port("paced");
-    let label = format!("test_run={run_id}");
-    let child = spawn_run(&[
-        "--metrics",
-        &addr,
-        "--metrics-linger",
-        "3s",
-        "-d",
-        "16s",
-        "--warmup",
-        "1s",
-        "-R",
-        "15000",
-        "--keys",
-        "1-100000",
-        "--run-label",
-        &label,
-    ]);
-    let (code, doc, err) = finish(child, Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
+    let (_, run_id, doc) = scraped_run("paced", "16s", "15000");
     let qps = f(&doc["runs"][0], "qps");
     assert!(
         (qps - 15000.0).abs() < 150.0,
