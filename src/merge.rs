@@ -448,15 +448,10 @@ pub fn merge_timelines<'a>(timelines: impl Iterator<Item = &'a [TimelineRow]>) -
                     by_t.insert(key, row.clone());
                 }
                 Some(m) => {
+                    m.add_counts(row);
                     m.qps += row.qps;
-                    m.hits += row.hits;
-                    m.misses += row.misses;
-                    m.errors += row.errors;
-                    m.p50_us = m.p50_us.max(row.p50_us);
-                    m.p99_us = m.p99_us.max(row.p99_us);
                     m.in_flight += row.in_flight;
                     m.connections += row.connections;
-                    m.reconnects += row.reconnects;
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Reports of the result model (`crate::result`): the text summary and the comparison table,
 //! SVG charts, the HTML page, file output.
 
+pub mod downsample;
 pub mod html;
 pub mod output;
 pub mod svg;

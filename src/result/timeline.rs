@@ -20,3 +20,16 @@ pub struct TimelineRow {
     #[serde(default)]
     pub reconnects: u64,
 }
+
+impl TimelineRow {
+    /// Adds `o`'s counts to this row's; p50 and p99 become the higher of the two (what merged
+    /// rows can tell without their histograms). QPS, time and gauges are the caller's to set.
+    pub fn add_counts(&mut self, o: &TimelineRow) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.errors += o.errors;
+        self.reconnects += o.reconnects;
+        self.p50_us = self.p50_us.max(o.p50_us);
+        self.p99_us = self.p99_us.max(o.p99_us);
+    }
+}
