@@ -129,6 +129,7 @@ pub async fn execute(
         None => None,
     };
     if let Some(e) = &exporter {
+        e.set_settings(settings_of(plan));
         opts.hooks.push(e.hook());
     }
     let hdr_log = match &opts.hdr_log {
@@ -149,11 +150,15 @@ pub async fn execute(
     }
     match result {
         Ok(mut out) => {
+            if let Some(x) = &exporter {
+                x.run_ended(Some(&out.file));
+            }
             out.exporter = exporter;
             Ok(out)
         }
         Err(e) => {
             if let Some(x) = exporter {
+                x.run_ended(None);
                 x.finish().await;
             }
             Err(e)

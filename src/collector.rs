@@ -236,6 +236,7 @@ impl<'a> Collector<'a> {
             in_flight,
             connections: conns,
             rate: self.plan.rate,
+            row: (!warm && !empty_sliver).then_some(&row),
         };
         for f in &self.control.hooks {
             f(&view);

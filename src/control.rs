@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::cpu::Server;
+use crate::result::TimelineRow;
 use crate::totals::Totals;
 
 /// How a run is stopped from outside and what it says while running.
@@ -58,4 +59,7 @@ pub struct IntervalView<'a> {
     pub in_flight: u64,
     pub connections: u64,
     pub rate: Option<f64>,
+    /// The row the result's timeline gets for this interval (None: warm-up, or an empty final
+    /// sliver), so a live view draws exactly what the report will.
+    pub row: Option<&'a TimelineRow>,
 }

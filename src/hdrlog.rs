@@ -224,6 +224,7 @@ mod tests {
             in_flight: 0,
             connections: 1,
             rate: None,
+            row: None,
         }
     }
 

@@ -1,4 +1,6 @@
-//! `loadgen run --metrics ADDR`: live Prometheus metrics on `GET /metrics`.
+//! `loadgen run --metrics ADDR`: live Prometheus metrics on `GET /metrics`, and a live page on
+//! `GET /` that fetches `GET /live.json` once per interval (`live.rs`), the same numbers; once
+//! the run has ended, `/` serves its HTML report.
 //!
 //! Data flow: the collector ([`crate::collector`]) calls the hook from [`Exporter::hook`] once per
 //! interval with the merged totals. The hook turns them into plain numbers (counters, latency
@@ -16,6 +18,7 @@
 //! `<kind>_<index>` (0-based position on the command line), the same tags `--hdr-log` writes. The
 //! URL never becomes a label.
 
+mod live;
 mod point;
 mod render;
 mod server;
@@ -121,6 +124,22 @@ impl Exporter {
     /// The exposition text as a scrape would get it now.
     pub fn render(&self, format: Format) -> String {
         self.shared.render(format)
+    }
+
+    /// What `/live.json` serves now.
+    pub fn live_json(&self) -> String {
+        self.shared.live_json()
+    }
+
+    /// The run's settings, for the live page's settings line and its polling interval.
+    pub fn set_settings(&self, settings: crate::result::Settings) {
+        self.shared.set_settings(settings);
+    }
+
+    /// The run has ended: from now on `/` serves `file`'s HTML report (None: the run ended
+    /// without a result) and `/live.json` says `"done": true`, so an open live page reloads.
+    pub fn run_ended(&self, file: Option<&crate::result::ResultFile>) {
+        self.shared.finish(file);
     }
 
     /// Keeps serving for the configured linger (a Ctrl-C or SIGTERM cuts it short), then closes

@@ -1,5 +1,6 @@
-//! The HTTP side: hyper 1 HTTP/1.1 on a task of the current runtime. Only `GET /metrics` (and
-//! HEAD) is answered; other paths get 404, other methods 405. Abuse is bounded: at most
+//! The HTTP side: hyper 1 HTTP/1.1 on a task of the current runtime. Only `GET` (and HEAD) of
+//! `/metrics`, `/` (the live page) and `/live.json` are answered; other paths get 404, other
+//! methods 405. Abuse is bounded: at most
 //! `max_connections` at once (more are accepted and closed), request headers must arrive within
 //! `header_timeout` (idle keep-alive connections included), connections are closed gracefully
 //! after `max_connection_age`, and garbage gets hyper's 400 and a closed connection.
@@ -11,7 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE,
+    X_CONTENT_TYPE_OPTIONS,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -21,6 +25,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::render::Format;
 use super::shared::Shared;
+use crate::report::html;
 
 /// Limits of the HTTP server.
 #[derive(Clone, Copy, Debug)]
@@ -106,20 +111,33 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 }
 
 fn respond(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    if req.uri().path() != "/metrics" {
+    let path = req.uri().path();
+    if !matches!(path, "/metrics" | "/" | "/live.json") {
         return plain(
             StatusCode::NOT_FOUND,
-            "not found: loadgen serves GET /metrics\n",
+            "not found: loadgen serves GET /metrics, / (the live page) and /live.json\n",
         );
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut r = plain(
             StatusCode::METHOD_NOT_ALLOWED,
-            "method not allowed: use GET /metrics\n",
+            "method not allowed: use GET\n",
         );
         r.headers_mut()
             .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
+    }
+    if path == "/" {
+        let (page, report) = shared.page();
+        let csp = if report { html::CSP } else { html::LIVE_CSP };
+        return body(
+            Bytes::from(page.as_bytes().to_vec()),
+            "text/html; charset=utf-8",
+            Some(csp),
+        );
+    }
+    if path == "/live.json" {
+        return body(Bytes::from(shared.live_json()), "application/json", None);
     }
     let accept: Vec<&str> = req
         .headers()
@@ -129,14 +147,23 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
         .collect();
     let accept = (!accept.is_empty()).then(|| accept.join(","));
     let format = Format::negotiate(accept.as_deref());
-    let body = shared.render(format);
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    r.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
-    );
-    r.headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    body(
+        Bytes::from(shared.render(format)),
+        format.content_type(),
+        None,
+    )
+}
+
+/// A 200 that is never cached (the numbers change every interval), its type not sniffed.
+fn body(b: Bytes, content_type: &'static str, csp: Option<&'static str>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(b));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Some(csp) = csp {
+        h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
+    }
     r
 }
 

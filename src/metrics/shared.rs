@@ -1,11 +1,14 @@
 //! The numbers the hook publishes and a scrape reads: updated once per interval, swapped behind
-//! an `Arc` so a scrape never holds a lock while it renders.
+//! an `Arc` so a scrape never holds a lock while it renders. `/metrics` and `/live.json` render
+//! from the same snapshot.
 
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use super::live::{self, Rows, RunInfo};
 use super::point::{Cum, Point};
 use super::render::{self, Format};
 use crate::control::{target_tag, IntervalView};
+use crate::result::{ResultFile, Settings};
 
 /// One target as the hook tracks it.
 #[derive(Clone, Debug)]
@@ -23,6 +26,12 @@ struct Series {
     connections: u64,
     rate: Option<f64>,
     at_ms: i64,
+    /// Unix seconds where the live timeline's time axis starts: the end of the first run's
+    /// warm-up (NaN until a row arrives). Later runs (sweep steps) follow on the same axis.
+    origin: f64,
+    /// Seconds the current run's rows are moved along that axis (NaN until its first row).
+    offset: f64,
+    rows: Rows,
 }
 
 impl Series {
@@ -41,10 +50,20 @@ impl Series {
     }
 }
 
+/// One published state: per target its point and its rows so far.
+#[derive(Default)]
+struct Snapshot {
+    points: Vec<Point>,
+    rows: Vec<Rows>,
+}
+
 pub(crate) struct Shared {
     common: Vec<(String, String)>,
     series: Mutex<Vec<Series>>,
-    published: RwLock<Arc<Vec<Point>>>,
+    published: RwLock<Arc<Snapshot>>,
+    run: RwLock<Arc<RunInfo>>,
+    /// The finished run's HTML report, which `/` serves from then on.
+    report: RwLock<Option<Arc<String>>>,
 }
 
 impl Shared {
@@ -52,8 +71,48 @@ impl Shared {
         Shared {
             common,
             series: Mutex::new(Vec::new()),
-            published: RwLock::new(Arc::new(Vec::new())),
+            published: RwLock::new(Arc::new(Snapshot::default())),
+            run: RwLock::new(Arc::new(RunInfo {
+                started_at: crate::report::now_rfc3339(),
+                ..RunInfo::default()
+            })),
+            report: RwLock::new(None),
         }
+    }
+
+    /// The settings line the live page shows (and the interval it polls at).
+    pub(crate) fn set_settings(&self, settings: Settings) {
+        let mut run = (**read(&self.run)).clone();
+        run.settings = Some(settings);
+        *write(&self.run) = Arc::new(run);
+    }
+
+    /// The run has ended: `/` serves its report from now on (the page written beside the
+    /// result), and `/live.json` says so. None: it ended without one (a set-up error).
+    pub(crate) fn finish(&self, file: Option<&ResultFile>) {
+        if let Some(f) = file {
+            *write(&self.report) = Some(Arc::new(crate::report::html::render(f)));
+        }
+        let mut run = (**read(&self.run)).clone();
+        run.done = true;
+        *write(&self.run) = Arc::new(run);
+    }
+
+    /// `GET /`: the live page, or the report once the run has ended.
+    pub(crate) fn page(&self) -> (Arc<String>, bool) {
+        if let Some(r) = read(&self.report).clone() {
+            return (r, true);
+        }
+        (
+            Arc::new(crate::report::html::live_page(&self.live_json())),
+            false,
+        )
+    }
+
+    pub(crate) fn live_json(&self) -> String {
+        let snap = read(&self.published).clone();
+        let run = read(&self.run).clone();
+        live::json(&snap.points, &snap.rows, &run)
     }
 
     pub(crate) fn update(&self, v: &IntervalView) {
@@ -84,6 +143,13 @@ impl Shared {
                     connections: 0,
                     rate: None,
                     at_ms: 0,
+                    origin: f64::NAN,
+                    offset: f64::NAN,
+                    rows: Rows {
+                        kind: v.kind.to_string(),
+                        target: crate::url::redact_str(v.target),
+                        ..Rows::default()
+                    },
                 });
                 all.len() - 1
             }
@@ -93,6 +159,7 @@ impl Shared {
             let done = std::mem::take(&mut s.cur);
             s.base.add(&done);
             s.run_start = v.run_start_unix;
+            s.offset = f64::NAN;
         }
         s.cur = c;
         s.qps = qps;
@@ -103,21 +170,44 @@ impl Shared {
         // Strictly increasing: Prometheus rejects a changed value under a timestamp it has seen.
         let at_ms = ((v.run_start_unix + v.end_s) * 1e3).round() as i64;
         s.at_ms = at_ms.max(s.at_ms + 1);
-        let points: Vec<Point> = all.iter().map(Series::point).collect();
+        if let Some(row) = v.row {
+            // t_s counts from the end of this run's warm-up.
+            let warm_end = v.run_start_unix + v.end_s - row.t_s;
+            if s.offset.is_nan() {
+                if s.origin.is_nan() {
+                    s.origin = warm_end;
+                }
+                s.offset = ((warm_end - s.origin) * 1e3).round() / 1e3;
+            }
+            let mut row = row.clone();
+            if s.offset != 0.0 {
+                row.t_s = ((row.t_s + s.offset) * 1e3).round() / 1e3;
+            }
+            s.rows.rows.push(row);
+            s.rows.at_ms.push(s.at_ms);
+        }
+        let snap = Snapshot {
+            points: all.iter().map(Series::point).collect(),
+            rows: all.iter().map(|s| s.rows.clone()).collect(),
+        };
         drop(all);
-        *self.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(points);
+        *write(&self.published) = Arc::new(snap);
     }
 
     pub(crate) fn render(&self, format: Format) -> String {
-        let points = self
-            .published
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        render::render(&points, &self.common, format)
+        let snap = read(&self.published).clone();
+        render::render(&snap.points, &self.common, format)
     }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
 }

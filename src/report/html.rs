@@ -5,10 +5,14 @@
 //!
 //! What is heavy to derive in a browser is derived here: each run's latency spectrum from its
 //! compressed HdrHistogram (which is then left out of the page, so a sweep of many steps stays
-//! small).
+//! small), and long timelines merged to at most [`MAX_POINTS`] points per run.
+//!
+//! The live page of `--metrics` (`live_page`) is the same style and script around the numbers
+//! of a running run; its script fetches them again from the server that sent it.
 
 use serde::Serialize;
 
+use super::downsample::{downsample, Columns, MAX_POINTS};
 use crate::result::{decode_histogram, ResultFile, RunResult};
 
 const STYLE: &str = include_str!("html/report.css");
@@ -17,6 +21,10 @@ const SCRIPT: &str = include_str!("html/report.js");
 /// Allows the inline style and script, and nothing else: no fetch, no font, no image but data:.
 pub const CSP: &str =
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
+
+/// The live page's: the same, and fetches back to the server that sent the page.
+pub const LIVE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+     style-src 'unsafe-inline'; img-src data:; connect-src 'self'";
 
 /// What the page's script reads (`#data`).
 #[derive(Serialize)]
@@ -27,11 +35,15 @@ struct PageData<'a> {
     spectra: Vec<Vec<(f64, f64)>>,
     /// Per SLO search, its latency bound in µs (None when its text does not parse).
     slo_bounds_us: Vec<Option<f64>>,
+    /// Per run, its timeline as drawn (merged when long; the runs' own `timeline` is left out).
+    timelines: Vec<Columns>,
+    /// Per run, how many intervals one drawn timeline point holds (1: none merged).
+    merged: Vec<usize>,
 }
 
 /// The whole page for `file`.
 pub fn render(file: &ResultFile) -> String {
-    page(&title(file), &script_safe(&data_json(file)))
+    page(&title(file), CSP, "data", &script_safe(&data_json(file)))
 }
 
 /// What the page draws from, as JSON: the script's `loadgenReport.render` takes it, so a page
@@ -41,25 +53,40 @@ pub fn data_json(file: &ResultFile) -> String {
     // Callers pass redacted results; a page is shared widely, so it is redacted once more.
     crate::redact::file(&mut shown);
     let spectra = shown.runs.iter().map(run_spectrum).collect();
+    let interval_s = shown.settings.interval_ms.max(1) as f64 / 1000.0;
+    let (mut timelines, mut merged) = (Vec::new(), Vec::new());
     for r in &mut shown.runs {
         r.histogram.clear();
+        let (rows, per) = downsample(&std::mem::take(&mut r.timeline), interval_s, MAX_POINTS);
+        let mut c = Columns::default();
+        rows.iter().for_each(|r| c.push(r));
+        timelines.push(c);
+        merged.push(per);
     }
     let data = PageData {
         result: &shown,
         spectra,
         slo_bounds_us: shown.slo.iter().map(|s| slo_bound_us(&s.slo)).collect(),
+        timelines,
+        merged,
     };
     serde_json::to_string(&data).expect("the page data serializes")
 }
 
+/// The live page of a running run around `live_json` (what `/live.json` serves): the script
+/// draws it, then fetches `live.json` once per interval.
+pub fn live_page(live_json: &str) -> String {
+    page("loadgen live", LIVE_CSP, "live", &script_safe(live_json))
+}
+
 /// The page around the data: style and script inline, the data in a JSON script element.
-fn page(title: &str, data: &str) -> String {
+fn page(title: &str, csp: &str, id: &str, data: &str) -> String {
     format!(
         r#"<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>
@@ -68,7 +95,7 @@ fn page(title: &str, data: &str) -> String {
 <body>
 <main id="report"><noscript>This report draws its tables and charts with JavaScript; the same numbers are in the result JSON beside it.</noscript></main>
 <div id="tip" hidden></div>
-<script type="application/json" id="data">{data}</script>
+<script type="application/json" id="{id}">{data}</script>
 <script>
 {SCRIPT}</script>
 </body>
@@ -228,19 +255,64 @@ mod tests {
         .unwrap()
     }
 
+    /// The JSON a page draws from (its `#data` element).
+    fn data_of(html: &str) -> serde_json::Value {
+        let start = html
+            .find(r#"<script type="application/json" id="data">"#)
+            .unwrap();
+        let body = &html[start..];
+        let data = &body[body.find('>').unwrap() + 1..body.find("</script>").unwrap()];
+        assert!(!data.contains('<') && !data.contains('>'), "{data}");
+        serde_json::from_str(data).unwrap()
+    }
+
     #[test]
     fn a_sixty_second_run_of_five_targets_stays_under_300_kb() {
         let f = file(5, 60, 9.0);
         let json_len = serde_json::to_string_pretty(&f).unwrap().len();
         let html = render(&f);
         assert!(html.len() < 300_000, "{} bytes", html.len());
-        // The data is in the page once: one timeline row of each run, no histogram.
-        assert_eq!(html.matches("\"t_s\":60.0").count(), 5);
+        // The data is in the page once: each run's timeline as columns, no histogram.
+        let d = data_of(&html);
+        for i in 0..5 {
+            assert_eq!(d["timelines"][i]["t_s"].as_array().unwrap().len(), 60);
+            assert_eq!(d["timelines"][i]["qps"][59], 123_516.0);
+            assert_eq!(d["result"]["runs"][i]["timeline"], serde_json::json!([]));
+        }
+        assert_eq!(d["merged"], serde_json::json!([1, 1, 1, 1, 1]));
         assert!(html.contains("\"histogram\":\"\""));
         assert!(
             html.len() < json_len,
             "page {} vs JSON {json_len}",
             html.len()
+        );
+    }
+
+    #[test]
+    fn an_hour_of_five_targets_stays_under_300_kb_and_the_file_keeps_every_interval() {
+        let f = file(5, 3600, 9.0);
+        let html = render(&f);
+        assert!(html.len() < 300_000, "{} bytes", html.len());
+        let d = data_of(&html);
+        assert_eq!(d["merged"], serde_json::json!([6, 6, 6, 6, 6]));
+        // Six seconds per point: the first ends at 6 s, the last where the run does.
+        for i in 0..5 {
+            let t = d["timelines"][i]["t_s"].as_array().unwrap();
+            assert_eq!(t.len(), 600);
+            assert_eq!((t[0].as_f64(), t[599].as_f64()), (Some(6.0), Some(3600.0)));
+            // Errors (every 17th second) summed: none lost.
+            let errors: u64 = d["timelines"][i]["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e.as_u64().unwrap())
+                .sum();
+            assert_eq!(errors, 3600 / 17);
+        }
+        assert_eq!(
+            f.runs[0].timeline.len(),
+            3600,
+            "the file itself is not changed"
         );
     }
 
@@ -270,14 +342,7 @@ mod tests {
         f.runs[0].error_samples = vec!["</script><script>alert(1)</script><!--".into()];
         f.runs[0].target = "http://h/usr/{key}?x=</ScRiPt>&y=1".into();
         let html = render(&f);
-        let start = html
-            .find(r#"<script type="application/json" id="data">"#)
-            .unwrap();
-        let body = &html[start..];
-        let end = body.find("</script>").unwrap();
-        let data = &body[body.find('>').unwrap() + 1..end];
-        assert!(!data.contains('<') && !data.contains('>'), "{data}");
-        let back: serde_json::Value = serde_json::from_str(data).unwrap();
+        let back = data_of(&html);
         assert_eq!(
             back["result"]["runs"][0]["error_samples"][0],
             "</script><script>alert(1)</script><!--"

@@ -366,15 +366,19 @@
 
   // QPS, p50 and p99 per interval. A final interval much shorter than the others (replies to
   // requests sent before the end) is drawn as a point of its own, not as a drop of the line.
-  function timelineCharts(runs, nm, intervalS) {
+  // merged[i] > 1: a long run's intervals were merged that many to a point (mean QPS, worst
+  // p50 and p99, errors summed); the tips say so.
+  function timelineCharts(runs, nm, intervalS, merged) {
     const qps = [], lat = [], marks = [];
     runs.forEach((r, i) => {
-      const rows = r.timeline || [];
+      const rows = r.timeline || [], per = (merged || [])[i] || 1;
       const len = k => rows[k].t_s - (k ? rows[k - 1].t_s : 0);
       const full = rows.filter((t, k) => len(k) >= intervalS / 2);
       const short = rows.filter((t, k) => len(k) < intervalS / 2);
       const what = t => short.includes(t) ? `${nm[i]}, last ${Math.round(len(rows.indexOf(t)) * 1e3)}ms ` +
-        '(replies to requests sent before the end)' : `${nm[i]}, interval ending ${t.t_s}s`;
+        '(replies to requests sent before the end)' : per > 1
+        ? `${nm[i]}, up to ${per} intervals ending ${t.t_s}s (mean QPS, worst p50 and p99)`
+        : `${nm[i]}, interval ending ${t.t_s}s`;
       const qtip = t => `${what(t)}\n${thousands(t.qps)} qps, ${thousands(t.errors)} errors, ` +
         `${thousands(t.reconnects || 0)} reconnects\n${t.connections || 0} connections, ` +
         `${t.in_flight || 0} in flight`;
@@ -410,7 +414,7 @@
       y: latencyAxis('latency') }));
   }
 
-  function runSections(runs, nm, spectra, settings) {
+  function runSections(runs, nm, spectra, settings, merged) {
     let h = '<h2>Summary</h2><div class="cards">' + runs.map((r, i) => card(r, i, nm[i])).join('') +
       '</div>';
     if (runs.length > 1) {
@@ -436,7 +440,7 @@
     addChart('spectrum', b => drawXY(b, spectrumChart(runs, nm, spectra)));
     h += '<h2>Over time</h2><div class="charts">' + chartBox('tl-qps', 'QPS per interval') +
       chartBox('tl-lat', 'p50 (dashed) and p99 per interval') + '</div>';
-    timelineCharts(runs, nm, (settings.interval_ms || 1000) / 1000);
+    timelineCharts(runs, nm, (settings.interval_ms || 1000) / 1000, merged);
     return h;
   }
 
@@ -522,19 +526,33 @@
     }
   }
 
-  // Draws the page for D (what #data holds: {result, spectra, slo_bounds_us}). A page that
-  // updates (a live view of a run) calls it again with newer data: loadgenReport.render(D).
+  // Timeline rows from columns ({t_s: [...], qps: [...], ...}), as pages carry them.
+  const rowsOf = c => (c && c.t_s ? c.t_s : []).map((_, k) => {
+    const r = {};
+    for (const f of Object.keys(c)) r[f] = c[f][k];
+    return r;
+  });
+
+  // Draws the page for D (what #data holds: {result, spectra, slo_bounds_us, timelines,
+  // merged}). loadgenReport.render(D) draws it again from newer data.
   function render(D) {
     const R = D.result, runs = R.runs || [];
+    // Files of earlier pages have the rows in the runs themselves.
+    if (D.timelines) runs.forEach((r, i) => { r.timeline = rowsOf(D.timelines[i]); });
     charts.length = 0;
     let h = header(R);
     const sweeps = R.sweeps || [], slos = R.slo || [];
     if (sweeps.length) h += sweepSection(sweeps);
     if (slos.length) h += sloSection(slos, D.slo_bounds_us || []);
     if (!sweeps.length && !slos.length && runs.length) {
-      h += runSections(runs, names(runs), D.spectra || [], R.settings);
+      h += runSections(runs, names(runs), D.spectra || [], R.settings, D.merged);
     }
     if (!runs.length) h += '<p class="note">No run finished: the file holds no results.</p>';
+    show(h);
+  }
+
+  // Puts the page's HTML in place, wires the log-scale boxes and draws the charts.
+  function show(h) {
     $('report').innerHTML = h;
     for (const c of document.querySelectorAll('.loglat')) {
       c.addEventListener('change', e => {
@@ -545,10 +563,87 @@
     }
     drawAll();
   }
-  window.loadgenReport = { render };
+  // ------------------------------------------------------------------ live page
+  // The live page of `--metrics` (#live holds what /live.json serves): per target the totals
+  // so far and the last interval, and the timeline charts, redrawn from each fetch. Numbers
+  // carry data-at, the end of the interval they describe (unix ms), as /metrics stamps them.
+  function liveCard(t, i) {
+    const n = t.rows.t_s.length;
+    const last = n ? { p50_us: t.rows.p50_us[n - 1], p99_us: t.rows.p99_us[n - 1] } : null;
+    const at = `data-at="${t.at_ms}"`;
+    const rows = [];
+    const row = (label, td) => rows.push(`<tr><th>${label}</th>${td}</tr>`);
+    row('QPS', `<td id="live-qps-${i}" data-value="${t.qps}" ${at} class="big">` +
+      `${thousands(t.qps)}</td>`);
+    row('requests', `<td id="live-requests-${i}" data-value="${t.requests}" ${at}>` +
+      `${thousands(t.requests)}</td>`);
+    row('hits', cell('live-hits-' + i, t.hits, thousands(t.hits)));
+    row('misses', cell('live-misses-' + i, t.misses, thousands(t.misses)));
+    row('errors', cell('live-errors-' + i, t.errors, thousands(t.errors), t.errors ? 'bad' : ''));
+    if (t.reconnects) row('reconnects', cell('live-reconnects-' + i, t.reconnects, thousands(t.reconnects)));
+    if (last) row('last interval', `<td>p50 <b>${micros(last.p50_us)}</b>, p99 <b>${micros(last.p99_us)}</b></td>`);
+    row('now', `<td>${thousands(t.connections)} connections, ${thousands(t.in_flight)} in flight` +
+      (t.rate != null ? `, rate ${thousands(t.rate)}/s asked` : '') + '</td>');
+    return `<section class="card" id="run-${i}"><h3><span class="sw" style="background:${color(i)}">` +
+      `</span>${esc(t.name)}</h3><div class="target">${esc(t.target)} (${esc(t.kind)})</div>` +
+      `<table class="kv">${rows.join('')}</table></section>`;
+  }
+
+  function drawLive(L, note) {
+    charts.length = 0;
+    const ts = L.targets || [];
+    const at = Math.max(0, ...ts.map(t => t.at_ms));
+    let h = '<h1>loadgen live</h1><p class="meta" id="live-status" data-at="' + at + '">' +
+      (L.done ? 'run ended' : 'running') + ' · started ' + esc(L.started_at) + ' · loadgen ' +
+      esc(L.version) + (at ? ' · numbers of ' + esc(new Date(at).toISOString()) : '') + '</p>';
+    if (L.settings) {
+      h += '<div class="settings" id="settings">settings ' + esc(settingsLine({ settings: L.settings })) +
+        '</div>';
+    }
+    if (note) h += `<div class="banner">${esc(note)}</div>`;
+    h += '<p class="note">Totals include the warm-up, as on /metrics; the report at the end ' +
+      'counts the measured part only.</p>';
+    if (!ts.length) {
+      h += '<p class="note">No interval has ended yet.</p>';
+    } else {
+      h += '<h2>So far</h2><div class="cards">' + ts.map(liveCard).join('') + '</div>' +
+        '<h2>Over time</h2>' + controls() + '<div class="charts">' +
+        chartBox('tl-qps', 'QPS per interval') +
+        chartBox('tl-lat', 'p50 (dashed) and p99 per interval') + '</div>';
+      const runs = ts.map(t => ({ label: t.name, kind: t.kind, timeline: rowsOf(t.rows) }));
+      timelineCharts(runs, names(runs), L.interval_ms / 1000, ts.map(t => t.merged));
+    }
+    show(h);
+  }
+
+  // Fetches live.json once per interval; when the run has ended the page reloads, and the
+  // server then sends the run's report.
+  function live(L) {
+    drawLive(L);
+    const every = Math.max(100, L.interval_ms || 1000);
+    let failed = 0, last = L;
+    const poll = () => fetch('live.json', { cache: 'no-store' })
+      .then(r => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
+      .then(n => {
+        failed = 0;
+        last = n;
+        if (n.done) { location.reload(); return; }
+        drawLive(n);
+        setTimeout(poll, every);
+      })
+      .catch(() => {
+        failed += 1;
+        drawLive(last, 'loadgen does not answer: the run has ended (its report is beside the ' +
+          'result JSON) or loadgen stopped' + (failed < 5 ? '; trying again' : ''));
+        if (failed < 5) setTimeout(poll, every * failed);
+      });
+    setTimeout(poll, every);
+  }
+  window.loadgenReport = { render, live };
 
   function main() {
-    render(JSON.parse($('data').textContent));
+    if ($('live')) live(JSON.parse($('live').textContent));
+    else render(JSON.parse($('data').textContent));
     let width = innerWidth, timer = 0;
     addEventListener('resize', () => {
       clearTimeout(timer);
