@@ -8,8 +8,12 @@
 mod common;
 use common::*;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -66,6 +70,10 @@ fn read_json(p: &Path) -> Value {
 
 /// Chromium, headless, with a profile of its own under `dir`; at most 90 s.
 fn browse(browser: &str, dir: &Path, args: &[&str], page: &Path) -> Output {
+    browse_url(browser, dir, args, &format!("file://{}", page.display()))
+}
+
+fn browse_url(browser: &str, dir: &Path, args: &[&str], url: &str) -> Output {
     Command::new("timeout")
         .arg("90")
         .arg(browser)
@@ -78,7 +86,7 @@ fn browse(browser: &str, dir: &Path, args: &[&str], page: &Path) -> Output {
             &format!("--user-data-dir={}", dir.join("chromium-profile").display()),
         ])
         .args(args)
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .output()
         .expect("chromium runs")
 }
@@ -87,22 +95,29 @@ fn browse(browser: &str, dir: &Path, args: &[&str], page: &Path) -> Output {
 /// screenshot at each width (kept beside the page, paths printed).
 fn open(browser: &str, page: &Path) -> String {
     let dir = page.parent().unwrap();
-    let out = browse(
+    let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
+    open_url(
         browser,
         dir,
-        &["--enable-logging=stderr", "--v=0", "--dump-dom"],
-        page,
-    );
+        &format!("file://{}", page.display()),
+        &stem,
+        &[],
+    )
+}
+
+/// As `open`, for any URL; screenshots go to `dir` as `<stem>-<width>.png`. `extra`: more
+/// Chromium arguments (a virtual time budget for a page that keeps fetching).
+fn open_url(browser: &str, dir: &Path, url: &str, stem: &str, extra: &[&str]) -> String {
+    let page = url;
+    let mut args = vec!["--enable-logging=stderr", "--v=0", "--dump-dom"];
+    args.extend_from_slice(extra);
+    let out = browse_url(browser, dir, &args, url);
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "chromium: {log}");
     let dom = String::from_utf8_lossy(&out.stdout).into_owned();
     // Every console message (a script error, a request the CSP refused) is logged as CONSOLE.
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(
-        console.is_empty(),
-        "{}: console messages: {console:#?}",
-        page.display()
-    );
+    assert!(console.is_empty(), "{page}: console messages: {console:#?}");
     let body = tag_of(&dom, "<body").unwrap_or_else(|| panic!("no body: {dom}"));
     assert!(
         !body.contains("data-error"),
@@ -112,18 +127,15 @@ fn open(browser: &str, page: &Path) -> String {
         body.contains(r#"data-ready="1""#),
         "the page did not finish: {body}"
     );
-    let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
     for (w, h) in [(1280, 900), (390, 844)] {
         let png = dir.join(format!("{stem}-{w}.png"));
-        let out = browse(
-            browser,
-            dir,
-            &[
-                &format!("--screenshot={}", png.display()),
-                &format!("--window-size={w},{h}"),
-            ],
-            page,
-        );
+        let mut args = vec![
+            format!("--screenshot={}", png.display()),
+            format!("--window-size={w},{h}"),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = browse_url(browser, dir, &args, url);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -253,8 +265,16 @@ fn assert_runs_shown(dom: &str, doc: &Value) {
 
 /// Outside its data, the page names no URL and loads nothing; the CSP forbids any request.
 fn assert_self_contained(html: &str) {
+    assert_no_url_outside(html, "data");
+    assert!(html.contains(
+        r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">"#
+    ));
+}
+
+/// Outside the JSON element `id`, the page names no URL and refers to nothing to load.
+fn assert_no_url_outside(html: &str, id: &str) {
     let start = html
-        .find(r#"<script type="application/json" id="data">"#)
+        .find(&format!(r#"<script type="application/json" id="{id}">"#))
         .unwrap();
     let end = start + html[start..].find("</script>").unwrap();
     let rest = format!("{}{}", &html[..start], &html[end..]);
@@ -264,9 +284,6 @@ fn assert_self_contained(html: &str) {
     ] {
         assert!(!rest.contains(bad), "{bad} in the page");
     }
-    assert!(rest.contains(
-        r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">"#
-    ));
 }
 
 fn count(dom: &str, chart: &str, what: &str) -> usize {
@@ -552,4 +569,205 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err, "loadgen: cannot write dir.html: is a directory\n");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A loadgen of the test's own, killed if the test fails before it exits.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Requests so far (hit + miss + error) and `loadgen_qps` of the one target in a scrape, with
+/// the timestamp the samples carry (the end of the interval they describe).
+fn scraped(text: &str) -> Option<(i64, f64, f64)> {
+    let (mut requests, mut qps, mut at) = (0.0, None, None);
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut f = l.rsplitn(3, ' ');
+        // Untimed samples (the build info) have two fields.
+        let (Some(ts), Some(v), Some(series)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if series.starts_with("loadgen_requests_total{") {
+            requests += v.parse::<f64>().ok()?;
+            at = Some(ts.parse::<i64>().ok()?);
+        } else if series.starts_with("loadgen_qps{") {
+            qps = Some(v.parse::<f64>().ok()?);
+        }
+    }
+    Some((at?, requests, qps?))
+}
+
+/// Scrapes `/metrics` every 50 ms until `stop`: what it said at each interval end. A stamp
+/// seen twice must carry the same numbers.
+fn record_metrics(
+    addr: String,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<BTreeMap<i64, (f64, f64)>> {
+    std::thread::spawn(move || {
+        let mut seen: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+        while !stop.load(Ordering::Relaxed) {
+            let r = http_request(&addr, "GET", "/metrics", "");
+            if let Some((at, requests, qps)) = r.as_ref().and_then(|r| scraped(&r.body)) {
+                let before = seen.insert(at, (requests, qps));
+                assert!(
+                    before.map_or(true, |b| b == (requests, qps)),
+                    "stamp {at}: {before:?} then {:?}",
+                    (requests, qps)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        seen
+    })
+}
+
+/// `/live.json` once it satisfies `ready` (panics after `limit`).
+fn live_json_until(addr: &str, limit: Duration, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + limit;
+    let mut last = None;
+    while Instant::now() < deadline {
+        if let Some(r) = http_request(addr, "GET", "/live.json", "") {
+            let v: Value = serde_json::from_str(&r.body).expect("live.json is JSON");
+            if ready(&v) {
+                return v;
+            }
+            last = Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("live.json never got ready in {limit:?}; last: {last:?}");
+}
+
+/// The number the live page shows in element `id`, and the interval end it is of.
+fn live_value(dom: &str, id: &str) -> (f64, i64) {
+    let (tag, _) = element(dom, id);
+    (
+        attr(tag, "data-value").parse().unwrap(),
+        attr(tag, "data-at").parse().unwrap(),
+    )
+}
+
+#[test]
+fn the_live_page_shows_what_metrics_says_then_the_report() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("live");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(bin())
+        .current_dir(&d)
+        .args([
+            "run",
+            "-R",
+            "2000",
+            "-d",
+            "8s",
+            "--warmup",
+            "500ms",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--keys",
+            "1-10000",
+            "-q",
+            "-o",
+            "run.json",
+            "--metrics",
+            &addr,
+            "--metrics-linger",
+            "60s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadgen starts");
+    let mut run = Running(child);
+    let stop = Arc::new(AtomicBool::new(false));
+    let recorder = record_metrics(addr.clone(), stop.clone());
+    // Two timeline rows, so the charts have lines to draw.
+    live_json_until(&addr, Duration::from_secs(30), |v| {
+        v["targets"][0]["rows"]["t_s"]
+            .as_array()
+            .is_some_and(|r| r.len() >= 2)
+    });
+
+    // The page as served: its CSP lets it fetch from its own origin only, it names no URL
+    // outside its data, and the target is shown as the report shows it.
+    let served = http_get(&addr, "/");
+    assert_eq!(served.status, 200);
+    assert!(
+        served.headers.contains(
+            "content-security-policy: default-src 'none'; script-src 'unsafe-inline'; \
+             style-src 'unsafe-inline'; img-src data:; connect-src 'self'\r\n"
+        ),
+        "{}",
+        served.headers
+    );
+    assert_no_url_outside(&served.body, "live");
+    let url = format!("http://{addr}/");
+    let dom = open_url(browser, &d, &url, "live", &["--virtual-time-budget=3000"]);
+    let (tag, _) = element(&dom, "live-status");
+    let polls: u32 = attr(tag, "data-polls").parse().unwrap();
+    assert!(polls >= 1, "the page never fetched live.json: {tag}");
+    let (requests, at) = live_value(&dom, "live-requests-0");
+    let (qps, qps_at) = live_value(&dom, "live-qps-0");
+    assert_eq!(qps_at, at);
+    assert!(requests > 0.0 && qps > 0.0, "{requests} {qps}");
+    assert!(count(&dom, "tl-qps", "<polyline") >= 1);
+    assert_eq!(count(&dom, "tl-lat", "<polyline"), 2, "p50 and p99");
+
+    // The run ends; the server lingers with the report.
+    let done = live_json_until(&addr, Duration::from_secs(40), |v| v["done"] == true);
+    stop.store(true, Ordering::Relaxed);
+    let seen = recorder.join().expect("the scrapes agree with themselves");
+    // The page and /metrics, at the same interval end: the same numbers, exactly.
+    let &(m_requests, m_qps) = seen
+        .get(&at)
+        .unwrap_or_else(|| panic!("no scrape stamped {at}: {seen:?}"));
+    assert_eq!(
+        (requests, qps),
+        (m_requests, m_qps),
+        "page vs /metrics at {at}"
+    );
+    assert!(seen.len() >= 6, "{seen:?}");
+
+    let doc = read_json(&d.join("run.json"));
+    let r = &doc["runs"][0];
+    // Every request: the counted ones and the warm-up's, on /metrics and in live.json alike.
+    let metrics = http_get(&addr, "/metrics");
+    let (_, total, _) = scraped(&metrics.body).unwrap();
+    assert_eq!(total as u64, u(r, "requests") + u(r, "warmup_requests"));
+    assert_eq!(done["targets"][0]["requests"].as_f64(), Some(total));
+    // `/` is now the report written beside the result, and shows its numbers.
+    let page = http_get(&addr, "/");
+    let written = std::fs::read_to_string(d.join("run.html")).unwrap();
+    assert!(page.body == written, "/ is not the written report");
+    assert!(
+        page.headers.contains(
+            "content-security-policy: default-src 'none'; script-src 'unsafe-inline'; \
+             style-src 'unsafe-inline'; img-src data:\r\n"
+        ),
+        "{}",
+        page.headers
+    );
+    let dom = open_url(browser, &d, &url, "live-report", &[]);
+    assert_runs_shown(&dom, &doc);
+
+    // SIGTERM ends the linger: the process exits cleanly and the port closes.
+    kill("-TERM", &run.0.id().to_string());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(st) = run.0.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(Instant::now() < deadline, "loadgen did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0));
+    assert!(http_request(&addr, "GET", "/", "").is_none());
 }

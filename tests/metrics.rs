@@ -505,7 +505,7 @@ fn promtool_accepts_a_live_scrape_and_openmetrics_is_well_formed() {
 }
 
 #[test]
-fn the_live_endpoint_answers_only_metrics_and_survives_abuse() {
+fn the_live_endpoint_answers_only_its_paths_and_survives_abuse() {
     let _g = serial();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
@@ -528,8 +528,19 @@ fn the_live_endpoint_answers_only_metrics_and_survives_abuse() {
     scrape_until(port, Duration::from_secs(30), |t| {
         t.contains("loadgen_requests_total{")
     });
-    let r = http(port, "GET", "/", "").unwrap();
+    let r = http(port, "GET", "/favicon.ico", "").unwrap();
     assert_eq!(r.status, 404);
+    // The live page and its data are served too.
+    let r = http(port, "GET", "/", "").unwrap();
+    assert_eq!(r.status, 200);
+    assert!(
+        r.headers.contains("content-type: text/html"),
+        "{}",
+        r.headers
+    );
+    let r = http(port, "GET", "/live.json", "").unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.body.starts_with("{\"done\":false,"), "{}", r.body);
     let r = http(port, "DELETE", "/metrics", "").unwrap();
     assert_eq!(r.status, 405);
     assert!(r.headers.contains("allow: get, head"), "{}", r.headers);

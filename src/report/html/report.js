@@ -589,11 +589,14 @@
       `<table class="kv">${rows.join('')}</table></section>`;
   }
 
+  let polls = 0;   // fetches of live.json answered (the page says how many: data-polls)
+
   function drawLive(L, note) {
     charts.length = 0;
     const ts = L.targets || [];
     const at = Math.max(0, ...ts.map(t => t.at_ms));
-    let h = '<h1>loadgen live</h1><p class="meta" id="live-status" data-at="' + at + '">' +
+    let h = '<h1>loadgen live</h1><p class="meta" id="live-status" data-at="' + at + '" ' +
+      `data-polls="${polls}">` +
       (L.done ? 'run ended' : 'running') + ' · started ' + esc(L.started_at) + ' · loadgen ' +
       esc(L.version) + (at ? ' · numbers of ' + esc(new Date(at).toISOString()) : '') + '</p>';
     if (L.settings) {
@@ -626,6 +629,7 @@
       .then(r => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
       .then(n => {
         failed = 0;
+        polls += 1;
         last = n;
         if (n.done) { location.reload(); return; }
         drawLive(n);
