@@ -717,12 +717,18 @@ fn the_live_page_shows_what_metrics_says_then_the_report() {
     let (requests, at) = live_value(&dom, "live-requests-0");
     let (qps, qps_at) = live_value(&dom, "live-qps-0");
     assert_eq!(qps_at, at);
-    assert!(requests > 0.0 && qps > 0.0, "{requests} {qps}");
+    // The paced rate, as Prometheus' rate() is checked against it in tests/metrics.rs.
+    assert!(
+        (qps - 2000.0).abs() <= 100.0,
+        "last-interval QPS {qps} for -R 2000"
+    );
+    assert!(requests > 0.0, "{requests}");
     assert!(count(&dom, "tl-qps", "<polyline") >= 1);
     assert_eq!(count(&dom, "tl-lat", "<polyline"), 2, "p50 and p99");
 
     // The run ends; the server lingers with the report.
     let done = live_json_until(&addr, Duration::from_secs(40), |v| v["done"] == true);
+    let doc = read_json(&d.join("run.json"));
     stop.store(true, Ordering::Relaxed);
     let seen = recorder.join().expect("the scrapes agree with themselves");
     // The page and /metrics, at the same interval end: the same numbers, exactly.
@@ -735,8 +741,16 @@ fn the_live_page_shows_what_metrics_says_then_the_report() {
         "page vs /metrics at {at}"
     );
     assert!(seen.len() >= 6, "{seen:?}");
+    // Once the run has ended, the live rows are the result's timeline, row for row.
+    let rows = &done["targets"][0]["rows"];
+    let timeline = doc["runs"][0]["timeline"].as_array().unwrap();
+    assert_eq!(rows["t_s"].as_array().unwrap().len(), timeline.len());
+    for (k, t) in timeline.iter().enumerate() {
+        for f in ["t_s", "qps", "hits", "errors", "p50_us", "p99_us"] {
+            assert_eq!(rows[f][k], t[f], "row {k} {f}");
+        }
+    }
 
-    let doc = read_json(&d.join("run.json"));
     let r = &doc["runs"][0];
     // Every request: the counted ones and the warm-up's, on /metrics and in live.json alike.
     let metrics = http_get(&addr, "/metrics");

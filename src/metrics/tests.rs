@@ -807,3 +807,16 @@ async fn serves_the_live_page_then_the_report_of_the_ended_run() {
     assert_eq!(live["targets"][0]["hits"], 1000);
     e.finish().await;
 }
+
+#[tokio::test]
+async fn a_run_that_ended_without_a_result_keeps_the_live_page_and_says_done() {
+    let e = Exporter::start(cfg("127.0.0.1:0")).await.unwrap();
+    let addr = e.local_addr();
+    e.run_ended(None);
+    let r = http(addr, &get("GET", "/", "")).await;
+    assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+    // The page's own data says the run is over, so it does not poll (or reload) for ever.
+    assert!(r.contains(r#"<script type="application/json" id="live">{"done":true,"#));
+    assert!(r.contains(crate::report::html::LIVE_CSP));
+    e.finish().await;
+}

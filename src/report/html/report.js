@@ -620,9 +620,11 @@
   }
 
   // Fetches live.json once per interval; when the run has ended the page reloads, and the
-  // server then sends the run's report.
+  // server then sends the run's report (or, when there is none, this page saying so).
   function live(L) {
     drawLive(L);
+    // Ended without a report to show (a set-up error): nothing more will come.
+    if (L.done) return;
     const every = Math.max(100, L.interval_ms || 1000);
     let failed = 0, last = L;
     const poll = () => fetch('live.json', { cache: 'no-store' })
