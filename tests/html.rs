@@ -3,7 +3,8 @@
 //! file (its CSP would make the browser refuse, and log, any request), and the numbers the
 //! browser shows equal the result JSON's. Screenshots at 1280 and 390 px wide are kept under
 //! the temp dir as test artifacts (paths printed). Runs use the embedded server (and a
-//! `loadgen serve` of our own), so only Chromium is needed.
+//! `loadgen serve` of our own), so only Chromium is needed. The live page of `--metrics` is
+//! opened during a run and checked against `/metrics` at the same interval end.
 
 mod common;
 use common::*;
@@ -644,6 +645,30 @@ fn live_json_until(addr: &str, limit: Duration, ready: impl Fn(&Value) -> bool) 
     panic!("live.json never got ready in {limit:?}; last: {last:?}");
 }
 
+/// A server that holds one HTTP request open until told, then answers it: a page that loads
+/// from it has its load event (and so Chromium's --dump-dom) held back until then, in real time.
+fn held_open() -> (
+    u16,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 2048];
+        let _ = s.read(&mut buf);
+        let _ = rx.recv_timeout(Duration::from_secs(60));
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/javascript\r\nContent-Length: 0\r\n\
+              Connection: close\r\n\r\n",
+        );
+    });
+    (port, tx, h)
+}
+
 /// The number the live page shows in element `id`, and the interval end it is of.
 fn live_value(dom: &str, id: &str) -> (f64, i64) {
     let (tag, _) = element(dom, id);
@@ -726,8 +751,40 @@ fn the_live_page_shows_what_metrics_says_then_the_report() {
     assert!(count(&dom, "tl-qps", "<polyline") >= 1);
     assert_eq!(count(&dom, "tl-lat", "<polyline"), 2, "p50 and p99");
 
+    // A page left open until the run ends reloads into the report: a probe page frames it
+    // and counts the frame's loads, its own load held back (in real time) until after the end.
+    let (held, release, holder) = held_open();
+    let probe = d.join("reload-probe.html");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"<!doctype html><body><pre id="loads">0</pre><iframe id="f" src="{url}"
+style="width:1280px;height:900px"></iframe><script>
+let n = 0;
+document.getElementById('f').addEventListener('load', () => {{
+  n += 1;
+  document.getElementById('loads').textContent = String(n);
+}});
+</script><script src="http://127.0.0.1:{held}/held.js"></script></body>"#
+        ),
+    )
+    .unwrap();
+    let (b, dir, p) = (browser.to_string(), d.clone(), probe.clone());
+    let prober = std::thread::spawn(move || browse(&b, &dir, &["--dump-dom"], &p));
+
     // The run ends; the server lingers with the report.
     let done = live_json_until(&addr, Duration::from_secs(40), |v| v["done"] == true);
+    // Past the next poll of the framed page, then the probe may finish loading.
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = release.send(());
+    holder.join().unwrap();
+    let out = prober.join().unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let (_, loads) = element(&dom, "loads");
+    assert_eq!(
+        loads, "2",
+        "the open live page did not reload into the report"
+    );
     let doc = read_json(&d.join("run.json"));
     stop.store(true, Ordering::Relaxed);
     let seen = recorder.join().expect("the scrapes agree with themselves");
