@@ -91,11 +91,14 @@ fn read(p: &Path) -> String {
         .into_owned()
 }
 
-fn scrape(port: u16) -> Option<String> {
+/// `GET path` (`/metrics`, or the live page's `/` and `/live.json`) from the exporter.
+fn scrape(port: u16, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .ok()?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
     let mut body = String::new();
     s.read_to_string(&mut body).ok()?;
     Some(body)
@@ -179,12 +182,17 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         .spawn()
         .unwrap();
     // Scrape all through the run and the linger: every target's series is seen while live.
-    let mut metrics = String::new();
+    let (mut metrics, mut live) = (String::new(), String::new());
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "the run did not end");
-        if let Some(m) = scrape(port) {
+        if let Some(m) = scrape(port, "/metrics") {
             metrics.push_str(&m);
+        }
+        for path in ["/", "/live.json"] {
+            if let Some(m) = scrape(port, path) {
+                live.push_str(&m);
+            }
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -201,6 +209,13 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         assert!(
             metrics.contains(&format!("target=\"{kind}")),
             "no {kind} series scraped:\n{metrics}"
+        );
+    }
+    // The live page names every target (redacted, as the report does).
+    for kind in ["postgres", "mysql", "hs", "memcache", "http", "redis"] {
+        assert!(
+            live.contains(&format!("\"kind\":\"{kind}\"")),
+            "no {kind} on the live page:\n{live}"
         );
     }
     // Metric labels and HDR tags never carry a URL; the shown URLs keep all but the secret.
@@ -282,6 +297,7 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         ("run stdout".to_string(), stdout),
         ("run stderr".into(), stderr),
         ("metrics".into(), metrics),
+        ("live page and live.json".into(), live),
         ("sweep stdout".into(), sweep_out),
         ("sweep stderr".into(), sweep_err),
         ("merge stdout".into(), mt_out),
