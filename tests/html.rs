@@ -156,7 +156,23 @@ fn open_url(browser: &str, dir: &Path, url: &str, stem: &str, extra: &[&str]) ->
 
 /// What the hover box says when the pointer rests at (`fx`, `fy`) of chart `id`'s width and
 /// height: the page in a frame of a page of our own, which sends the pointer event.
-fn hover(browser: &str, page: &Path, id: &str, fx: f64, fy: f64) -> String {
+/// Where the pointer goes: a fraction of the chart's box, or the point of the chart's first
+/// line at this fraction of its points (a box position can miss a line the data put elsewhere).
+enum Aim {
+    Box(f64, f64),
+    Line(f64),
+}
+
+fn hover(browser: &str, page: &Path, id: &str, aim: Aim) -> String {
+    let at = match aim {
+        Aim::Box(fx, fy) => format!("[r.left + r.width * {fx}, r.top + r.height * {fy}]"),
+        Aim::Line(f) => format!(
+            "(() => {{ const p = svg.querySelector('polyline').getAttribute('points').trim().split(/\\s+/); \
+             const [x, y] = p[Math.floor((p.length - 1) * {f})].split(',').map(Number); \
+             const vb = svg.viewBox.baseVal; \
+             return [r.left + x * r.width / vb.width, r.top + y * r.height / vb.height]; }})()"
+        ),
+    };
     let dir = page.parent().unwrap();
     let probe = dir.join("hover-probe.html");
     std::fs::write(
@@ -167,9 +183,9 @@ fn hover(browser: &str, page: &Path, id: &str, fx: f64, fy: f64) -> String {
 document.getElementById('f').onload = function () {{
   const d = this.contentDocument, svg = d.getElementById('c-{id}').querySelector('svg');
   svg.scrollIntoView();
-  const r = svg.getBoundingClientRect();
+  const r = svg.getBoundingClientRect(), at = {at};
   svg.dispatchEvent(new this.contentWindow.PointerEvent('pointermove',
-    {{ clientX: r.left + r.width * {fx}, clientY: r.top + r.height * {fy}, bubbles: true }}));
+    {{ clientX: at[0], clientY: at[1], bubbles: true }}));
   const tip = d.getElementById('tip');
   document.getElementById('out').textContent = tip.hidden ? 'hidden' : tip.textContent;
 }};
@@ -357,14 +373,14 @@ fn a_run_of_three_targets_shows_the_json_numbers_in_chromium() {
     assert_eq!(count(&dom, "bars-qps", "<rect"), 3);
     assert!(dom.contains("embedded #2"), "repeated kinds are numbered");
     // Hover values: a bar names its run and QPS, the spectrum a percentile and its latency.
-    let tip = hover(browser, &page, "bars-qps", 0.5, 0.1);
+    let tip = hover(browser, &page, "bars-qps", Aim::Box(0.5, 0.1));
     let qps =
         loadgen::report::text::thousands(doc["runs"][0]["qps"].as_f64().unwrap().round() as u64);
     assert!(
         tip.starts_with(&format!("embedded #1\n{qps} qps")),
         "{tip:?}"
     );
-    let tip = hover(browser, &page, "spectrum", 0.6, 0.5);
+    let tip = hover(browser, &page, "spectrum", Aim::Line(0.6));
     let (run, value) = tip.split_once('\n').unwrap_or_else(|| panic!("{tip:?}"));
     assert!(
         ["embedded #1", "http", "embedded #2"].contains(&run),
