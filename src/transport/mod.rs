@@ -17,4 +17,4 @@ pub use connect::{connect, explain, no_connection};
 pub use endpoint::Endpoint;
 pub use listen::Listener;
 pub use stream::Stream;
-pub use tls::{OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified};
+pub use tls::{OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions};
