@@ -316,6 +316,31 @@ impl TlsClient {
     }
 }
 
+/// The URL options of TLS from the first byte (`rediss://`, `https://`), named as redis-cli's and
+/// curl's flags: the CA file, and a client certificate and key.
+pub const DIRECT_OPTIONS: &[&str] = &["cacert", "cert", "key"];
+
+/// TLS from the first byte: certificate and host name verified against `?cacert=` or the
+/// system's trusted CAs, as redis-cli and curl do.
+pub fn direct(url: &crate::url::TargetUrl) -> Result<TlsClient, String> {
+    let path = |k: &str| url.param(k).map(PathBuf::from);
+    let opts = TlsOptions {
+        mode: TlsMode::VerifyFull,
+        roots: path("cacert").map_or(Roots::System, Roots::File),
+        cert: path("cert"),
+        key: path("key"),
+        names: OptionNames {
+            mode: "the scheme",
+            roots: "cacert",
+            cert: "cert",
+            key: "key",
+        },
+    };
+    TlsClient::new(&opts)
+        .map_err(|e| format!("{}: {e}", url.redacted()))?
+        .ok_or_else(|| "TLS is on for this scheme".to_string())
+}
+
 /// The version and cipher suite of a finished handshake.
 fn negotiated(c: &rustls::ClientConnection, verified: Verified) -> Option<TlsInfo> {
     let version = match c.protocol_version()? {
