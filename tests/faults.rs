@@ -408,6 +408,7 @@ fn prepare_names_what_it_loads() {
             "memcache://",
             "memcached://",
             "redis://",
+            "rediss://",
             "redis+unix://",
             "unix://"
         ],
