@@ -343,7 +343,16 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let (mut sock, _) = listener.accept().await.unwrap();
-            let len = sock.read_i32().await.unwrap() as usize;
+            let mut len = sock.read_i32().await.unwrap() as usize;
+            // SSLRequest (every sslmode but disable): this server has no TLS.
+            if len == 8 {
+                assert_eq!(sock.read_i32().await.unwrap(), 80877103);
+                sock.write_all(b"N").await.unwrap();
+                let Ok(n) = sock.read_i32().await else {
+                    return; // the client wanted TLS and left
+                };
+                len = n as usize;
+            }
             let mut startup = vec![0; len - 4];
             sock.read_exact(&mut startup).await.unwrap();
             assert!(startup.windows(8).any(|w| w == b"user\0bob"));
@@ -374,7 +383,7 @@ mod tests {
             out.extend(msg(b'Z', b"I"));
             sock.write_all(&out).await.unwrap();
         });
-        format!("postgres://bob:pw@{addr}/db?sslmode=disable")
+        format!("postgres://bob:pw@{addr}/db")
     }
 
     async fn one_lookup(url: &str) -> Result<Outcome, LookupError> {
@@ -382,6 +391,27 @@ mod tests {
         let mut conn = t.connect().await?;
         conn.send(1);
         conn.recv(1).await
+    }
+
+    #[tokio::test]
+    async fn a_server_without_tls_is_plain_under_prefer_and_refused_under_require() {
+        let url = fake_server(auth(0, b""), None).await;
+        assert_eq!(one_lookup(&url).await.unwrap(), Outcome::Hit);
+        let url = fake_server(auth(0, b""), None).await;
+        let e = one_lookup(&format!("{url}?sslmode=require"))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("does not accept TLS, and sslmode=require requires it"),
+            "{}",
+            e.message
+        );
+        let url = fake_server(auth(0, b""), None).await;
+        assert_eq!(
+            one_lookup(&format!("{url}?sslmode=disable")).await.unwrap(),
+            Outcome::Hit
+        );
     }
 
     #[tokio::test]
