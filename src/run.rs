@@ -13,7 +13,7 @@ use crate::keys::KeySpace;
 use crate::plan::Plan;
 use crate::proto::target::{SetupError, Target};
 use crate::recorder::Snapshot;
-use crate::result::RunResult;
+use crate::result::{RunResult, TlsUsed};
 use crate::worker::{self, wait_true, Ctx};
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
@@ -142,13 +142,19 @@ pub async fn run<T: Target>(
     } else {
         target.server_count().await
     };
-    Ok(collector.finish(
+    let mut result = collector.finish(
         connect,
         (server_before, server_after),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),
-    ))
+    );
+    result.tls = target.tls().map(|t| TlsUsed {
+        version: t.version,
+        cipher: t.cipher,
+        verified: t.verified.name().to_string(),
+    });
+    Ok(result)
 }
 
 /// One connection before anything else, so a wrong password or a missing table is a clear

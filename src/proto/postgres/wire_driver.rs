@@ -23,10 +23,11 @@ use crate::proto::codec::MAX_FRAME;
 use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
-use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config};
+use crate::proto::postgres::tls::PgTls;
+use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config, PgTarget};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
-use crate::transport::{no_connection, Endpoint, Stream};
+use crate::transport::{no_connection, Endpoint, Stream, TlsInfo, TlsMode};
 use crate::url::TargetUrl;
 
 /// No Debug: `config` holds the password.
@@ -39,12 +40,12 @@ pub struct PgWireTarget {
     timeout: Duration,
     label: String,
     counter: PgCounter,
+    tls: PgTls,
 }
 
 impl PgWireTarget {
-    /// The options this target reads from its URL's query (`driver` and `sslmode` are read
-    /// by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode", "host", "port"];
+    /// The options this target reads from its URL's query: the tokio driver's.
+    pub const OPTIONS: &'static [&'static str] = PgTarget::OPTIONS;
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -54,6 +55,7 @@ impl PgWireTarget {
             ));
         }
         let endpoint = super::endpoint(url)?;
+        let tls = PgTls::new(url, &endpoint)?;
         Ok(PgWireTarget {
             config: pg_config(url, &endpoint, plan.timeouts().connect),
             endpoint,
@@ -62,11 +64,15 @@ impl PgWireTarget {
             timeout: plan.timeouts().connect,
             label: url.redacted(),
             counter: PgCounter::new(false),
+            tls,
         })
     }
 
-    async fn open(&self) -> Result<StreamConn<PgCodec>, LookupError> {
+    /// One connection; `ask_tls` sends SSLRequest first (every mode but disable, and allow's
+    /// second try).
+    async fn open(&self, ask_tls: bool) -> Result<StreamConn<PgCodec>, LookupError> {
         let sock = crate::transport::connect(&self.endpoint, self.timeout).await?;
+        let sock = self.tls.start(sock, ask_tls).await?;
         let mut s = Session {
             sock,
             rbuf: BytesMut::with_capacity(4096),
@@ -208,6 +214,11 @@ impl Session {
             .write_all(&self.wbuf)
             .await
             .map_err(|e| fail(format!("cannot send the startup: {e}")))?;
+        // TLS may hold records back until flushed (plain: a no-op).
+        self.sock
+            .flush()
+            .await
+            .map_err(|e| fail(format!("cannot send the startup: {e}")))?;
         self.wbuf.clear();
         Ok(())
     }
@@ -269,9 +280,20 @@ impl Target for PgWireTarget {
 
     async fn connect(&self) -> Result<StreamConn<PgCodec>, LookupError> {
         // The whole handshake gets --timeout, as the pool's create timeout does for tokio.
-        tokio::time::timeout(self.timeout, self.open())
+        let open = async {
+            match self.open(self.tls.mode.asks_first()).await {
+                // libpq's allow: plain first, TLS when the plain connection is refused.
+                Err(_) if self.tls.mode == TlsMode::Allow => self.open(true).await,
+                r => r,
+            }
+        };
+        tokio::time::timeout(self.timeout, open)
             .await
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls.negotiated()
     }
 
     /// Lookups pipeline freely: one Sync per batch written (see `codec`).
@@ -281,7 +303,7 @@ impl Target for PgWireTarget {
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         self.counter
-            .read(&self.config, &self.sql, &self.label)
+            .read(&self.config, &self.tls, &self.sql, &self.label)
             .await
     }
 }
@@ -321,7 +343,16 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let (mut sock, _) = listener.accept().await.unwrap();
-            let len = sock.read_i32().await.unwrap() as usize;
+            let mut len = sock.read_i32().await.unwrap() as usize;
+            // SSLRequest (every sslmode but disable): this server has no TLS.
+            if len == 8 {
+                assert_eq!(sock.read_i32().await.unwrap(), 80877103);
+                sock.write_all(b"N").await.unwrap();
+                let Ok(n) = sock.read_i32().await else {
+                    return; // the client wanted TLS and left
+                };
+                len = n as usize;
+            }
             let mut startup = vec![0; len - 4];
             sock.read_exact(&mut startup).await.unwrap();
             assert!(startup.windows(8).any(|w| w == b"user\0bob"));
@@ -360,6 +391,27 @@ mod tests {
         let mut conn = t.connect().await?;
         conn.send(1);
         conn.recv(1).await
+    }
+
+    #[tokio::test]
+    async fn a_server_without_tls_is_plain_under_prefer_and_refused_under_require() {
+        let url = fake_server(auth(0, b""), None).await;
+        assert_eq!(one_lookup(&url).await.unwrap(), Outcome::Hit);
+        let url = fake_server(auth(0, b""), None).await;
+        let e = one_lookup(&format!("{url}?sslmode=require"))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("does not accept TLS, and sslmode=require requires it"),
+            "{}",
+            e.message
+        );
+        let url = fake_server(auth(0, b""), None).await;
+        assert_eq!(
+            one_lookup(&format!("{url}?sslmode=disable")).await.unwrap(),
+            Outcome::Hit
+        );
     }
 
     #[tokio::test]
