@@ -432,6 +432,8 @@ fn merge_group(
         rate,
         client_cpu,
         server_observed: None,
+        // Per-op results carry no histogram to merge exactly: a merged file has the totals only.
+        ops: Default::default(),
         timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
         histogram: encode_histogram(&hist),
     })

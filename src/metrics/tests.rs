@@ -5,6 +5,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
 use crate::recorder::Recorder;
 use crate::totals::Totals;
@@ -55,27 +56,31 @@ fn shared(instance: Option<&str>, labels: &[(&str, &str)]) -> Shared {
 
 /// Known counts: 1000 hits (990 counted + 10 in the warm-up), 50 misses, 6 errors.
 fn known_totals() -> Totals {
-    let mut r = Recorder::new(0);
+    let mut r = Recorder::new(0, false);
     for _ in 0..590 {
-        r.record(false, 0, 0, 15_000, Ok(Outcome::Hit)); // 15 us
+        r.record(false, (Op::Read, 0, 0, 15_000), Ok(Outcome::Hit)); // 15 us
     }
     for _ in 0..300 {
-        r.record(false, 100, 200, 1_500_100, Ok(Outcome::Hit)); // 1.5 ms
+        r.record(false, (Op::Read, 100, 200, 1_500_100), Ok(Outcome::Hit)); // 1.5 ms
     }
     for _ in 0..100 {
-        r.record(false, 0, 0, 250_000_000, Ok(Outcome::Hit)); // 250 ms
+        r.record(false, (Op::Read, 0, 0, 250_000_000), Ok(Outcome::Hit)); // 250 ms
     }
     for _ in 0..50 {
-        r.record(false, 0, 0, 8_000, Ok(Outcome::Miss)); // 8 us
+        r.record(false, (Op::Read, 0, 0, 8_000), Ok(Outcome::Miss)); // 8 us
     }
     for _ in 0..3 {
-        r.record(false, 0, 0, 5_000_000_000, Err(ErrorKind::Timeout)); // 5 s
+        r.record(
+            false,
+            (Op::Read, 0, 0, 5_000_000_000),
+            Err(ErrorKind::Timeout),
+        ); // 5 s
     }
     for _ in 0..10 {
-        r.record(true, 0, 0, 1_000, Ok(Outcome::Hit));
+        r.record(true, (Op::Read, 0, 0, 1_000), Ok(Outcome::Hit));
     }
-    r.record(true, 0, 0, 1_000, Err(ErrorKind::Io));
-    r.record(true, 0, 0, 1_000, Err(ErrorKind::Io));
+    r.record(true, (Op::Read, 0, 0, 1_000), Err(ErrorKind::Io));
+    r.record(true, (Op::Read, 0, 0, 1_000), Err(ErrorKind::Io));
     r.record_error(false, ErrorKind::Connect, "refused");
     for _ in 0..4 {
         r.reconnected();
@@ -87,9 +92,9 @@ fn known_totals() -> Totals {
 
 /// 500 counted and 100 warm-up hits in half a second: 1200 lookups/s.
 fn known_interval() -> Totals {
-    let mut r = Recorder::new(0);
+    let mut r = Recorder::new(0, false);
     for i in 0..600 {
-        r.record(i < 100, 0, 0, 10_000, Ok(Outcome::Hit));
+        r.record(i < 100, (Op::Read, 0, 0, 10_000), Ok(Outcome::Hit));
     }
     let mut t = Totals::default();
     t += &r.take(0, false);

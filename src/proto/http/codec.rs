@@ -26,7 +26,7 @@ use std::mem::MaybeUninit;
 
 use crate::decimal;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;
@@ -313,10 +313,10 @@ impl HttpCodec {
 impl Codec for HttpCodec {
     type Cells<'b> = NoCells<'b>;
 
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         out.extend_from_slice(b"GET ");
         out.extend_from_slice(&self.prefix);
-        decimal::push(out, key);
+        decimal::push(out, req.key);
         out.extend_from_slice(&self.suffix);
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(&self.host);
@@ -453,18 +453,18 @@ mod tests {
     fn encode_request() {
         let mut c = codec();
         let mut out = Vec::new();
-        c.encode(42, &mut out);
+        c.encode(&Request::read(42), &mut out);
         assert_eq!(out, b"GET /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
         let mut c = HttpCodec::new("example.com", "kv?id=", "&fmt=tsv");
         out.clear();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(
             out,
             b"GET /kv?id=18446744073709551615&fmt=tsv HTTP/1.1\r\nHost: example.com\r\n\r\n"
         );
         let mut out = Vec::with_capacity(256);
         let p = out.as_ptr();
-        c.encode(7, &mut out);
+        c.encode(&Request::read(7), &mut out);
         assert_eq!(
             out.as_ptr(),
             p,
@@ -473,7 +473,7 @@ mod tests {
         // Bytes that would break the request line are percent-encoded; `%` is kept.
         let mut c = HttpCodec::new("h\r\nX: y", "/a b/\u{e9}/%41=", "?q=a b\r\n");
         let mut out = Vec::new();
-        c.encode(1, &mut out);
+        c.encode(&Request::read(1), &mut out);
         assert_eq!(
             out,
             b"GET /a%20b/%C3%A9/%41=1?q=a%20b%0D%0A HTTP/1.1\r\nHost: h%0D%0AX:%20y\r\n\r\n"

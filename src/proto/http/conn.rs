@@ -126,6 +126,7 @@ impl Target for HttpTarget {
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         Ok(self.stats.as_ref().map(|s| ServerCount {
+            ops: Vec::new(),
             value: s.lookups(),
             source: "embedded server hits+misses".into(),
         }))

@@ -61,6 +61,7 @@ impl PgCounter {
             Ok(Source::IndexScans(oid, name)) => settled_scans(&client, *oid)
                 .await
                 .map(|v| ServerCount {
+                    ops: Vec::new(),
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
                 })
@@ -195,6 +196,7 @@ async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCoun
         }
     };
     r.map(|row| ServerCount {
+        ops: Vec::new(),
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),
     })

@@ -358,8 +358,8 @@ mod tests {
     async fn one_lookup(url: &str) -> Result<Outcome, LookupError> {
         let t = PgWireTarget::new(&TargetUrl::parse(url).unwrap(), &Plan::default()).unwrap();
         let mut conn = t.connect().await?;
-        conn.send(1);
-        conn.recv(1).await
+        conn.send(&crate::proto::codec::Request::read(1));
+        conn.recv(&crate::proto::codec::Request::read(1)).await
     }
 
     #[tokio::test]
