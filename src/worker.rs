@@ -243,6 +243,9 @@ impl Requests {
         let key = if op == Op::Insert {
             self.inserted += 1;
             self.inserts.key(self.conn, self.conns, self.inserted - 1)
+        } else if op != Op::Read && self.written.is_some() {
+            let key = self.keys.next_key();
+            self.own_key(key)
         } else {
             self.keys.next_key()
         };
@@ -265,6 +268,18 @@ impl Requests {
             w.insert(key, after);
         }
         Request { op, key, version }
+    }
+
+    /// With `--verify`, connection i of n writes only keys i, i+n, ... of the range (the one
+    /// nearest `key`), so no other connection changes a row this one must read back as it wrote.
+    fn own_key(&self, key: u64) -> u64 {
+        let (lo, hi) = (self.keys.space().lo, self.keys.space().hi);
+        let slot = (key - lo) / self.conns * self.conns + self.conn;
+        match lo.checked_add(slot) {
+            Some(k) if k <= hi => k,
+            // past the end: the last key of this connection's class below it
+            _ => lo + slot.saturating_sub(self.conns).min(hi - lo),
+        }
     }
 
     /// A write failed: what its key holds now is unknown.

@@ -130,6 +130,8 @@ pub fn outcome<'b>(
             Err(LookupError::verify(key))
         }
         Reply::Miss => Ok(Outcome::Miss),
-        Reply::Written(_) => Err(LookupError::protocol("a write's reply to a lookup")),
+        Reply::Written(_) => Err(LookupError::server(
+            "the server answered a lookup as a write (HTTP 201, 204 or 412)",
+        )),
     }
 }

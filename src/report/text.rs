@@ -327,8 +327,9 @@ pub fn render_run(r: &RunResult) -> String {
 /// One line per op of a mix that writes: its count, rate, outcomes, latency and the server's
 /// count of it; none for a read-only run.
 fn op_lines(r: &RunResult) -> Vec<String> {
-    r.ops
+    crate::mix::Op::ALL
         .iter()
+        .filter_map(|op| r.ops.get(op.name()).map(|o| (op.name(), o)))
         .map(|(name, o)| {
             let server = match &o.server_observed {
                 Some(so) => match so.delta {
