@@ -233,6 +233,41 @@ fn golden_exposition_text_with_known_counts() {
 }
 
 #[test]
+fn a_mix_that_writes_labels_requests_and_latency_by_op() {
+    let mut r = Recorder::new(0, true);
+    for _ in 0..90 {
+        r.record(false, (Op::Read, 0, 0, 15_000), Ok(Outcome::Hit));
+    }
+    for _ in 0..7 {
+        r.record(false, (Op::Update, 0, 0, 1_500_000), Ok(Outcome::Hit));
+    }
+    for _ in 0..3 {
+        r.record(false, (Op::Update, 0, 0, 1_500_000), Ok(Outcome::Miss));
+    }
+    let mut t = Totals::default();
+    t += &r.take(0, false);
+    let s = shared(None, &[]);
+    s.update(&view("embedded", 0, 1.0, &t, &t, 1.0, false, None));
+    let text = untimed(&s.render(Format::Text));
+    for line in [
+        "loadgen_requests_total{target=\"embedded\",op=\"read\",outcome=\"hit\"} 90",
+        "loadgen_requests_total{target=\"embedded\",op=\"update\",outcome=\"hit\"} 7",
+        "loadgen_requests_total{target=\"embedded\",op=\"update\",outcome=\"miss\"} 3",
+        "loadgen_request_duration_seconds_bucket{target=\"embedded\",op=\"read\",le=\"2e-05\"} 90",
+        "loadgen_request_duration_seconds_bucket{target=\"embedded\",op=\"update\",le=\"0.001\"} 0",
+        "loadgen_request_duration_seconds_count{target=\"embedded\",op=\"update\"} 10",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    // Ops without requests have no series; no series lacks the op label.
+    assert!(!text.contains("op=\"insert\""));
+    assert!(!text.contains("loadgen_requests_total{target=\"embedded\",outcome"));
+}
+
+#[test]
 fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
     let s = shared(None, &[]);
     let (t, iv) = (known_totals(), known_interval());
