@@ -53,6 +53,8 @@ pub struct Plan {
     pub insert_from: Option<u64>,
     /// `--instance`: names this generator's lane of insert keys, so concurrent ones never clash.
     pub instance: Option<String>,
+    /// SQL targets: the user's statement per write op (`--query-update` ...).
+    pub write_queries: Vec<(crate::mix::Op, String)>,
 }
 
 impl Default for Plan {
@@ -78,6 +80,7 @@ impl Default for Plan {
             mix: Mix::default(),
             insert_from: None,
             instance: None,
+            write_queries: Vec::new(),
         }
     }
 }

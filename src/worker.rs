@@ -15,7 +15,7 @@ use tokio::time::sleep_until;
 use crate::dataset::ANY_VERSION;
 use crate::keys::{KeyGen, KeySpace, Rng};
 use crate::mix::{InsertSeq, Mix, Op};
-use crate::outcome::ErrorKind;
+use crate::outcome::{ErrorKind, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
 use crate::proto::codec::Request;
@@ -251,23 +251,42 @@ impl Requests {
         };
         if op == Op::Read {
             // A key this connection did not write may hold any version another one wrote.
-            let version = self
-                .written
-                .as_ref()
-                .map_or(0, |w| w.get(&key).copied().unwrap_or(ANY_VERSION));
+            let version = self.written.as_ref().map_or(0, |w| match w.get(&key) {
+                Some(&v) if v != Request::GONE && v & MAYBE != 0 => ANY_VERSION,
+                Some(&v) => v,
+                None => ANY_VERSION,
+            });
             return Request { op, key, version };
         }
         self.version += 1;
         let version = self.version;
         if let Some(w) = self.written.as_mut() {
-            let after = match op {
-                Op::Delete => Request::GONE,
-                Op::Update if w.get(&key) == Some(&Request::GONE) => Request::GONE,
+            let after = match (op, w.get(&key).copied()) {
+                (Op::Delete, _) => Request::GONE,
+                (Op::Update, Some(Request::GONE)) => Request::GONE,
+                (Op::Update, Some(v)) if v & MAYBE == 0 => version,
+                // Whether there is a row to update is learnt from the reply (`settled`).
+                (Op::Update, _) => version | MAYBE,
                 _ => version,
             };
             w.insert(key, after);
         }
         Request { op, key, version }
+    }
+
+    /// A write's reply: an update of a row this connection knew nothing of tells whether the
+    /// row was there (unless a later write of the key was sent meanwhile).
+    fn settled(&mut self, req: &Request, outcome: Outcome) {
+        if let (Op::Update, Some(w)) = (req.op, self.written.as_mut()) {
+            if let Some(v) = w.get_mut(&req.key) {
+                if *v == req.version | MAYBE {
+                    *v = match outcome {
+                        Outcome::Hit => req.version,
+                        Outcome::Miss => Request::GONE,
+                    };
+                }
+            }
+        }
     }
 
     /// With `--verify`, connection i of n writes only keys i, i+n, ... of the range (the one
@@ -289,6 +308,9 @@ impl Requests {
         }
     }
 }
+
+/// Marks a version an update wrote to a row that may not exist: reads take any version or none.
+const MAYBE: u64 = 1 << 62;
 
 /// One request in flight.
 #[derive(Clone, Copy)]
@@ -458,6 +480,7 @@ async fn drive<T: Target>(
                 window.pop_front();
                 r.in_flight -= 1;
                 r.record(front.warm, front.at(done), Ok(outcome));
+                requests.settled(&front.req, outcome);
                 last_done = Some(done);
             }
             Some(Err(e)) if !e.fatal => {

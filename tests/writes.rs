@@ -228,3 +228,96 @@ fn a_bad_mix_is_one_line_and_exit_2() {
         assert!(err.contains("bad --mix"), "{bad}: {err}");
     }
 }
+
+/// Rows 5,000,001..5,100,000 of `usr`, which no other test reads: loaded here, removed after
+/// (inserts land above them), so the shared 1..1,000,000 rows are never written.
+const PG_KEYS: &str = "5000001-5100000";
+
+struct PgRows(String);
+
+impl PgRows {
+    fn load(url: &str) -> PgRows {
+        psql(
+            url,
+            "DELETE FROM usr WHERE user_id > 5000000; \
+             INSERT INTO usr SELECT g, 'user' || g, 'user' || g || '@example.com', \
+             timestamp '2010-02-03 11:22:33' + g * interval '1 second' \
+             FROM generate_series(5000001, 5100000) g",
+        );
+        PgRows(url.to_string())
+    }
+}
+
+impl Drop for PgRows {
+    fn drop(&mut self) {
+        psql(&self.0, "DELETE FROM usr WHERE user_id > 5000000");
+    }
+}
+
+#[test]
+fn postgres_conserves_every_op_and_reads_its_own_writes() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let _rows = PgRows::load(&url);
+    let (code, doc, err) = run_json(&[
+        &url, "-n", "20000", "--mix", MIX, "--keys", PG_KEYS, "-c", "8", "-p", "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+    assert_ops_conserved(r, &["read", "update", "insert", "delete"], "postgres");
+    assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
+    // Inserts started above the loaded rows: max(user_id) + 1.
+    let max: u64 = psql(&url, "SELECT max(user_id) FROM usr").parse().unwrap();
+    assert!(max > 5_100_000, "{max}");
+    let inserted: u64 = psql(&url, "SELECT count(*) FROM usr WHERE user_id > 5100000")
+        .parse()
+        .unwrap();
+    assert_eq!(inserted, u(&r["ops"]["insert"], "hits"));
+    for (c, p) in [("1", "1"), ("1", "16"), ("4", "16")] {
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-n",
+            "10000",
+            "--keys",
+            "5000001-5000500",
+            "--mix",
+            "read=50,update=20,insert=10,delete=10,upsert=10",
+            "--verify",
+            "-c",
+            c,
+            "-p",
+            p,
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 0, "-c {c} -p {p}: {err} {}", r["error_samples"]);
+        assert_eq!(u(r, "error_total"), 0);
+        assert!(u(&r["ops"]["read"], "misses") > 500, "{}", r["ops"]["read"]);
+        assert_ops_conserved(
+            r,
+            &["read", "update", "insert", "delete", "upsert"],
+            &format!("postgres -c {c} -p {p}"),
+        );
+    }
+}
+
+#[test]
+fn postgres_user_write_statements_are_checked() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let out = run(&[
+        "run",
+        &url,
+        "-n",
+        "10",
+        "--mix",
+        "update=1",
+        "--query-update",
+        "UPDATE usr SET user_name = 'x' WHERE user_id = $1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--query-update must use $2"), "{err}");
+}

@@ -128,10 +128,11 @@ impl PgCodec {
         }
     }
 
-    /// A lookup's reply from its first DataRow, if any.
-    fn reply<'b>(&'b self, row: Option<&'b [u8]>) -> Reply<'b, PgCells<'b>> {
+    /// A lookup's reply from its first DataRow, if any; a write's from its CommandComplete
+    /// `tag` (the rows it changed).
+    fn reply<'b>(&'b self, row: Option<&'b [u8]>, tag: &[u8]) -> Reply<'b, PgCells<'b>> {
         match row {
-            None => Reply::Miss,
+            None => super::writes::written(tag).map_or(Reply::Miss, Reply::Written),
             Some(body) => Reply::Row(RowView::Cells(PgCells::new(body, &self.columns))),
         }
     }
@@ -162,6 +163,9 @@ impl Codec for PgCodec {
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let key = req.key;
         self.unsynced += 1;
+        if req.op.writes() {
+            return super::writes::encode(req.op, key, req.version, out);
+        }
         let start = out.len();
         let at = start + self.value_at;
         // Keys are cast like the tokio-postgres driver casts them (`key as i32`).
@@ -223,6 +227,7 @@ impl Codec for PgCodec {
         let mut bound = false;
         let mut done = false;
         let mut row: Option<&[u8]> = None;
+        let mut tag: &[u8] = &[];
         let mut error: Option<ServerError> = None;
         // Stateless until a reply is complete: a partial reply is parsed again from its start
         // on the next call. Replies are ~100 bytes, so that is cheaper than carrying state.
@@ -251,9 +256,10 @@ impl Codec for PgCodec {
                 }
                 b'C' if open && bound && !done => {
                     done = true;
+                    tag = body;
                     if !last {
                         self.answered(false);
-                        return Ok(Some((end, self.reply(row))));
+                        return Ok(Some((end, self.reply(row, tag))));
                     }
                 }
                 b'E' if open => {
@@ -282,7 +288,7 @@ impl Codec for PgCodec {
                     } else if let Some(e) = error {
                         Reply::Server(e.to_string())
                     } else {
-                        self.reply(row)
+                        self.reply(row, tag)
                     };
                     return Ok(Some((end, reply)));
                 }

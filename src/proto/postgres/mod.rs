@@ -7,6 +7,7 @@ pub mod error;
 pub mod prepare;
 pub mod tokio_driver;
 pub mod wire_driver;
+pub mod writes;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

@@ -17,6 +17,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::fallible_iterator::FallibleIterator;
 use tokio_postgres::types::Type;
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::MAX_FRAME;
@@ -24,6 +25,7 @@ use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
 use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config};
+use crate::proto::postgres::writes;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::{no_connection, Endpoint, Stream};
@@ -39,6 +41,8 @@ pub struct PgWireTarget {
     timeout: Duration,
     label: String,
     counter: PgCounter,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Vec<(Op, String)>,
 }
 
 impl PgWireTarget {
@@ -62,6 +66,7 @@ impl PgWireTarget {
             timeout: plan.timeouts().connect,
             label: url.redacted(),
             counter: PgCounter::new(false),
+            writes: writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
         })
     }
 
@@ -92,6 +97,10 @@ impl PgWireTarget {
         frontend::parse(STATEMENT, &self.sql, [], &mut s.wbuf)
             .map_err(|e| fail(format!("bad --query: {e}")))?;
         frontend::describe(b'S', STATEMENT, &mut s.wbuf).expect("no NUL in the name");
+        for (op, sql) in &self.writes {
+            frontend::parse(writes::statement(*op), sql, [], &mut s.wbuf)
+                .map_err(|e| fail(format!("bad --query-{}: {e}", op.name())))?;
+        }
         frontend::sync(&mut s.wbuf);
         s.send().await?;
         let mut key_type = Err(fail("the server did not describe the statement"));
@@ -279,10 +288,36 @@ impl Target for PgWireTarget {
         usize::MAX
     }
 
+    /// Every write op, with its prepared statement (`writes`).
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        if self
+            .writes
+            .iter()
+            .any(|(op, sql)| *op == Op::Insert && sql != writes::default_sql(*op))
+        {
+            // The user's own insert: its table is not known here.
+            return Ok(None);
+        }
+        writes::next_id(&self.config).await.map(Some)
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter
+        let reads = self
+            .counter
             .read(&self.config, &self.sql, &self.label)
-            .await
+            .await?;
+        match reads {
+            Some(mut c) if !self.writes.is_empty() => {
+                c.ops = writes::counts(&self.config, c.value, &self.writes).await?;
+                c.value = c.ops.iter().sum();
+                Ok(Some(c))
+            }
+            other => Ok(other),
+        }
     }
 }
 
