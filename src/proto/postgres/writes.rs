@@ -48,36 +48,44 @@ pub async fn counts(
     reads: u64,
     statements: &[(Op, String)],
 ) -> Result<Vec<u64>, String> {
-    let (client, conn) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| explain(&e, "counter query"))?;
+    with_client(config, "counter query", |client| async move {
+        let mut ops = vec![0; Op::COUNT];
+        ops[Op::Read.index()] = reads;
+        for (op, sql) in statements {
+            ops[op.index()] = calls(&client, sql, None).await?.value;
+        }
+        Ok(ops)
+    })
+    .await
+}
+
+/// `f` with a connection of its own, closed after.
+async fn with_client<T, F>(
+    config: &tokio_postgres::Config,
+    what: &str,
+    f: impl FnOnce(tokio_postgres::Client) -> F,
+) -> Result<T, String>
+where
+    F: std::future::Future<Output = Result<T, String>>,
+{
+    let (client, conn) = config.connect(NoTls).await.map_err(|e| explain(&e, what))?;
     let task = tokio::spawn(conn);
-    let mut ops = vec![0; Op::COUNT];
-    ops[Op::Read.index()] = reads;
-    for (op, sql) in statements {
-        ops[op.index()] = calls(&client, sql, None).await?.value;
-    }
-    drop(client);
+    let r = f(client).await;
     let _ = task.await;
-    Ok(ops)
+    r
 }
 
 /// Where inserts start: above the table's highest user_id.
 pub async fn next_id(config: &tokio_postgres::Config) -> Result<u64, String> {
-    let (client, conn) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| explain(&e, "max(user_id) query"))?;
-    let task = tokio::spawn(conn);
-    let r = client
-        .query_one("SELECT (coalesce(max(user_id), 0) + 1)::int8 FROM usr", &[])
-        .await
-        .map(|row| row.get::<_, i64>(0) as u64)
-        .map_err(|e| explain(&e, "max(user_id) query"));
-    drop(client);
-    let _ = task.await;
-    r
+    const WHAT: &str = "max(user_id) query";
+    with_client(config, WHAT, |client| async move {
+        client
+            .query_one("SELECT (coalesce(max(user_id), 0) + 1)::int8 FROM usr", &[])
+            .await
+            .map(|row| row.get::<_, i64>(0) as u64)
+            .map_err(|e| explain(&e, WHAT))
+    })
+    .await
 }
 
 /// Parameters the statement of `op` takes.
