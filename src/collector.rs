@@ -365,6 +365,7 @@ impl<'a> Collector<'a> {
                 all_requests,
             )),
             ops: op_results(totals, window_s, &server),
+            durability: BTreeMap::new(),
             server_observed: server_observed(server.0, server.1, totals),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),

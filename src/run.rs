@@ -27,6 +27,10 @@ pub async fn run<T: Target>(
     let target = Arc::new(target);
     preflight(&*target, plan, label, control).await?;
     let inserts = insert_seq(&*target, plan, label).await?;
+    let durability = match plan.mix.read_only() {
+        true => Vec::new(),
+        false => target.durability().await,
+    };
     let server_before = target.server_count().await;
     let cpu_before = process_cpu_ns();
     // --server-pid or the embedded server as given; else whoever listens where the target
@@ -145,13 +149,15 @@ pub async fn run<T: Target>(
     } else {
         target.server_count().await
     };
-    Ok(collector.finish(
+    let mut result = collector.finish(
         connect,
         (server_before, server_after),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),
-    ))
+    );
+    result.durability = durability.into_iter().collect();
+    Ok(result)
 }
 
 /// One connection before anything else, so a wrong password or a missing table is a clear

@@ -285,6 +285,16 @@ fn postgres_conserves_every_op_and_reads_its_own_writes() {
         .parse()
         .unwrap();
     assert_eq!(inserted, u(&r["ops"]["insert"], "hits"));
+    // The settings that decide a write's cost, as the server reports them.
+    let sync = psql(&url, "SHOW synchronous_commit");
+    assert_eq!(
+        r["durability"]["synchronous_commit"],
+        sync.as_str(),
+        "{}",
+        r["durability"]
+    );
+    assert!(r["durability"]["wal_sync_method"].is_string());
+    assert_schema_valid(&doc);
     assert_reads_own_writes(&[&url], 5_000_001, "10000", "4");
 }
 

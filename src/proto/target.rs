@@ -61,6 +61,12 @@ pub trait Target: Send + Sync + 'static {
         async { Ok(None) }
     }
 
+    /// The server's settings that decide what a write costs (PostgreSQL `synchronous_commit`,
+    /// `fsync`, `wal_sync_method`), read once before a run that writes; none where there are none.
+    fn durability(&self) -> impl Future<Output = Vec<(String, String)>> {
+        async { Vec::new() }
+    }
+
     /// The server's own lookup counter, where the server has one. Err: the counter could not
     /// be read (said in the report, never fatal).
     fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, String>> {

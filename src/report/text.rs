@@ -234,6 +234,14 @@ pub fn render_run(r: &RunResult) -> String {
     for line in op_lines(r) {
         out.push_str(&line);
     }
+    if !r.durability.is_empty() {
+        let set: Vec<String> = r
+            .durability
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(out, "durability {}", set.join("  "));
+    }
     if r.rate.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
         if let Some(l) = &r.lag_us {

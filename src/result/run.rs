@@ -70,6 +70,10 @@ pub struct RunResult {
     /// read-only run keeps its shape.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ops: BTreeMap<String, OpResult>,
+    /// With writes: the server settings that decide a write's cost, as the server reports them
+    /// (PostgreSQL `synchronous_commit`, `fsync`, `wal_sync_method`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub durability: BTreeMap<String, String>,
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,

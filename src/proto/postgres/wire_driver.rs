@@ -305,6 +305,10 @@ impl Target for PgWireTarget {
         writes::next_id(&self.config).await.map(Some)
     }
 
+    async fn durability(&self) -> Vec<(String, String)> {
+        writes::durability(&self.config).await
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         let reads = self
             .counter

@@ -88,6 +88,24 @@ pub async fn next_id(config: &tokio_postgres::Config) -> Result<u64, String> {
     .await
 }
 
+/// The settings that decide what a write costs; a setting that cannot be read says why.
+pub async fn durability(config: &tokio_postgres::Config) -> Vec<(String, String)> {
+    const NAMES: [&str; 3] = ["synchronous_commit", "fsync", "wal_sync_method"];
+    let read = with_client(config, "SHOW query", |client| async move {
+        let mut out = Vec::new();
+        for name in NAMES {
+            let v = match client.query_one(&format!("SHOW {name}"), &[]).await {
+                Ok(row) => row.get::<_, String>(0),
+                Err(e) => format!("unknown ({})", explain(&e, "SHOW query")),
+            };
+            out.push((name.to_string(), v));
+        }
+        Ok(out)
+    })
+    .await;
+    read.unwrap_or_else(|e| vec![("unknown".into(), e)])
+}
+
 /// Parameters the statement of `op` takes.
 pub fn params(op: Op) -> usize {
     match op {
