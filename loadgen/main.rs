@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use loadgen::app::{self, Format, Model, RunOptions};
 use loadgen::keys::Dist;
+use loadgen::mix::{Mix, Op};
 use loadgen::pacer::Arrival;
 use loadgen::plan::{
     parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
@@ -127,6 +128,26 @@ struct RunArgs {
     /// End the run early (exit 1) once this many errors were counted.
     #[arg(long)]
     max_errors: Option<u64>,
+    /// Ops and their weights, e.g. read=90,update=10 (ops: read, update, insert, delete, upsert).
+    /// Updates and deletes take keys from --dist; inserts take new keys from --insert-from up.
+    #[arg(long, default_value = "read=100", value_parser = Mix::parse)]
+    mix: Mix,
+    /// First key inserts take [default: SQL: max(id) + 1 of the table; others: above --keys].
+    /// Connections (and --instance names) take interleaved keys from there, so they never clash.
+    #[arg(long)]
+    insert_from: Option<u64>,
+    /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1].
+    #[arg(long)]
+    query_update: Option<String>,
+    /// SQL for inserts, $1..$4: key, user_name, user_email, created [default: INSERT INTO usr ...].
+    #[arg(long)]
+    query_insert: Option<String>,
+    /// SQL for deletes, $1 the key [default: DELETE FROM usr WHERE user_id = $1].
+    #[arg(long)]
+    query_delete: Option<String>,
+    /// SQL for upserts, $1..$4 as --query-insert [default: INSERT ... ON CONFLICT (user_id) DO UPDATE].
+    #[arg(long)]
+    query_upsert: Option<String>,
     /// Result JSON file [default: results/<time>-<kind>.json, <kind> compare/sweep/slo for those];
     /// "-" or /dev/stdout: the JSON on stdout, the text report on stderr. A device or FIFO is
     /// written through, a symlink followed; /dev/null writes nothing.
@@ -333,6 +354,18 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         },
         reconnect_backoff: backoff,
         max_errors: a.max_errors,
+        mix: a.mix.clone(),
+        insert_from: a.insert_from,
+        instance: a.instance.clone(),
+        write_queries: [
+            (Op::Update, &a.query_update),
+            (Op::Insert, &a.query_insert),
+            (Op::Delete, &a.query_delete),
+            (Op::Upsert, &a.query_upsert),
+        ]
+        .into_iter()
+        .filter_map(|(op, q)| q.clone().map(|q| (op, q)))
+        .collect(),
     };
     plan.validate()?;
     Ok(plan)

@@ -95,6 +95,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
         rate: plan.rate,
         arrival: format!("{:?}", plan.arrival).to_lowercase(),
         query: plan.query.clone(),
+        mix: (!plan.mix.read_only()).then(|| plan.mix.name()),
     }
 }
 

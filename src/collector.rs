@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use crate::control::{Control, IntervalView};
 use crate::cpu::Server;
+use crate::mix::Op;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};
 use crate::proto::target::ServerCount;
-use crate::recorder::Snapshot;
+use crate::recorder::{Counts, Snapshot};
 use crate::result::{
-    encode_histogram, ClientCpu, Percentiles, RateResult, RunResult, ServerCpu, ServerObserved,
-    TimelineRow,
+    encode_histogram, ClientCpu, OpResult, Percentiles, RateResult, RunResult, ServerCpu,
+    ServerObserved, TimelineRow,
 };
 use crate::totals::Totals;
 use crate::transport::Endpoint;
@@ -217,8 +218,9 @@ impl<'a> Collector<'a> {
             let errors = iv.counts.error_total() + iv.warm.error_total();
             let reconnects = iv.counts.reconnects + iv.warm.reconnects;
             eprintln!(
-                "{}",
-                crate::report::text::progress_line(&row, errors, reconnects, len_s)
+                "{}{}",
+                crate::report::text::progress_line(&row, errors, reconnects, len_s),
+                op_rates(&iv, len_s)
             );
         }
         let view = IntervalView {
@@ -308,10 +310,7 @@ impl<'a> Collector<'a> {
         let answered = totals.counts.hits + totals.counts.misses;
         let all_requests = totals.counts.requests() + totals.warm.requests();
         let worker_ns: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
-        let errors = ErrorKind::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), totals.counts.errors[k.index()]))
-            .collect();
+        let errors = by_kind(&totals.counts);
         let mut result = RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
@@ -367,6 +366,8 @@ impl<'a> Collector<'a> {
                 worker_ns,
                 all_requests,
             )),
+            ops: op_results(totals, window_s, &server),
+            durability: BTreeMap::new(),
             server_observed: server_observed(server.0, server.1, totals),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
@@ -375,6 +376,24 @@ impl<'a> Collector<'a> {
         crate::redact::run(&mut result);
         result
     }
+}
+
+/// `  read 9,000/s  update 1,000/s`: answered requests per op in the interval, for the
+/// progress line of a mix that writes (empty for a read-only run).
+fn op_rates(iv: &Totals, len_s: f64) -> String {
+    let mut s = String::new();
+    for (op, o) in Op::ALL.iter().zip(&iv.ops) {
+        let n = o.counts.hits + o.counts.misses + o.warm.hits + o.warm.misses;
+        if n + o.counts.error_total() + o.warm.error_total() > 0 {
+            let rate = (n as f64 / len_s.max(1e-9)).round() as u64;
+            s.push_str(&format!(
+                "  {} {}/s",
+                op.name(),
+                crate::report::text::thousands(rate)
+            ));
+        }
+    }
+    s
 }
 
 /// One interval's timeline row; `warm`: it lies (partly) in the warm-up.
@@ -431,30 +450,107 @@ fn rate_result(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateRes
     }
 }
 
+fn by_kind(c: &Counts) -> std::collections::BTreeMap<String, u64> {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), c.errors[k.index()]))
+        .collect()
+}
+
+/// Each op of a mix that writes (none for a read-only run), with the server's count of it.
+fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap<String, OpResult> {
+    let counted = |r: &Result<Option<ServerCount>, String>, op: Op| match r {
+        Ok(Some(c)) => c.ops.get(op.index()).copied(),
+        _ => None,
+    };
+    Op::ALL
+        .iter()
+        .zip(&totals.ops)
+        .filter(|(_, o)| o.counts.requests() + o.warm.requests() > 0)
+        .map(|(&op, o)| {
+            let c = &o.counts;
+            let server_observed = match (counted(&server.0, op), counted(&server.1, op)) {
+                (Some(b), Some(a)) => Some(observed(
+                    format!("{} ({})", server_source(server), op.name()),
+                    a.saturating_sub(b),
+                    c,
+                    &o.warm,
+                    op.name(),
+                )),
+                _ => None,
+            };
+            let r = OpResult {
+                requests: c.requests(),
+                qps: if window_s > 0.0 {
+                    round1((c.hits + c.misses) as f64 / window_s)
+                } else {
+                    0.0
+                },
+                hits: c.hits,
+                misses: c.misses,
+                errors: by_kind(c),
+                error_total: c.error_total(),
+                latency_us: Percentiles::of(&o.latency),
+                server_observed,
+            };
+            (op.name().to_string(), r)
+        })
+        .collect()
+}
+
+fn server_source(server: &ServerCounts) -> String {
+    match &server.1 {
+        Ok(Some(c)) => c.source.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The server's `delta` against what loadgen sent of `what` (warm-up included). Connect
+/// failures never reached the server; every other error may have, or not.
+fn observed(
+    source: String,
+    delta: u64,
+    counts: &Counts,
+    warm: &Counts,
+    what: &str,
+) -> ServerObserved {
+    let connect =
+        counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
+    let expected = counts.requests() + warm.requests() - connect;
+    let unsure = counts.error_total() + warm.error_total() - connect;
+    let ok = delta <= expected && delta + unsure >= expected;
+    ServerObserved {
+        source,
+        delta: Some(delta),
+        expected,
+        matches: ok,
+        note: (!ok).then(|| {
+            format!(
+                "the server counted {delta} {what}s but loadgen sent {expected} (warm-up included)"
+            )
+        }),
+    }
+}
+
 /// The server's count against what loadgen sent (warm-up included).
 fn server_observed(
     before: Result<Option<ServerCount>, String>,
     after: Result<Option<ServerCount>, String>,
     totals: &Totals,
 ) -> Option<ServerObserved> {
-    // Connect failures never reached the server; every other request did, or may have.
     let connect = totals.counts.errors[ErrorKind::Connect.index()]
         + totals.warm.errors[ErrorKind::Connect.index()];
     let expected = totals.counts.requests() + totals.warm.requests() - connect;
-    let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
     match (before, after) {
         (Ok(Some(b)), Ok(Some(a))) => {
             let delta = a.value.saturating_sub(b.value);
-            let ok = delta <= expected && delta + unsure >= expected;
-            Some(ServerObserved {
-                source: a.source,
-                delta: Some(delta),
-                expected,
-                matches: ok,
-                note: (!ok).then(|| {
-                    format!("the server counted {delta} lookups but loadgen sent {expected} (warm-up included)")
-                }),
-            })
+            Some(observed(
+                a.source,
+                delta,
+                &totals.counts,
+                &totals.warm,
+                "lookup",
+            ))
         }
         (Ok(None), _) | (_, Ok(None)) => None,
         (Err(e), _) | (_, Err(e)) => Some(ServerObserved {

@@ -54,7 +54,30 @@ pub fn write_created(out: &mut impl Write, id: u64) {
 /// Appends the row's three value columns, tab-separated: `user<id>\tuser<id>@example.com\t<created>`.
 /// This is the value format of memcached, the embedded HTTP server and HandlerSocket replies.
 pub fn write_tsv(out: &mut impl Write, id: u64) {
-    let _ = write!(out, "user{id}\tuser{id}@example.com\t");
+    write_tsv_version(out, id, 0);
+}
+
+/// A version a read accepts whatever it is (a key other connections may have written).
+pub const ANY_VERSION: u64 = u64::MAX;
+
+/// Appends `user_name` of (id, version): `user<id>` as loaded (version 0), `user<id>v<version>`
+/// once written; the other columns stay those of the id, so a written row reads as the same size.
+pub fn write_name(out: &mut impl Write, id: u64, version: u64) {
+    let _ = match version {
+        0 => write!(out, "user{id}"),
+        v => write!(out, "user{id}v{v}"),
+    };
+}
+
+/// Appends `user_email` of the id.
+pub fn write_email(out: &mut impl Write, id: u64) {
+    let _ = write!(out, "user{id}@example.com");
+}
+
+/// `write_tsv` of the row as written with `version` (0: the loaded row).
+pub fn write_tsv_version(out: &mut impl Write, id: u64, version: u64) {
+    write_name(out, id, version);
+    let _ = write!(out, "\tuser{id}@example.com\t");
     write_created(out, id);
 }
 
@@ -93,17 +116,27 @@ pub enum RowView<'b, C> {
 /// (as a timestamp, or as its `YYYY-MM-DD HH:MM:SS` text), and nothing more. No allocation:
 /// `--verify` runs this on every reply.
 pub fn matches<'b>(key: u64, row: RowView<'b, impl Iterator<Item = Cell<'b>>>) -> bool {
+    matches_version(key, 0, row)
+}
+
+/// `matches` for the row of (key, version); [`ANY_VERSION`] takes the row of any version.
+pub fn matches_version<'b>(
+    key: u64,
+    version: u64,
+    row: RowView<'b, impl Iterator<Item = Cell<'b>>>,
+) -> bool {
     let mut buf = [0u8; 20];
     let id = decimal::digits(key, &mut buf);
+    let name_ok = |n: &[u8]| is_name(n, id, version);
     match row {
         RowView::Tsv(value) => {
             let mut cols = value.splitn(3, |&b| b == b'\t');
-            cols.next().is_some_and(|n| is_name(n, id))
+            cols.next().is_some_and(name_ok)
                 && cols.next().is_some_and(|e| is_email(e, id))
                 && cols.next().is_some_and(|c| is_created_text(c, key))
         }
         RowView::Cells(mut cells) => {
-            matches!(cells.next(), Some(Cell::Text(n)) if is_name(n, id))
+            matches!(cells.next(), Some(Cell::Text(n)) if name_ok(n))
                 && matches!(cells.next(), Some(Cell::Text(e)) if is_email(e, id))
                 && match cells.next() {
                     Some(Cell::Time(us)) => Some(us) == created_unix(key).checked_mul(1_000_000),
@@ -115,8 +148,22 @@ pub fn matches<'b>(key: u64, row: RowView<'b, impl Iterator<Item = Cell<'b>>>) -
     }
 }
 
-fn is_name(value: &[u8], id: &[u8]) -> bool {
-    value.strip_prefix(b"user") == Some(id)
+fn is_name(value: &[u8], id: &[u8], version: u64) -> bool {
+    let Some(rest) = value.strip_prefix(b"user").and_then(|v| v.strip_prefix(id)) else {
+        return false;
+    };
+    match (version, rest) {
+        (_, []) => version == 0 || version == ANY_VERSION,
+        (0, _) => false,
+        (_, [b'v', digits @ ..]) if version == ANY_VERSION => {
+            !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+        }
+        (v, [b'v', digits @ ..]) => {
+            let mut buf = [0u8; 20];
+            digits == decimal::digits(v, &mut buf)
+        }
+        _ => false,
+    }
 }
 
 fn is_email(value: &[u8], id: &[u8]) -> bool {
@@ -211,6 +258,29 @@ mod tests {
         ] {
             assert!(!tsv_matches(42, bad), "{:?}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn versions() {
+        let mut v = Vec::new();
+        write_tsv_version(&mut v, 42, 7);
+        assert_eq!(v, b"user42v7\tuser42@example.com\t2010-02-03 11:23:15");
+        fn row(v: &[u8]) -> RowView<'_, Cells<'_>> {
+            RowView::Tsv(v)
+        }
+        assert!(matches_version(42, 7, row(&v)));
+        assert!(matches_version(42, ANY_VERSION, row(&v)));
+        assert!(!matches_version(42, 0, row(&v)));
+        assert!(!matches_version(42, 8, row(&v)));
+        assert!(!matches_version(42, 70, row(&v)));
+        assert!(!matches_version(4, ANY_VERSION, row(&v)));
+        assert!(matches_version(42, ANY_VERSION, row(&tsv(42))));
+        assert!(!matches_version(42, 7, row(&tsv(42))));
+        assert!(!matches_version(
+            42,
+            ANY_VERSION,
+            row(b"user42v\tuser42@example.com\t2010-02-03 11:23:15")
+        ));
     }
 
     #[test]

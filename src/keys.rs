@@ -209,6 +209,10 @@ pub struct KeyGen {
 }
 
 impl KeyGen {
+    pub fn space(&self) -> &KeySpace {
+        &self.space
+    }
+
     #[inline]
     pub fn next_key(&mut self) -> u64 {
         let span = self.space.span();

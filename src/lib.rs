@@ -25,6 +25,7 @@ mod hdrlog;
 pub mod keys;
 pub mod merge;
 pub mod metrics;
+pub mod mix;
 pub mod outcome;
 pub mod pacer;
 pub mod plan;

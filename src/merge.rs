@@ -433,6 +433,12 @@ fn merge_group(
         rate,
         client_cpu,
         server_observed: None,
+        // Per-op results carry no histogram to merge exactly: a merged file has the totals only.
+        ops: Default::default(),
+        durability: runs
+            .first()
+            .map(|r| r.durability.clone())
+            .unwrap_or_default(),
         timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
         histogram: encode_histogram(&hist),
     })

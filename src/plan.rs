@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::keys::Dist;
+use crate::mix::Mix;
 use crate::pacer::Arrival;
 use crate::timeouts::Timeouts;
 
@@ -45,6 +46,15 @@ pub struct Plan {
     pub reconnect_backoff: (Duration, Duration),
     /// End the run early (exit 1) after this many errors.
     pub max_errors: Option<u64>,
+    /// Which op each request is (`--mix`; default all reads).
+    pub mix: Mix,
+    /// The first insert key (`--insert-from`); None: the target's own (SQL: max(id) + 1), else
+    /// above `keys`.
+    pub insert_from: Option<u64>,
+    /// `--instance`: names this generator's lane of insert keys, so concurrent ones never clash.
+    pub instance: Option<String>,
+    /// SQL targets: the user's statement per write op (`--query-update` ...).
+    pub write_queries: Vec<(crate::mix::Op, String)>,
 }
 
 impl Default for Plan {
@@ -67,6 +77,10 @@ impl Default for Plan {
             arrival: Arrival::Uniform,
             reconnect_backoff: (Duration::from_millis(10), Duration::from_secs(1)),
             max_errors: None,
+            mix: Mix::default(),
+            insert_from: None,
+            instance: None,
+            write_queries: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use hdrhistogram::Histogram;
 
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
 
 /// Latencies are recorded in nanoseconds, 3 significant digits, up to 100 s.
@@ -40,6 +41,46 @@ impl Counts {
     }
 }
 
+/// One op's share of an interval, when the mix is not read-only.
+#[derive(Clone, Debug)]
+pub struct OpStats {
+    pub counts: Counts,
+    pub warm: Counts,
+    /// Done minus due, as the run's `latency`.
+    pub latency: Histogram<u64>,
+}
+
+impl OpStats {
+    /// One per op (`Op::index` order) when `per_op`, else none: a read-only run keeps none.
+    pub fn per_op(per_op: bool) -> Vec<OpStats> {
+        let n = if per_op { Op::COUNT } else { 0 };
+        (0..n)
+            .map(|_| OpStats {
+                counts: Counts::default(),
+                warm: Counts::default(),
+                latency: new_histogram(),
+            })
+            .collect()
+    }
+
+    pub fn add(&mut self, o: &OpStats) {
+        self.counts.add(&o.counts);
+        self.warm.add(&o.warm);
+        let _ = self.latency.add(&o.latency);
+    }
+}
+
+/// Adds `from` into `into` op by op (`into` takes the ops of the first that has them).
+pub fn add_ops(into: &mut Vec<OpStats>, from: &[OpStats]) {
+    if into.is_empty() {
+        into.extend(from.iter().cloned());
+    } else {
+        for (a, b) in into.iter_mut().zip(from) {
+            a.add(b);
+        }
+    }
+}
+
 /// What one thread measured in one interval.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -68,10 +109,12 @@ pub struct Snapshot {
     pub ticks: Option<(u64, u64)>,
     /// A few error messages, for the report.
     pub error_samples: Vec<String>,
+    /// Per op, when the mix writes (empty for a read-only run).
+    pub ops: Vec<OpStats>,
 }
 
 impl Snapshot {
-    pub fn new(thread: usize, index: u64) -> Snapshot {
+    pub fn new(thread: usize, index: u64, per_op: bool) -> Snapshot {
         Snapshot {
             thread,
             index,
@@ -87,6 +130,7 @@ impl Snapshot {
             cpu_ns: 0,
             ticks: None,
             error_samples: Vec::new(),
+            ops: OpStats::per_op(per_op),
         }
     }
 }
@@ -100,12 +144,15 @@ pub struct Recorder {
     pub in_flight: u64,
     pub connections: u64,
     samples_taken: usize,
+    per_op: bool,
 }
 
 impl Recorder {
-    pub fn new(thread: usize) -> Recorder {
+    /// `per_op`: the mix writes, so each op gets its own counts and latency.
+    pub fn new(thread: usize, per_op: bool) -> Recorder {
         Recorder {
-            cur: Snapshot::new(thread, 1),
+            per_op,
+            cur: Snapshot::new(thread, 1, per_op),
             in_flight: 0,
             connections: 0,
             samples_taken: 0,
@@ -117,20 +164,24 @@ impl Recorder {
     pub fn record(
         &mut self,
         warm: bool,
-        due: u64,
-        sent: u64,
-        done: u64,
+        (op, due, sent, done): (Op, u64, u64, u64),
         result: Result<Outcome, ErrorKind>,
     ) {
-        let counts = if warm {
-            &mut self.cur.warm
-        } else {
-            &mut self.cur.counts
-        };
-        match result {
+        let count = |counts: &mut Counts| match result {
             Ok(Outcome::Hit) => counts.hits += 1,
             Ok(Outcome::Miss) => counts.misses += 1,
             Err(kind) => counts.errors[kind.index()] += 1,
+        };
+        count(if warm {
+            &mut self.cur.warm
+        } else {
+            &mut self.cur.counts
+        });
+        if let Some(o) = self.cur.ops.get_mut(op.index()) {
+            count(if warm { &mut o.warm } else { &mut o.counts });
+            if !warm {
+                o.latency.saturating_record(done.saturating_sub(due).max(1));
+            }
         }
         if warm {
             return;
@@ -150,6 +201,7 @@ impl Recorder {
 
     /// A whole connection's worth of in-flight requests failed without a latency to speak of
     /// (connect failures count here too): counted, not timed.
+    /// A connect failure holds no request yet: it is counted as a read.
     pub fn record_error(&mut self, warm: bool, kind: ErrorKind, message: &str) {
         let counts = if warm {
             &mut self.cur.warm
@@ -157,6 +209,10 @@ impl Recorder {
             &mut self.cur.counts
         };
         counts.errors[kind.index()] += 1;
+        if let Some(o) = self.cur.ops.get_mut(Op::Read.index()) {
+            let c = if warm { &mut o.warm } else { &mut o.counts };
+            c.errors[kind.index()] += 1;
+        }
         self.sample(kind, message);
     }
 
@@ -175,7 +231,7 @@ impl Recorder {
 
     /// Hands over the interval's snapshot and starts the next one.
     pub fn take(&mut self, cpu_ns: u64, last: bool) -> Snapshot {
-        let next = Snapshot::new(self.cur.thread, self.cur.index + 1);
+        let next = Snapshot::new(self.cur.thread, self.cur.index + 1, self.per_op);
         let mut s = std::mem::replace(&mut self.cur, next);
         s.last = last;
         s.in_flight = self.in_flight;

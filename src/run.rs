@@ -10,6 +10,7 @@ use crate::collector::{Collector, ConnectPhase};
 use crate::control::Control;
 use crate::cpu::Server;
 use crate::keys::KeySpace;
+use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
 use crate::proto::target::{SetupError, Target};
 use crate::recorder::Snapshot;
@@ -25,6 +26,11 @@ pub async fn run<T: Target>(
 ) -> Result<RunResult, SetupError> {
     let target = Arc::new(target);
     preflight(&*target, plan, label, control).await?;
+    let inserts = insert_seq(&*target, plan, label).await?;
+    let durability = match plan.mix.read_only() {
+        true => Vec::new(),
+        false => target.durability().await,
+    };
     let server_before = target.server_count().await;
     let cpu_before = process_cpu_ns();
     // --server-pid or the embedded server as given; else whoever listens where the target
@@ -93,6 +99,7 @@ pub async fn run<T: Target>(
         target: target.clone(),
         plan: plan.clone(),
         keys: KeySpace::new(plan.keys.0, plan.keys.1, plan.dist.clone()),
+        inserts,
         start,
         start_mono_ns,
         warm_end_ns: collector.warm_end_ns(),
@@ -154,6 +161,7 @@ pub async fn run<T: Target>(
         cipher: t.cipher,
         verified: t.verified.name().to_string(),
     });
+    result.durability = durability.into_iter().collect();
     Ok(result)
 }
 
@@ -165,6 +173,9 @@ async fn preflight<T: Target>(
     label: &str,
     control: &Control,
 ) -> Result<(), SetupError> {
+    target
+        .writes(&plan.mix)
+        .map_err(|e| SetupError(format!("{label}: {e}")))?;
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(
             "{label}: this {} driver cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",
@@ -194,6 +205,29 @@ async fn preflight<T: Target>(
             Ok(())
         }
     }
+}
+
+/// Where this run's inserts start: `--insert-from`, else the target's own start (above the keys
+/// it holds), else above `--keys`.
+async fn insert_seq<T: Target>(
+    target: &T,
+    plan: &Plan,
+    label: &str,
+) -> Result<InsertSeq, SetupError> {
+    let first = match plan.insert_from {
+        Some(f) => f,
+        None if !plan.mix.has(Op::Insert) => plan.keys.1.saturating_add(1),
+        None => match target.insert_from().await {
+            Ok(Some(f)) => f,
+            Ok(None) => plan.keys.1.saturating_add(1),
+            Err(e) => {
+                return Err(SetupError(format!(
+                    "{label}: cannot find where inserts start ({e}); give --insert-from"
+                )))
+            }
+        },
+    };
+    Ok(InsertSeq::for_instance(first, plan.instance.as_deref()))
 }
 
 /// CPU time of the whole process (user + system, all threads, ended ones too), nanoseconds.

@@ -1,46 +1,86 @@
 //! The embedded HTTP key-value server: the default target, so `loadgen run` works with nothing
 //! installed. It serves the `usr` rows, derived from the id on each request (no memory per row),
 //! and answers `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own
-//! counters. It listens on TCP, or on a Unix socket (`serve --unix PATH`).
+//! counters. It is writable: `PUT /usr/<id>` stores the body as the row (`If-Match: *` only
+//! over a row that is there, `If-None-Match: *` only where none is; 204, or 412 when the
+//! condition fails), `DELETE /usr/<id>` removes it (204, or 404). It listens on TCP, or on a
+//! Unix socket (`serve --unix PATH`).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, UnixListener};
 
+use crate::mix::Op;
 use crate::transport::Listener;
 
 /// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (row.rs), so the
 /// store holds only the range and builds a row when it is asked for: any range costs the same
-/// few bytes. Written rows (a future write path) would go in a small map consulted first.
+/// few bytes. Written rows go in a map consulted first (a deleted row is `None` there), only
+/// once something was written, so a read-only run never takes its lock.
 pub struct Store {
     lo: u64,
     hi: u64,
+    written: RwLock<HashMap<u64, Option<Bytes>>>,
+    any_written: AtomicBool,
 }
 
 impl Store {
     pub fn usr(lo: u64, hi: u64) -> Store {
-        Store { lo, hi }
+        Store {
+            lo,
+            hi,
+            written: RwLock::new(HashMap::new()),
+            any_written: AtomicBool::new(false),
+        }
     }
 
     pub fn get(&self, id: u64) -> Option<Bytes> {
+        if self.any_written.load(Ordering::Acquire) {
+            if let Some(row) = self.written.read().expect("store lock").get(&id) {
+                return row.clone();
+            }
+        }
         if !(self.lo..=self.hi).contains(&id) {
             return None;
         }
         let mut row = Vec::with_capacity(64);
         crate::dataset::write_tsv(&mut row, id);
         Some(Bytes::from(row))
+    }
+
+    /// Applies a write of `op` to `id`, `row` the new row (unused by a delete). False: it
+    /// changed nothing (update or delete of a missing row, insert over a present one).
+    pub fn write(&self, op: Op, id: u64, row: Bytes) -> bool {
+        let mut w = self.written.write().expect("store lock");
+        self.any_written.store(true, Ordering::Release);
+        let present = match w.get(&id) {
+            Some(r) => r.is_some(),
+            None => (self.lo..=self.hi).contains(&id),
+        };
+        let (done, new) = match op {
+            Op::Update => (present, Some(row)),
+            Op::Insert => (!present, Some(row)),
+            Op::Upsert => (true, Some(row)),
+            Op::Delete | Op::Read => (present, None),
+        };
+        if done {
+            w.insert(id, new);
+        }
+        done
     }
 
     pub fn rows(&self) -> u64 {
@@ -53,11 +93,24 @@ impl Store {
 pub struct ServerStats {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    /// Writes per op (`Op::index` order; reads are hits + misses), whatever they came to.
+    pub writes: [AtomicU64; Op::COUNT],
 }
 
 impl ServerStats {
     pub fn lookups(&self) -> u64 {
         self.hits.load(Ordering::Relaxed) + self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Requests per op, `Op::index` order.
+    pub fn per_op(&self) -> Vec<u64> {
+        let mut ops: Vec<u64> = self
+            .writes
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect();
+        ops[Op::Read.index()] = self.lookups();
+        ops
     }
 }
 
@@ -160,8 +213,18 @@ async fn accept_loop(
         let (store, stats) = (store.clone(), stats.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
-                let resp = answer(&store, &stats, req.uri().path());
+                // A read is answered at once; a write first takes its body.
+                let write = matches!(*req.method(), Method::PUT | Method::DELETE);
+                let read = (!write).then(|| answer(&store, &stats, req.uri().path()));
+                let write = write.then(|| (store.clone(), stats.clone(), req));
                 async move {
+                    let resp = match (read, write) {
+                        (Some(r), _) => r,
+                        (None, Some((store, stats, req))) => {
+                            answer_write(&store, &stats, req).await
+                        }
+                        (None, None) => unreachable!("a request is a read or a write"),
+                    };
                     if !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
@@ -177,12 +240,48 @@ async fn accept_loop(
     }
 }
 
-fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes>> {
-    let reply = |code: StatusCode, body: Bytes| {
-        let mut r = Response::new(Full::new(body));
-        *r.status_mut() = code;
-        r
+fn reply(code: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = code;
+    r
+}
+
+/// PUT (update with `If-Match: *`, insert with `If-None-Match: *`, else upsert) or DELETE of
+/// `/usr/<id>`, counted per op.
+async fn answer_write(
+    store: &Store,
+    stats: &ServerStats,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let op = match *req.method() {
+        Method::DELETE => Op::Delete,
+        _ if req.headers().contains_key(hyper::header::IF_MATCH) => Op::Update,
+        _ if req.headers().contains_key(hyper::header::IF_NONE_MATCH) => Op::Insert,
+        _ => Op::Upsert,
     };
+    let id = req
+        .uri()
+        .path()
+        .strip_prefix("/usr/")
+        .and_then(|id| id.parse::<u64>().ok());
+    let Some(id) = id else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            Bytes::from_static(b"use PUT or DELETE /usr/<id>\n"),
+        );
+    };
+    let Ok(body) = req.into_body().collect().await else {
+        return reply(StatusCode::BAD_REQUEST, Bytes::new());
+    };
+    stats.writes[op.index()].fetch_add(1, Ordering::Relaxed);
+    match (store.write(op, id, body.to_bytes()), op) {
+        (true, _) => reply(StatusCode::NO_CONTENT, Bytes::new()),
+        (false, Op::Delete) => reply(StatusCode::NOT_FOUND, Bytes::new()),
+        (false, _) => reply(StatusCode::PRECONDITION_FAILED, Bytes::new()),
+    }
+}
+
+fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes>> {
     if let Some(id) = path.strip_prefix("/usr/") {
         return match id.parse::<u64>().ok().and_then(|id| store.get(id)) {
             Some(v) => {
@@ -196,12 +295,16 @@ fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes
         };
     }
     if path == "/stats" {
-        let body = format!(
+        let mut body = format!(
             "hits {}\nmisses {}\nrows {}\n",
             stats.hits.load(Ordering::Relaxed),
             stats.misses.load(Ordering::Relaxed),
             store.rows()
         );
+        for op in Op::ALL.into_iter().filter(|o| o.writes()) {
+            let n = stats.writes[op.index()].load(Ordering::Relaxed);
+            body.push_str(&format!("{}s {n}\n", op.name()));
+        }
         return reply(StatusCode::OK, Bytes::from(body));
     }
     reply(
@@ -227,6 +330,24 @@ mod tests {
         assert!(is_row(1004, &s.get(1004).unwrap()));
         assert!(s.get(4).is_none());
         assert!(s.get(1005).is_none());
+    }
+
+    #[test]
+    fn writes_change_what_reads_see() {
+        let s = Store::usr(1, 10);
+        let row = Bytes::from_static(b"x");
+        assert!(!s.write(Op::Update, 11, row.clone()));
+        assert!(!s.write(Op::Insert, 5, row.clone()));
+        assert!(s.write(Op::Update, 5, row.clone()));
+        assert_eq!(s.get(5).unwrap(), row);
+        assert!(s.write(Op::Insert, 11, row.clone()));
+        assert_eq!(s.get(11).unwrap(), row);
+        assert!(s.write(Op::Delete, 11, Bytes::new()));
+        assert!(s.get(11).is_none());
+        assert!(!s.write(Op::Delete, 11, Bytes::new()));
+        assert!(!s.write(Op::Update, 11, row.clone()));
+        assert!(s.write(Op::Upsert, 11, row.clone()));
+        assert!(is_row(4, &s.get(4).unwrap()));
     }
 
     #[test]

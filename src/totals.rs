@@ -5,7 +5,7 @@ use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 
-use crate::recorder::{new_histogram, Counts, Snapshot, MAX_SAMPLES};
+use crate::recorder::{add_ops, new_histogram, Counts, OpStats, Snapshot, MAX_SAMPLES};
 
 #[derive(Clone, Debug)]
 pub struct Totals {
@@ -16,6 +16,8 @@ pub struct Totals {
     pub lag: Histogram<u64>,
     pub last_done_ns: u64,
     pub error_samples: Vec<String>,
+    /// Per op, when the mix writes (`Op::index` order; empty for a read-only run).
+    pub ops: Vec<OpStats>,
 }
 
 impl Default for Totals {
@@ -28,6 +30,7 @@ impl Default for Totals {
             lag: new_histogram(),
             last_done_ns: 0,
             error_samples: Vec::new(),
+            ops: Vec::new(),
         }
     }
 }
@@ -41,6 +44,7 @@ impl AddAssign<&Snapshot> for Totals {
         let _ = self.service.add(&s.service);
         let _ = self.lag.add(&s.lag);
         self.last_done_ns = self.last_done_ns.max(s.last_done_ns);
+        add_ops(&mut self.ops, &s.ops);
         for m in &s.error_samples {
             if self.error_samples.len() < MAX_SAMPLES && !self.error_samples.contains(m) {
                 self.error_samples.push(m.clone());
@@ -57,20 +61,22 @@ impl AddAssign<&Totals> for Totals {
         let _ = self.service.add(&t.service);
         let _ = self.lag.add(&t.lag);
         self.last_done_ns = self.last_done_ns.max(t.last_done_ns);
+        add_ops(&mut self.ops, &t.ops);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mix::Op;
     use crate::outcome::{ErrorKind, Outcome};
     use crate::recorder::Recorder;
     use crate::result::Percentiles;
 
     #[test]
     fn merged_percentiles_equal_one_histogram_of_all_samples() {
-        let mut a = Recorder::new(0);
-        let mut b = Recorder::new(1);
+        let mut a = Recorder::new(0, false);
+        let mut b = Recorder::new(1, false);
         let mut all = new_histogram();
         for i in 0..10_000u64 {
             let (rec, lat) = if i % 3 == 0 {
@@ -78,7 +84,7 @@ mod tests {
             } else {
                 (&mut b, 50_000 + i)
             };
-            rec.record(false, 0, 0, lat, Ok(Outcome::Hit));
+            rec.record(false, (Op::Read, 0, 0, lat), Ok(Outcome::Hit));
             all.record(lat).unwrap();
         }
         let mut t = Totals::default();
@@ -94,10 +100,10 @@ mod tests {
 
     #[test]
     fn counts_add_and_warmup_stays_apart() {
-        let mut r = Recorder::new(0);
-        r.record(true, 0, 0, 10, Ok(Outcome::Hit));
-        r.record(false, 0, 0, 10, Ok(Outcome::Miss));
-        r.record(false, 0, 0, 10, Err(ErrorKind::Timeout));
+        let mut r = Recorder::new(0, false);
+        r.record(true, (Op::Read, 0, 0, 10), Ok(Outcome::Hit));
+        r.record(false, (Op::Read, 0, 0, 10), Ok(Outcome::Miss));
+        r.record(false, (Op::Read, 0, 0, 10), Err(ErrorKind::Timeout));
         r.record_error(false, ErrorKind::Connect, "refused");
         let s = r.take(0, false);
         let mut t = Totals::default();

@@ -3,7 +3,7 @@
 //! here, never copied per combination.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,10 +12,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
-use crate::keys::KeySpace;
-use crate::outcome::ErrorKind;
+use crate::dataset::ANY_VERSION;
+use crate::keys::{KeyGen, KeySpace, Rng};
+use crate::mix::{InsertSeq, Mix, Op};
+use crate::outcome::{ErrorKind, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
+use crate::proto::codec::Request;
 use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
 
@@ -33,6 +36,8 @@ pub struct Ctx<T> {
     pub target: Arc<T>,
     pub plan: Plan,
     pub keys: KeySpace,
+    /// Where inserts take their keys.
+    pub inserts: InsertSeq,
     pub start: Instant,
     /// `start` on CLOCK_MONOTONIC, for the precise pacing timer.
     pub start_mono_ns: u64,
@@ -149,7 +154,10 @@ async fn thread_main<T: Target>(
     tx: mpsc::UnboundedSender<Snapshot>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let rec = Rc::new(RefCell::new(Recorder::new(share.thread)));
+    let rec = Rc::new(RefCell::new(Recorder::new(
+        share.thread,
+        !ctx.plan.mix.read_only(),
+    )));
     let mut set = JoinSet::new();
     for (conn, first) in (share.first_conn..).zip(conns) {
         set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first));
@@ -191,13 +199,133 @@ async fn thread_main<T: Target>(
     drop(finished);
 }
 
+/// One connection's requests: the op of each (`--mix`), its key (inserts from the insert
+/// sequence, the others from `--dist`) and version, and with `--verify` and writes the version
+/// this connection last wrote per key, which its later reads must find (read-your-writes).
+struct Requests {
+    /// None: a read-only mix, which draws nothing per request.
+    mix: Option<(Mix, Rng)>,
+    keys: KeyGen,
+    inserts: InsertSeq,
+    conn: u64,
+    conns: u64,
+    inserted: u64,
+    version: u64,
+    written: Option<HashMap<u64, u64>>,
+}
+
+impl Requests {
+    fn new<T>(ctx: &Ctx<T>, conn: u64) -> Requests {
+        let plan = &ctx.plan;
+        let conns = plan.connections as u64;
+        let writes = !plan.mix.read_only();
+        Requests {
+            mix: writes.then(|| {
+                let seed = plan.seed ^ 0x6D69_7800 ^ conn.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+                (plan.mix.clone(), Rng::new(seed))
+            }),
+            keys: ctx.keys.stream(plan.seed, conn, conns),
+            inserts: ctx.inserts,
+            conn,
+            conns,
+            inserted: 0,
+            version: 0,
+            written: (writes && plan.verify).then(HashMap::new),
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) -> Request {
+        let Some((mix, rng)) = &mut self.mix else {
+            return Request::read(self.keys.next_key());
+        };
+        let op = mix.pick(rng);
+        let key = if op == Op::Insert {
+            self.inserted += 1;
+            self.inserts.key(self.conn, self.conns, self.inserted - 1)
+        } else if op != Op::Read && self.written.is_some() {
+            let key = self.keys.next_key();
+            self.own_key(key)
+        } else {
+            self.keys.next_key()
+        };
+        if op == Op::Read {
+            // A key this connection did not write may hold any version another one wrote.
+            let version = self.written.as_ref().map_or(0, |w| match w.get(&key) {
+                Some(&v) if v != Request::GONE && v & MAYBE != 0 => ANY_VERSION,
+                Some(&v) => v,
+                None => ANY_VERSION,
+            });
+            return Request { op, key, version };
+        }
+        self.version += 1;
+        let version = self.version;
+        if let Some(w) = self.written.as_mut() {
+            let after = match (op, w.get(&key).copied()) {
+                (Op::Delete, _) => Request::GONE,
+                (Op::Update, Some(Request::GONE)) => Request::GONE,
+                (Op::Update, Some(v)) if v & MAYBE == 0 => version,
+                // Whether there is a row to update is learnt from the reply (`settled`).
+                (Op::Update, _) => version | MAYBE,
+                _ => version,
+            };
+            w.insert(key, after);
+        }
+        Request { op, key, version }
+    }
+
+    /// A write's reply: an update of a row this connection knew nothing of tells whether the
+    /// row was there (unless a later write of the key was sent meanwhile).
+    fn settled(&mut self, req: &Request, outcome: Outcome) {
+        if let (Op::Update, Some(w)) = (req.op, self.written.as_mut()) {
+            if let Some(v) = w.get_mut(&req.key) {
+                if *v == req.version | MAYBE {
+                    *v = match outcome {
+                        Outcome::Hit => req.version,
+                        Outcome::Miss => Request::GONE,
+                    };
+                }
+            }
+        }
+    }
+
+    /// With `--verify`, connection i of n writes only keys i, i+n, ... of the range (the one
+    /// nearest `key`), so no other connection changes a row this one must read back as it wrote.
+    fn own_key(&self, key: u64) -> u64 {
+        let (lo, hi) = (self.keys.space().lo, self.keys.space().hi);
+        let slot = (key - lo) / self.conns * self.conns + self.conn;
+        match lo.checked_add(slot) {
+            Some(k) if k <= hi => k,
+            // past the end: the last key of this connection's class below it
+            _ => lo + slot.saturating_sub(self.conns).min(hi - lo),
+        }
+    }
+
+    /// A write failed: what its key holds now is unknown.
+    fn unsure(&mut self, req: &Request) {
+        if let (true, Some(w)) = (req.op.writes(), self.written.as_mut()) {
+            w.insert(req.key, ANY_VERSION);
+        }
+    }
+}
+
+/// Marks a version an update wrote to a row that may not exist: reads take any version or none.
+const MAYBE: u64 = 1 << 62;
+
 /// One request in flight.
 #[derive(Clone, Copy)]
 struct Slot {
-    key: u64,
+    req: Request,
     due: u64,
     sent: u64,
     warm: bool,
+}
+
+impl Slot {
+    /// (op, due, sent, done) for the recorder.
+    fn at(&self, done: u64) -> (Op, u64, u64, u64) {
+        (self.req.op, self.due, self.sent, done)
+    }
 }
 
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
@@ -211,7 +339,7 @@ async fn drive<T: Target>(
 ) -> Option<T::Conn> {
     let plan = &ctx.plan;
     let conns = plan.connections as u64;
-    let mut keys = ctx.keys.stream(plan.seed, index as u64, conns);
+    let mut requests = Requests::new(&ctx, index as u64);
     let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
     let quota = plan.quota(index);
     let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
@@ -296,11 +424,11 @@ async fn drive<T: Target>(
                     }
                     Some(d) => d,
                 };
-                let key = keys.next_key();
-                c.send(key);
+                let req = requests.next();
+                c.send(&req);
                 let warm = due < ctx.warm_end_ns;
                 window.push_back(Slot {
-                    key,
+                    req,
                     due,
                     sent: now,
                     warm,
@@ -335,7 +463,7 @@ async fn drive<T: Target>(
         }
         let result = tokio::select! {
             biased;
-            r = c.recv(front.key) => Some(r),
+            r = c.recv(&front.req) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -351,13 +479,15 @@ async fn drive<T: Target>(
             Some(Ok(outcome)) => {
                 window.pop_front();
                 r.in_flight -= 1;
-                r.record(front.warm, front.due, front.sent, done, Ok(outcome));
+                r.record(front.warm, front.at(done), Ok(outcome));
+                requests.settled(&front.req, outcome);
                 last_done = Some(done);
             }
             Some(Err(e)) if !e.fatal => {
                 window.pop_front();
                 r.in_flight -= 1;
-                r.record(front.warm, front.due, front.sent, done, Err(e.kind));
+                r.record(front.warm, front.at(done), Err(e.kind));
+                requests.unsure(&front.req);
                 r.sample(e.kind, &e.message);
             }
             failure => {
@@ -371,7 +501,8 @@ async fn drive<T: Target>(
                 };
                 r.sample(kind, &message);
                 for s in window.drain(..) {
-                    r.record(s.warm, s.due, s.sent, done, Err(kind));
+                    r.record(s.warm, s.at(done), Err(kind));
+                    requests.unsure(&s.req);
                     r.in_flight -= 1;
                 }
                 r.connections -= 1;

@@ -7,6 +7,7 @@ mod common;
 
 use loadgen::outcome::{ErrorKind, Outcome};
 use loadgen::plan::{Mode, Plan};
+use loadgen::proto::codec::Request;
 use loadgen::proto::postgres::wire_driver::PgWireTarget;
 use loadgen::proto::{Conn, Target, TargetUrl};
 
@@ -30,10 +31,10 @@ async fn lookups(
     keys: impl Iterator<Item = u64> + Clone,
 ) -> Vec<Result<Outcome, loadgen::outcome::LookupError>> {
     let mut conn = t.connect().await.expect("connect");
-    keys.clone().for_each(|k| conn.send(k));
+    keys.clone().for_each(|k| conn.send(&Request::read(k)));
     let mut out = Vec::new();
     for k in keys {
-        out.push(conn.recv(k).await);
+        out.push(conn.recv(&Request::read(k)).await);
     }
     out
 }
@@ -89,9 +90,9 @@ async fn server_error_mid_pipeline_keeps_the_connection_in_step() {
     let t = target(&url, Some(q));
     let mut conn = t.connect().await.expect("connect");
     for batch in [1..=10u64, 11..=20] {
-        batch.clone().for_each(|k| conn.send(k));
+        batch.clone().for_each(|k| conn.send(&Request::read(k)));
         for k in batch {
-            match conn.recv(k).await {
+            match conn.recv(&Request::read(k)).await {
                 Err(e) if k == 5 => {
                     assert_eq!((e.kind, e.fatal), (ErrorKind::Server, false));
                     assert!(e.message.contains("22012"), "{}", e.message);

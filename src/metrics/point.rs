@@ -1,7 +1,10 @@
 //! What a scrape renders for one target: its cumulative numbers, with the latency histogram in
 //! the exported buckets.
 
+use hdrhistogram::Histogram;
+
 use crate::outcome::ErrorKind;
+use crate::recorder::Counts;
 use crate::totals::Totals;
 
 /// Latency bucket bounds: the `le` label (canonical float form) and the bound in nanoseconds.
@@ -40,22 +43,33 @@ pub(crate) struct Cum {
     pub buckets: [u64; BUCKETS.len() + 1],
     pub sum_ns: u128,
     pub count: u64,
+    /// Per op (`Op::index` order) when the mix writes; empty for a read-only run.
+    pub ops: Vec<Cum>,
 }
 
 impl Cum {
     /// Counters include the warm-up; the latency buckets hold counted requests only (the
     /// recorder never times warm-up requests).
     pub fn of(t: &Totals) -> Cum {
+        let mut c = Cum::of_parts(&t.counts, &t.warm, &t.latency);
+        c.ops = t
+            .ops
+            .iter()
+            .map(|o| Cum::of_parts(&o.counts, &o.warm, &o.latency))
+            .collect();
+        c
+    }
+
+    fn of_parts(counts: &Counts, warm: &Counts, h: &Histogram<u64>) -> Cum {
         let mut c = Cum {
-            hits: t.counts.hits + t.warm.hits,
-            misses: t.counts.misses + t.warm.misses,
-            reconnects: t.counts.reconnects + t.warm.reconnects,
+            hits: counts.hits + warm.hits,
+            misses: counts.misses + warm.misses,
+            reconnects: counts.reconnects + warm.reconnects,
             ..Cum::default()
         };
         for (i, e) in c.errors.iter_mut().enumerate() {
-            *e = t.counts.errors[i] + t.warm.errors[i];
+            *e = counts.errors[i] + warm.errors[i];
         }
-        let h = &t.latency;
         let mut b = 0;
         for v in h.iter_recorded() {
             let n = v.count_at_value();
@@ -84,6 +98,13 @@ impl Cum {
         }
         self.sum_ns += o.sum_ns;
         self.count += o.count;
+        if self.ops.is_empty() {
+            self.ops = o.ops.clone();
+        } else {
+            for (a, b) in self.ops.iter_mut().zip(&o.ops) {
+                a.add(b);
+            }
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::fmt::{Display, Write};
 
-use super::point::{Point, BUCKETS};
+use super::point::{Cum, Point, BUCKETS};
+use crate::mix::Op;
 use crate::outcome::ErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +211,20 @@ fn float(v: f64) -> String {
     }
 }
 
+/// The series of one target: the whole of it (no `op` label) for a read-only run, else one per
+/// op of the mix that has seen requests, labelled with it.
+fn by_op(c: &Cum) -> Vec<(Option<&'static str>, &Cum)> {
+    if c.ops.is_empty() {
+        return vec![(None, c)];
+    }
+    Op::ALL
+        .iter()
+        .zip(&c.ops)
+        .filter(|(_, o)| o.hits + o.misses + o.errors.iter().sum::<u64>() > 0)
+        .map(|(op, o)| (Some(op.name()), o))
+        .collect()
+}
+
 pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -> String {
     let mut o = Out {
         s: String::with_capacity(2048 + points.len() * 4096),
@@ -227,13 +242,14 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         o.family(&REQUESTS);
         for p in points {
             o.at_ms = Some(p.at_ms);
-            let errors: u64 = p.c.errors.iter().sum();
-            for (outcome, n) in [("hit", p.c.hits), ("miss", p.c.misses), ("error", errors)] {
-                o.sample(
-                    REQUESTS.name,
-                    &[("target", &p.target), ("outcome", outcome)],
-                    n,
-                );
+            for (op, c) in by_op(&p.c) {
+                let errors: u64 = c.errors.iter().sum();
+                for (outcome, n) in [("hit", c.hits), ("miss", c.misses), ("error", errors)] {
+                    let mut labels = vec![("target", p.target.as_str())];
+                    labels.extend(op.map(|op| ("op", op)));
+                    labels.push(("outcome", outcome));
+                    o.sample(REQUESTS.name, &labels, n);
+                }
             }
         }
         o.family(&ERRORS);
@@ -256,23 +272,28 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         let bucket = format!("{}_bucket", DURATION.name);
         for p in points {
             o.at_ms = Some(p.at_ms);
-            let mut acc = 0u64;
-            for (i, (le, _)) in BUCKETS.iter().enumerate() {
-                acc += p.c.buckets[i];
-                o.sample(&bucket, &[("target", &p.target), ("le", le)], acc);
+            for (op, c) in by_op(&p.c) {
+                let mut labels = vec![("target", p.target.as_str())];
+                labels.extend(op.map(|op| ("op", op)));
+                let n = labels.len();
+                let mut acc = 0u64;
+                for (i, (le, _)) in BUCKETS.iter().enumerate() {
+                    acc += c.buckets[i];
+                    labels.push(("le", le));
+                    o.sample(&bucket, &labels, acc);
+                    labels.truncate(n);
+                }
+                acc += c.buckets[BUCKETS.len()];
+                labels.push(("le", "+Inf"));
+                o.sample(&bucket, &labels, acc);
+                labels.truncate(n);
+                o.sample(
+                    &format!("{}_sum", DURATION.name),
+                    &labels,
+                    float(c.sum_ns as f64 / 1e9),
+                );
+                o.sample(&format!("{}_count", DURATION.name), &labels, c.count);
             }
-            acc += p.c.buckets[BUCKETS.len()];
-            o.sample(&bucket, &[("target", &p.target), ("le", "+Inf")], acc);
-            o.sample(
-                &format!("{}_sum", DURATION.name),
-                &[("target", &p.target)],
-                float(p.c.sum_ns as f64 / 1e9),
-            );
-            o.sample(
-                &format!("{}_count", DURATION.name),
-                &[("target", &p.target)],
-                p.c.count,
-            );
         }
         o.family(&QPS);
         for p in points {

@@ -5,6 +5,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
 use crate::recorder::Recorder;
 use crate::totals::Totals;
@@ -56,27 +57,31 @@ fn shared(instance: Option<&str>, labels: &[(&str, &str)]) -> Shared {
 
 /// Known counts: 1000 hits (990 counted + 10 in the warm-up), 50 misses, 6 errors.
 fn known_totals() -> Totals {
-    let mut r = Recorder::new(0);
+    let mut r = Recorder::new(0, false);
     for _ in 0..590 {
-        r.record(false, 0, 0, 15_000, Ok(Outcome::Hit)); // 15 us
+        r.record(false, (Op::Read, 0, 0, 15_000), Ok(Outcome::Hit)); // 15 us
     }
     for _ in 0..300 {
-        r.record(false, 100, 200, 1_500_100, Ok(Outcome::Hit)); // 1.5 ms
+        r.record(false, (Op::Read, 100, 200, 1_500_100), Ok(Outcome::Hit)); // 1.5 ms
     }
     for _ in 0..100 {
-        r.record(false, 0, 0, 250_000_000, Ok(Outcome::Hit)); // 250 ms
+        r.record(false, (Op::Read, 0, 0, 250_000_000), Ok(Outcome::Hit)); // 250 ms
     }
     for _ in 0..50 {
-        r.record(false, 0, 0, 8_000, Ok(Outcome::Miss)); // 8 us
+        r.record(false, (Op::Read, 0, 0, 8_000), Ok(Outcome::Miss)); // 8 us
     }
     for _ in 0..3 {
-        r.record(false, 0, 0, 5_000_000_000, Err(ErrorKind::Timeout)); // 5 s
+        r.record(
+            false,
+            (Op::Read, 0, 0, 5_000_000_000),
+            Err(ErrorKind::Timeout),
+        ); // 5 s
     }
     for _ in 0..10 {
-        r.record(true, 0, 0, 1_000, Ok(Outcome::Hit));
+        r.record(true, (Op::Read, 0, 0, 1_000), Ok(Outcome::Hit));
     }
-    r.record(true, 0, 0, 1_000, Err(ErrorKind::Io));
-    r.record(true, 0, 0, 1_000, Err(ErrorKind::Io));
+    r.record(true, (Op::Read, 0, 0, 1_000), Err(ErrorKind::Io));
+    r.record(true, (Op::Read, 0, 0, 1_000), Err(ErrorKind::Io));
     r.record_error(false, ErrorKind::Connect, "refused");
     for _ in 0..4 {
         r.reconnected();
@@ -88,9 +93,9 @@ fn known_totals() -> Totals {
 
 /// 500 counted and 100 warm-up hits in half a second: 1200 lookups/s.
 fn known_interval() -> Totals {
-    let mut r = Recorder::new(0);
+    let mut r = Recorder::new(0, false);
     for i in 0..600 {
-        r.record(i < 100, 0, 0, 10_000, Ok(Outcome::Hit));
+        r.record(i < 100, (Op::Read, 0, 0, 10_000), Ok(Outcome::Hit));
     }
     let mut t = Totals::default();
     t += &r.take(0, false);
@@ -226,6 +231,41 @@ fn golden_exposition_text_with_known_counts() {
     // 590 x 15 us + 300 x 1.5 ms + 100 x 250 ms + 50 x 8 us + 3 x 5 s, to HdrHistogram's 0.1%.
     let want = 590.0 * 15e-6 + 300.0 * 1.5e-3 + 100.0 * 0.25 + 50.0 * 8e-6 + 3.0 * 5.0;
     assert!((sum - want).abs() / want < 1e-3, "sum {sum} vs {want}");
+}
+
+#[test]
+fn a_mix_that_writes_labels_requests_and_latency_by_op() {
+    let mut r = Recorder::new(0, true);
+    for _ in 0..90 {
+        r.record(false, (Op::Read, 0, 0, 15_000), Ok(Outcome::Hit));
+    }
+    for _ in 0..7 {
+        r.record(false, (Op::Update, 0, 0, 1_500_000), Ok(Outcome::Hit));
+    }
+    for _ in 0..3 {
+        r.record(false, (Op::Update, 0, 0, 1_500_000), Ok(Outcome::Miss));
+    }
+    let mut t = Totals::default();
+    t += &r.take(0, false);
+    let s = shared(None, &[]);
+    s.update(&view("embedded", 0, 1.0, &t, &t, 1.0, false, None));
+    let text = untimed(&s.render(Format::Text));
+    for line in [
+        "loadgen_requests_total{target=\"embedded\",op=\"read\",outcome=\"hit\"} 90",
+        "loadgen_requests_total{target=\"embedded\",op=\"update\",outcome=\"hit\"} 7",
+        "loadgen_requests_total{target=\"embedded\",op=\"update\",outcome=\"miss\"} 3",
+        "loadgen_request_duration_seconds_bucket{target=\"embedded\",op=\"read\",le=\"2e-05\"} 90",
+        "loadgen_request_duration_seconds_bucket{target=\"embedded\",op=\"update\",le=\"0.001\"} 0",
+        "loadgen_request_duration_seconds_count{target=\"embedded\",op=\"update\"} 10",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    // Ops without requests have no series; no series lacks the op label.
+    assert!(!text.contains("op=\"insert\""));
+    assert!(!text.contains("loadgen_requests_total{target=\"embedded\",outcome"));
 }
 
 #[test]

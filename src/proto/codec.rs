@@ -3,6 +3,7 @@
 //! them, and [`outcome`] alone turns a reply into what the run counts.
 
 use crate::dataset;
+use crate::mix::Op;
 use crate::outcome::{LookupError, Outcome};
 
 pub use crate::dataset::{Cell, RowView};
@@ -10,13 +11,39 @@ pub use crate::dataset::{Cell, RowView};
 /// Replies larger than this are a protocol error: a garbage stream must not grow a buffer forever.
 pub const MAX_FRAME: usize = 1 << 20;
 
+/// One request: the op, its key, and the version of the row (see [`dataset`]): the version a
+/// write stores, or the version a read must find (with `--verify`): 0 the loaded row,
+/// [`dataset::ANY_VERSION`] any version, [`Request::GONE`] no row (this connection deleted it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub op: Op,
+    pub key: u64,
+    pub version: u64,
+}
+
+impl Request {
+    /// The version a read expects of a key this connection deleted: a row is a verify error.
+    pub const GONE: u64 = u64::MAX - 1;
+
+    /// The lookup of `key`, expecting the loaded row.
+    pub fn read(key: u64) -> Request {
+        Request {
+            op: Op::Read,
+            key,
+            version: 0,
+        }
+    }
+}
+
 /// What the server answered to one lookup, borrowed from the read buffer (or the codec).
 /// `C` reads a SQL row's cells; protocols whose rows are one value use [`NoCells`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply<'b, C> {
     Row(RowView<'b, C>),
-    /// The key has no row.
+    /// The key has no row (a write: it found no row to change, or the row was there already).
     Miss,
+    /// A write changed this many rows (0 is a miss, as a lookup that finds no row).
+    Written(u64),
     /// The server failed this request and the stream is still in step: a non-fatal `Server`
     /// error with the server's message. Built on the error path only.
     Server(String),
@@ -43,8 +70,9 @@ pub trait Codec {
     where
         Self: 'b;
 
-    /// Append the request for `key` to `out`. Must not allocate beyond growing `out`.
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>);
+    /// Append `req` to `out`. Must not allocate beyond growing `out`. Codecs that cannot
+    /// write are never given a write (`Target::writes` refuses the mix in preflight).
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>);
 
     /// Parse the reply at the front of `buf`. `Ok(None)`: not complete yet, read more.
     /// `Ok(Some((n, reply)))`: the reply took the first `n` bytes; `n` is 0 only for a request
@@ -72,21 +100,38 @@ pub trait Codec {
     }
 }
 
-/// What a reply to the lookup of `key` comes to. With `verify`, a row that is not the data
-/// set's row for `key` is a non-fatal `Verify` error. The one place replies become outcomes:
-/// the pipelined connection and the library drivers both call it.
+/// What a reply to `req` comes to. With `verify`, a row that is not the data set's row for the
+/// key at the version the read expects is a non-fatal `Verify` error, as is a miss where this
+/// connection wrote a row. A write that changed a row is a hit, one that changed none a miss.
+/// The one place replies become outcomes: the pipelined connection and the library drivers
+/// both call it.
 pub fn outcome<'b>(
     reply: Reply<'b, impl Iterator<Item = Cell<'b>>>,
-    key: u64,
+    req: &Request,
     verify: bool,
 ) -> Result<Outcome, LookupError> {
+    let key = req.key;
     match reply {
-        Reply::Row(row) if verify => match dataset::matches(key, row) {
-            true => Ok(Outcome::Hit),
-            false => Err(LookupError::verify(key)),
-        },
-        Reply::Row(_) => Ok(Outcome::Hit),
-        Reply::Miss => Ok(Outcome::Miss),
         Reply::Server(message) => Err(LookupError::server(message)),
+        _ if req.op.writes() => match reply {
+            Reply::Row(_) | Reply::Written(1..) => Ok(Outcome::Hit),
+            _ => Ok(Outcome::Miss),
+        },
+        Reply::Row(row) if verify => {
+            match req.version != Request::GONE && dataset::matches_version(key, req.version, row) {
+                true => Ok(Outcome::Hit),
+                false => Err(LookupError::verify(key)),
+            }
+        }
+        Reply::Row(_) => Ok(Outcome::Hit),
+        Reply::Miss
+            if verify && !matches!(req.version, 0 | dataset::ANY_VERSION | Request::GONE) =>
+        {
+            Err(LookupError::verify(key))
+        }
+        Reply::Miss => Ok(Outcome::Miss),
+        Reply::Written(_) => Err(LookupError::server(
+            "the server answered a lookup as a write (HTTP 201, 204 or 412)",
+        )),
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{outcome, Codec, MAX_FRAME};
+use crate::proto::codec::{outcome, Codec, Request, MAX_FRAME};
 use crate::proto::target::Conn;
 use crate::transport::{Endpoint, Stream, TlsClient};
 
@@ -122,11 +122,11 @@ impl<C: Codec> StreamConn<C> {
 
 impl<C: Codec + 'static> Conn for StreamConn<C> {
     #[inline]
-    fn send(&mut self, key: u64) {
-        self.codec.encode(key, &mut self.wbuf);
+    fn send(&mut self, req: &Request) {
+        self.codec.encode(req, &mut self.wbuf);
     }
 
-    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
+    async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         if self.closing {
             return Err(LookupError::io(
                 "the server closed the connection (Connection: close)",
@@ -138,8 +138,8 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
             // is one write and one read per batch instead of a write per request.
             if self.rpos < self.rbuf.len() {
                 // The reply borrows the buffer and the codec: take it to its outcome first.
-                let done = match self.codec.decode(&self.rbuf[self.rpos..], key)? {
-                    Some((n, reply)) => Some((n, outcome(reply, key, self.verify))),
+                let done = match self.codec.decode(&self.rbuf[self.rpos..], req.key)? {
+                    Some((n, reply)) => Some((n, outcome(reply, req, self.verify))),
                     None => None,
                 };
                 if let Some((n, result)) = done {

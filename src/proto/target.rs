@@ -1,6 +1,8 @@
 use std::future::Future;
 
+use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::Request;
 use crate::transport::{Endpoint, TlsInfo};
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
@@ -9,6 +11,19 @@ pub struct ServerCount {
     pub value: u64,
     /// What was read, e.g. `pg_stat_statements.calls`.
     pub source: String,
+    /// The server's count per op (`Op::index` order), where it counts writes; empty otherwise.
+    pub ops: Vec<u64>,
+}
+
+impl ServerCount {
+    /// A count of lookups only.
+    pub fn reads(value: u64, source: impl Into<String>) -> ServerCount {
+        ServerCount {
+            value,
+            source: source.into(),
+            ops: Vec::new(),
+        }
+    }
 }
 
 pub trait Target: Send + Sync + 'static {
@@ -31,6 +46,32 @@ pub trait Target: Send + Sync + 'static {
     /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
     fn max_pipeline(&self) -> usize;
 
+    /// Ok when this target can run every op of `mix`; Err is the one line saying why not
+    /// (checked in preflight, exit 2). Targets that write override it.
+    fn writes(&self, mix: &Mix) -> Result<(), String> {
+        match mix.ops().find(|o| o.writes()) {
+            None => Ok(()),
+            Some(op) => Err(format!(
+                "--mix {}: this {} target cannot {} yet; use --mix read=100 (the default) here",
+                mix.name(),
+                self.kind(),
+                op.name()
+            )),
+        }
+    }
+
+    /// Where inserts start when `--insert-from` is not given: above the keys the server holds
+    /// (SQL: max(id) + 1), so a re-run continues; None: above `--keys`.
+    fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, String>> {
+        async { Ok(None) }
+    }
+
+    /// The server's settings that decide what a write costs (PostgreSQL `synchronous_commit`,
+    /// `fsync`, `wal_sync_method`), read once before a run that writes; none where there are none.
+    fn durability(&self) -> impl Future<Output = Vec<(String, String)>> {
+        async { Vec::new() }
+    }
+
     /// The server's own lookup counter, where the server has one. Err: the counter could not
     /// be read (said in the report, never fatal).
     fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, String>> {
@@ -39,12 +80,12 @@ pub trait Target: Send + Sync + 'static {
 }
 
 pub trait Conn: 'static {
-    /// Queues the lookup of `key`. It reaches the wire no later than the next `recv`.
-    fn send(&mut self, key: u64);
+    /// Queues `req`. It reaches the wire no later than the next `recv`.
+    fn send(&mut self, req: &Request);
 
-    /// The reply to the oldest queued lookup, whose key is `key`. Must be cancel-safe: the
-    /// request loop may drop it (timeout, next due time) and call it again.
-    fn recv(&mut self, key: u64) -> impl Future<Output = Result<Outcome, LookupError>>;
+    /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
+    /// may drop it (timeout, next due time) and call it again.
+    fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
 }
 
 /// Setup failures: bad input or an unusable target. The message is the one line the user sees.

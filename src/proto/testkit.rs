@@ -8,7 +8,7 @@ use std::cell::Cell;
 use proptest::prelude::*;
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
-use crate::proto::codec::{outcome, Codec, MAX_FRAME};
+use crate::proto::codec::{outcome, Codec, Request, MAX_FRAME};
 
 /// Decode the reply at the front of `buf` and take it to an outcome, the way `StreamConn` does.
 /// A complete reply that came to a non-fatal error is an `Err` too. Checks the contract on the
@@ -27,7 +27,7 @@ pub fn dec<C: Codec>(
         Ok(None) => Ok(None),
         Ok(Some((n, reply))) => {
             assert!(n <= buf.len());
-            match outcome(reply, key, verify) {
+            match outcome(reply, &Request::read(key), verify) {
                 Ok(o) => Ok(Some((n, o))),
                 Err(e) => {
                     assert!(!e.fatal, "fatal error from outcome: {e}");
@@ -41,7 +41,7 @@ pub fn dec<C: Codec>(
 /// A complete reply that came to a non-fatal error: its length and the error.
 pub fn dec_err<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) -> (usize, LookupError) {
     match c.decode(buf, key) {
-        Ok(Some((n, reply))) => match outcome(reply, key, verify) {
+        Ok(Some((n, reply))) => match outcome(reply, &Request::read(key), verify) {
             Err(e) if !e.fatal => (n, e),
             other => panic!("expected a non-fatal error reply, got {other:?}"),
         },
@@ -67,7 +67,7 @@ pub fn codec_contract<C: Codec>(c: &mut C, buf: &[u8], key: u64, verify: bool) {
         Ok(None) => assert!(buf.len() < MAX_FRAME),
         Ok(Some((n, reply))) => {
             assert!(n > 0 && n <= buf.len());
-            assert!(outcome(reply, key, verify).map_or_else(|e| !e.fatal, |_| true));
+            assert!(outcome(reply, &Request::read(key), verify).map_or_else(|e| !e.fatal, |_| true));
         }
         Err(e) => assert!(e.fatal),
     }
@@ -96,7 +96,7 @@ pub fn feed<C: Codec, T>(
         last = cut;
         while let Some(&key) = keys.get(out.len()) {
             let decoded = match c.decode(&buf, key) {
-                Ok(Some((n, reply))) => Ok(Some((n, outcome(reply, key, true)))),
+                Ok(Some((n, reply))) => Ok(Some((n, outcome(reply, &Request::read(key), true)))),
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             };

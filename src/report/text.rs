@@ -231,6 +231,17 @@ pub fn render_run(r: &RunResult) -> String {
         }
     );
     out.push_str(&pct_line("latency", &r.latency_us));
+    for line in op_lines(r) {
+        out.push_str(&line);
+    }
+    if !r.durability.is_empty() {
+        let set: Vec<String> = r
+            .durability
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(out, "durability {}", set.join("  "));
+    }
     if r.rate.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
         if let Some(l) = &r.lag_us {
@@ -319,6 +330,36 @@ pub fn render_run(r: &RunResult) -> String {
         let _ = writeln!(out, "stopped    {s}");
     }
     out
+}
+
+/// One line per op of a mix that writes: its count, rate, outcomes, latency and the server's
+/// count of it; none for a read-only run.
+fn op_lines(r: &RunResult) -> Vec<String> {
+    crate::mix::Op::ALL
+        .iter()
+        .filter_map(|op| r.ops.get(op.name()).map(|o| (op.name(), o)))
+        .map(|(name, o)| {
+            let server = match &o.server_observed {
+                Some(so) => match so.delta {
+                    Some(d) if so.matches => format!("  server {}, matches", thousands(d)),
+                    Some(d) => format!("  server {}  WARNING: counts differ", thousands(d)),
+                    None => String::new(),
+                },
+                None => String::new(),
+            };
+            format!(
+                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}  p50 {}  p99 {}  max {}{server}\n",
+                thousands(o.requests),
+                thousands(o.qps.round() as u64),
+                thousands(o.hits),
+                thousands(o.misses),
+                thousands(o.error_total),
+                micros(o.latency_us.p50),
+                micros(o.latency_us.p99),
+                micros(o.latency_us.max),
+            )
+        })
+        .collect()
 }
 
 /// One line per target: QPS, latency, errors, and QPS relative to the first target.

@@ -46,6 +46,9 @@ pub struct Settings {
     #[serde(default)]
     pub arrival: String,
     pub query: Option<String>,
+    /// `--mix` when it writes (`read=90,update=10`); absent for a read-only run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

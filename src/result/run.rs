@@ -78,6 +78,14 @@ pub struct RunResult {
     #[serde(default)]
     pub server_cpu: Option<ServerCpu>,
     pub server_observed: Option<ServerObserved>,
+    /// Per op (`read`, `update`, `insert`, `delete`, `upsert`), only when the mix writes: a
+    /// read-only run keeps its shape.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ops: BTreeMap<String, OpResult>,
+    /// With writes: the server settings that decide a write's cost, as the server reports them
+    /// (PostgreSQL `synchronous_commit`, `fsync`, `wal_sync_method`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub durability: BTreeMap<String, String>,
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
@@ -85,6 +93,24 @@ pub struct RunResult {
 
 fn tcp() -> String {
     "tcp".into()
+}
+
+/// One op of a mix: its own counts, rate and latency, and the server's count of it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpResult {
+    /// hits + misses + errors.
+    pub requests: u64,
+    /// Answered requests (hits + misses) per second over the measured window.
+    pub qps: f64,
+    /// A write that changed a row is a hit; one that found none (or a row already there) a miss.
+    pub hits: u64,
+    pub misses: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_total: u64,
+    pub latency_us: Percentiles,
+    /// The server's own count of this op, as `server_observed` (None: it has no such counter).
+    #[serde(default)]
+    pub server_observed: Option<ServerObserved>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -45,7 +45,7 @@ use std::fmt;
 
 use crate::decimal;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// The byte that introduces an escaped `0x00..=0x0f` byte.
 pub const ESCAPE_PREFIX: u8 = 0x01;
@@ -486,8 +486,8 @@ impl HsCodec {
 impl Codec for HsCodec {
     type Cells<'b> = NoCells<'b>;
 
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
-        encode_find(self.index_id, key, out);
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        encode_find(self.index_id, req.key, out);
     }
 
     /// Error replies are `Server` replies, except auth errors (code 3), which are returned as a
@@ -697,7 +697,7 @@ mod tests {
         assert_eq!(out, b"0\t=\t1\t0\n12\t=\t1\t18446744073709551615\n");
         let mut c = HsCodec::new(3);
         out.clear();
-        c.encode(1_000_000, &mut out);
+        c.encode(&Request::read(1_000_000), &mut out);
         assert_eq!(out, b"3\t=\t1\t1000000\n");
     }
 
@@ -706,7 +706,7 @@ mod tests {
         let mut c = HsCodec::new(1);
         let mut out = Vec::with_capacity(64);
         let p = out.as_ptr();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(out.as_ptr(), p);
     }
 

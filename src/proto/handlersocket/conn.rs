@@ -202,6 +202,7 @@ impl Target for HsTarget {
         };
         let v = crate::proto::mysql::async_driver::global_status(opts, "Handler_read_key").await?;
         Ok(Some(ServerCount {
+            ops: Vec::new(),
             value: v,
             source: "global status Handler_read_key".into(),
         }))

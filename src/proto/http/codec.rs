@@ -24,9 +24,11 @@
 
 use std::mem::MaybeUninit;
 
+use crate::dataset;
 use crate::decimal;
+use crate::mix::Op;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;
@@ -313,13 +315,41 @@ impl HttpCodec {
 impl Codec for HttpCodec {
     type Cells<'b> = NoCells<'b>;
 
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"GET ");
+    /// A read is a GET; a write of the row of (key, version) a PUT, conditional as HTTP says
+    /// (`If-Match: *` updates only a present row, `If-None-Match: *` inserts only a new one,
+    /// none upserts); a delete a DELETE.
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        let method: &[u8] = match req.op {
+            Op::Read => b"GET ",
+            Op::Delete => b"DELETE ",
+            Op::Update | Op::Insert | Op::Upsert => b"PUT ",
+        };
+        out.extend_from_slice(method);
         out.extend_from_slice(&self.prefix);
-        decimal::push(out, key);
+        decimal::push(out, req.key);
         out.extend_from_slice(&self.suffix);
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(&self.host);
+        match req.op {
+            Op::Read | Op::Delete => {}
+            op => {
+                // The row goes in a stack buffer first: its length leads it.
+                let mut body = [0u8; 160];
+                let mut w = &mut body[..];
+                dataset::write_tsv_version(&mut w, req.key, req.version);
+                let n = 160 - w.len();
+                out.extend_from_slice(match op {
+                    Op::Update => b"\r\nIf-Match: *",
+                    Op::Insert => b"\r\nIf-None-Match: *",
+                    _ => b"",
+                });
+                out.extend_from_slice(b"\r\nContent-Length: ");
+                decimal::push(out, n as u64);
+                out.extend_from_slice(b"\r\n\r\n");
+                out.extend_from_slice(&body[..n]);
+                return;
+            }
+        }
         out.extend_from_slice(b"\r\n\r\n");
     }
 
@@ -380,6 +410,10 @@ impl Codec for HttpCodec {
                 Reply::Row(RowView::Tsv(body.strip_suffix(b"\n").unwrap_or(body)))
             }
             404 => Reply::Miss,
+            // A write: done (201 Created, 204 No Content), or its condition failed (412: the
+            // row to update is not there, or the row to insert is).
+            201 | 204 => Reply::Written(1),
+            412 => Reply::Written(0),
             s => Reply::Server(format!(
                 "http status {s} {}",
                 String::from_utf8_lossy(head.reason.get(..100).unwrap_or(head.reason))
@@ -450,21 +484,61 @@ mod tests {
     }
 
     #[test]
+    fn encode_writes() {
+        let mut c = codec();
+        let mut out = Vec::new();
+        let req = |op, version| Request {
+            op,
+            key: 42,
+            version,
+        };
+        c.encode(&req(Op::Update, 3), &mut out);
+        assert_eq!(
+            out,
+            &b"PUT /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nIf-Match: *\r\nContent-Length: 47\r\n\r\nuser42v3\tuser42@example.com\t2010-02-03 11:23:15"[..]
+        );
+        out.clear();
+        c.encode(&req(Op::Insert, 1), &mut out);
+        assert!(out.starts_with(b"PUT /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nIf-None-Match: *\r\nContent-Length: 47\r\n"));
+        out.clear();
+        c.encode(&req(Op::Upsert, 1), &mut out);
+        assert!(out.starts_with(
+            b"PUT /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 47\r\n"
+        ));
+        out.clear();
+        c.encode(&req(Op::Delete, 1), &mut out);
+        assert_eq!(
+            out,
+            b"DELETE /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+        );
+        for (status, written) in [
+            ("204 No Content", 1),
+            ("201 Created", 1),
+            ("412 Precondition Failed", 0),
+        ] {
+            let r = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+            let (n, got) = c.decode(r.as_bytes(), 42).unwrap().unwrap();
+            assert_eq!(n, r.len());
+            assert!(matches!(got, Reply::Written(w) if w == written), "{status}");
+        }
+    }
+
+    #[test]
     fn encode_request() {
         let mut c = codec();
         let mut out = Vec::new();
-        c.encode(42, &mut out);
+        c.encode(&Request::read(42), &mut out);
         assert_eq!(out, b"GET /usr/42 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
         let mut c = HttpCodec::new("example.com", "kv?id=", "&fmt=tsv");
         out.clear();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(
             out,
             b"GET /kv?id=18446744073709551615&fmt=tsv HTTP/1.1\r\nHost: example.com\r\n\r\n"
         );
         let mut out = Vec::with_capacity(256);
         let p = out.as_ptr();
-        c.encode(7, &mut out);
+        c.encode(&Request::read(7), &mut out);
         assert_eq!(
             out.as_ptr(),
             p,
@@ -473,7 +547,7 @@ mod tests {
         // Bytes that would break the request line are percent-encoded; `%` is kept.
         let mut c = HttpCodec::new("h\r\nX: y", "/a b/\u{e9}/%41=", "?q=a b\r\n");
         let mut out = Vec::new();
-        c.encode(1, &mut out);
+        c.encode(&Request::read(1), &mut out);
         assert_eq!(
             out,
             b"GET /a%20b/%C3%A9/%41=1?q=a%20b%0D%0A HTTP/1.1\r\nHost: h%0D%0AX:%20y\r\n\r\n"
@@ -670,7 +744,12 @@ mod tests {
                 (r.len(), ErrorKind::Server, fatal),
                 "{status}"
             );
-            assert!(e.message.contains(&status[..3]), "{}", e.message);
+            // A write's status (201) to a GET says so rather than its number.
+            assert!(
+                e.message.contains(&status[..3]) || e.message.contains("as a write"),
+                "{}",
+                e.message
+            );
         }
         // 204 and 304 have no body even with a Content-Length.
         let r = b"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\nHTTP/1.1";

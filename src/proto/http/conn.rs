@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::mix::Mix;
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::http::codec::HttpCodec;
@@ -133,10 +134,20 @@ impl Target for HttpTarget {
         usize::MAX
     }
 
+    /// Reads are GETs, writes PUTs and DELETEs on the same URL; an endpoint that does not
+    /// take them answers with errors (405), counted as `server` errors.
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        Ok(self.stats.as_ref().map(|s| ServerCount {
-            value: s.lookups(),
-            source: "embedded server hits+misses".into(),
+        Ok(self.stats.as_ref().map(|s| {
+            let ops = s.per_op();
+            ServerCount {
+                value: ops.iter().sum(),
+                source: "embedded server requests".into(),
+                ops,
+            }
         }))
     }
 }

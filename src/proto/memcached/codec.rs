@@ -24,7 +24,7 @@ use std::fmt;
 
 use crate::decimal;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";
@@ -310,9 +310,9 @@ impl McCodec {
 impl Codec for McCodec {
     type Cells<'b> = NoCells<'b>;
 
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         out.extend_from_slice(b"get ");
-        self.key_into(key, out);
+        self.key_into(req.key, out);
         out.extend_from_slice(b"\r\n");
     }
 
@@ -383,14 +383,14 @@ mod tests {
     fn encoders() {
         let mut c = McCodec::default();
         let mut out = Vec::new();
-        c.encode(42, &mut out);
+        c.encode(&Request::read(42), &mut out);
         assert_eq!(out, b"get usr:42\r\n");
         out.clear();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(out, b"get usr:18446744073709551615\r\n");
         let mut out = Vec::with_capacity(64);
         let p = out.as_ptr();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(
             out.as_ptr(),
             p,
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(out, b"stats\r\n");
         let mut c = McCodec::new("").unwrap();
         out.clear();
-        c.encode(5, &mut out);
+        c.encode(&Request::read(5), &mut out);
         assert_eq!(out, b"get 5\r\n");
     }
 

@@ -109,6 +109,7 @@ impl Target for McTarget {
             .await
             .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;
         Ok(Some(ServerCount {
+            ops: Vec::new(),
             value: v,
             source: "memcached get_hits+get_misses".into(),
         }))

@@ -33,8 +33,9 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     }
     sock.write_all(&buf).await.map_err(|e| e.to_string())?;
     let mut conn = crate::proto::stream::StreamConn::new(sock, codec, true);
-    conn.send(keys.1);
-    match conn.recv(keys.1).await {
+    let last = crate::proto::codec::Request::read(keys.1);
+    conn.send(&last);
+    match conn.recv(&last).await {
         Ok(crate::outcome::Outcome::Hit) => Ok(keys.1 - keys.0 + 1),
         Ok(crate::outcome::Outcome::Miss) => {
             Err("memcached did not keep the rows: is it out of memory (-m)?".into())

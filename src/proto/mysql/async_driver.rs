@@ -15,7 +15,7 @@ use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, State
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::proto::codec::{outcome, Cell, Reply};
+use crate::proto::codec::{outcome, Cell, Reply, Request};
 use crate::proto::mysql::codec::time_cell;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{self, Endpoint};
@@ -149,7 +149,10 @@ pub struct MysqlConn {
     stmt: Statement,
     simple: Option<(String, String)>,
     verify: bool,
-    in_flight: Option<(u64, LocalBoxFuture<'static, (mysql_async::Conn, Answer)>)>,
+    in_flight: Option<(
+        Request,
+        LocalBoxFuture<'static, (mysql_async::Conn, Answer)>,
+    )>,
 }
 
 impl Target for MysqlTarget {
@@ -190,6 +193,7 @@ impl Target for MysqlTarget {
         };
         let v = global_status(&self.opts, name).await?;
         Ok(Some(ServerCount {
+            ops: Vec::new(),
             value: v,
             source: if self.simple.is_some() {
                 "global status Com_select"
@@ -218,7 +222,8 @@ pub async fn global_status(opts: &Opts, name: &str) -> Result<u64, String> {
 }
 
 impl Conn for MysqlConn {
-    fn send(&mut self, key: u64) {
+    fn send(&mut self, req: &Request) {
+        let key = req.key;
         let Some(mut conn) = self.conn.take() else {
             return;
         };
@@ -231,23 +236,23 @@ impl Conn for MysqlConn {
             };
             (conn, r)
         });
-        self.in_flight = Some((key, fut));
+        self.in_flight = Some((*req, fut));
     }
 
-    async fn recv(&mut self, _key: u64) -> Result<Outcome, LookupError> {
-        let Some((key, fut)) = self.in_flight.as_mut() else {
+    async fn recv(&mut self, _req: &Request) -> Result<Outcome, LookupError> {
+        let Some((req, fut)) = self.in_flight.as_mut() else {
             return Err(LookupError::io(
                 "no request in flight (the connection was lost)",
             ));
         };
-        let key = *key;
+        let req = *req;
         let (conn, r) = fut.await;
         self.in_flight = None;
         self.conn = Some(conn);
         match r {
             Ok(row) => {
                 let cells = row.as_ref().map(cells);
-                outcome(Reply::from_cells(cells), key, self.verify)
+                outcome(Reply::from_cells(cells), &req, self.verify)
             }
             Err(mysql_async::Error::Server(s)) => Err(LookupError::server(format!(
                 "{} (error {})",

@@ -9,7 +9,7 @@
 
 use crate::dataset;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Cell, Codec, Decoded, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
@@ -162,10 +162,10 @@ impl Codec for MyCodec {
     type Cells<'b> = MyCells<'b>;
 
     #[inline]
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.template);
         let end = out.len();
-        out[end - 8..].copy_from_slice(&key.to_le_bytes());
+        out[end - 8..].copy_from_slice(&req.key.to_le_bytes());
     }
 
     fn decode<'b>(
@@ -593,8 +593,8 @@ mod tests {
     fn encode_is_one_execute_with_the_key_as_unsigned_longlong() {
         let mut c = MyCodec::new(0x0403_0201, LEAN, USR);
         let mut out = b"prefix".to_vec();
-        c.encode(0x1122_3344_5566_7788, &mut out);
-        c.encode(u64::MAX, &mut out); // appends, patching only its own bytes
+        c.encode(&Request::read(0x1122_3344_5566_7788), &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out); // appends, patching only its own bytes
         let one = |key: u64| {
             let mut p = vec![
                 22, 0, 0, 0, 0x17, 1, 2, 3, 4, 0, 1, 0, 0, 0, 0, 1, 0x08, 0x80,

@@ -275,6 +275,7 @@ impl Target for MyWireTarget {
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         let v = global_status(&self.opts, "Com_stmt_execute").await?;
         Ok(Some(ServerCount {
+            ops: Vec::new(),
             value: v,
             source: "global status Com_stmt_execute".into(),
         }))

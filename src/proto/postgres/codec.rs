@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use crate::decimal;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Cell, Codec, Decoded, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
@@ -128,10 +128,11 @@ impl PgCodec {
         }
     }
 
-    /// A lookup's reply from its first DataRow, if any.
-    fn reply<'b>(&'b self, row: Option<&'b [u8]>) -> Reply<'b, PgCells<'b>> {
+    /// A lookup's reply from its first DataRow, if any; a write's from its CommandComplete
+    /// `tag` (the rows it changed).
+    fn reply<'b>(&'b self, row: Option<&'b [u8]>, tag: &[u8]) -> Reply<'b, PgCells<'b>> {
         match row {
-            None => Reply::Miss,
+            None => super::writes::written(tag).map_or(Reply::Miss, Reply::Written),
             Some(body) => Reply::Row(RowView::Cells(PgCells::new(body, &self.columns))),
         }
     }
@@ -159,8 +160,12 @@ impl Codec for PgCodec {
     type Cells<'b> = PgCells<'b>;
 
     #[inline]
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        let key = req.key;
         self.unsynced += 1;
+        if req.op.writes() {
+            return super::writes::encode(req.op, key, req.version, out);
+        }
         let start = out.len();
         let at = start + self.value_at;
         // Keys are cast like the tokio-postgres driver casts them (`key as i32`).
@@ -222,6 +227,7 @@ impl Codec for PgCodec {
         let mut bound = false;
         let mut done = false;
         let mut row: Option<&[u8]> = None;
+        let mut tag: &[u8] = &[];
         let mut error: Option<ServerError> = None;
         // Stateless until a reply is complete: a partial reply is parsed again from its start
         // on the next call. Replies are ~100 bytes, so that is cheaper than carrying state.
@@ -250,9 +256,10 @@ impl Codec for PgCodec {
                 }
                 b'C' if open && bound && !done => {
                     done = true;
+                    tag = body;
                     if !last {
                         self.answered(false);
-                        return Ok(Some((end, self.reply(row))));
+                        return Ok(Some((end, self.reply(row, tag))));
                     }
                 }
                 b'E' if open => {
@@ -281,7 +288,7 @@ impl Codec for PgCodec {
                     } else if let Some(e) = error {
                         Reply::Server(e.to_string())
                     } else {
-                        self.reply(row)
+                        self.reply(row, tag)
                     };
                     return Ok(Some((end, reply)));
                 }
@@ -489,7 +496,7 @@ mod tests {
     fn decode_all(buf: &[u8], key: u64) -> (usize, Result<Outcome, LookupError>) {
         let mut c = PgCodec::new(KeyType::Int4, USR);
         let (n, reply) = c.decode(buf, key).unwrap().expect("complete");
-        (n, outcome(reply, key, true))
+        (n, outcome(reply, &Request::read(key), true))
     }
 
     /// What postgres-protocol itself encodes for the same lookup.
@@ -524,18 +531,18 @@ mod tests {
         ] {
             let mut c = PgCodec::new(kt, USR);
             let mut out = b"prefix".to_vec();
-            c.encode(key, &mut out);
-            c.encode(key, &mut out); // appends, patching only its own bytes
+            c.encode(&Request::read(key), &mut out);
+            c.encode(&Request::read(key), &mut out); // appends, patching only its own bytes
             c.end_batch(&mut out);
             c.end_batch(&mut out); // nothing new: no second Sync
             let one = reference(&bytes);
             assert_eq!(out, [&b"prefix"[..], &one, &one, &SYNC].concat(), "{kt:?}");
         }
         let mut out = Vec::new();
-        PgCodec::new(KeyType::Text, USR).encode(0, &mut out);
+        PgCodec::new(KeyType::Text, USR).encode(&Request::read(0), &mut out);
         assert_eq!(out, reference(b"0"));
         let mut out = Vec::new();
-        PgCodec::new(KeyType::Text, USR).encode(u64::MAX, &mut out);
+        PgCodec::new(KeyType::Text, USR).encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(out, reference(u64::MAX.to_string().as_bytes()));
     }
 
@@ -707,7 +714,7 @@ mod tests {
         let mut out = Vec::new();
         for &n in sizes {
             for k in 0..n {
-                c.encode(k as u64, &mut out);
+                c.encode(&Request::read(k as u64), &mut out);
             }
             c.end_batch(&mut out);
         }

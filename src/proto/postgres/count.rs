@@ -62,6 +62,7 @@ impl PgCounter {
             Ok(Source::IndexScans(oid, name)) => settled_scans(&client, *oid)
                 .await
                 .map(|v| ServerCount {
+                    ops: Vec::new(),
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
                 })
@@ -178,7 +179,7 @@ fn index_nodes(node: &serde_json::Value, out: &mut Vec<(String, Option<String>)>
 /// pg_stat_statements' calls of the lookup. Why by identifier and not by text:
 /// pg_stat_statements keeps the text of the first statement with that identifier, so the same
 /// lookup written differently before (`$1::int4`, other spacing) would count 0.
-async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, String> {
+pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, String> {
     let r = match id {
         Some(id) => client
             .query_one(
@@ -196,6 +197,7 @@ async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCoun
         }
     };
     r.map(|row| ServerCount {
+        ops: Vec::new(),
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),
     })

@@ -9,6 +9,7 @@ pub mod tls;
 pub mod tokio_driver;
 mod tokio_tls;
 pub mod wire_driver;
+pub mod writes;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

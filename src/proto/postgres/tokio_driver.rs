@@ -17,7 +17,7 @@ use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::proto::codec::{outcome, Cell, Reply};
+use crate::proto::codec::{outcome, Cell, Reply, Request};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::postgres::tls::PgTls;
@@ -245,7 +245,8 @@ impl Target for PgTarget {
 }
 
 impl Conn for PgConn {
-    fn send(&mut self, key: u64) {
+    fn send(&mut self, req: &Request) {
+        let key = req.key;
         let client = self.client.clone();
         let fut: LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>> = match &self.simple
         {
@@ -277,18 +278,18 @@ impl Conn for PgConn {
         self.in_flight.push_back(fut);
     }
 
-    async fn recv(&mut self, key: u64) -> Result<Outcome, LookupError> {
+    async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         let Some(r) = self.in_flight.next().await else {
             return Err(LookupError::protocol("no request in flight"));
         };
         match r {
             Ok(Answer::Prepared(row)) => {
                 let cells = row.as_ref().map(prepared_cells);
-                outcome(Reply::from_cells(cells), key, self.verify)
+                outcome(Reply::from_cells(cells), req, self.verify)
             }
             Ok(Answer::Simple(row)) => {
                 let cells = row.as_ref().map(simple_cells);
-                outcome(Reply::from_cells(cells), key, self.verify)
+                outcome(Reply::from_cells(cells), req, self.verify)
             }
             Err(e) => {
                 let fatal = self.client.is_closed();

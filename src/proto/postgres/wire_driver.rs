@@ -17,6 +17,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::fallible_iterator::FallibleIterator;
 use tokio_postgres::types::Type;
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::MAX_FRAME;
@@ -25,6 +26,7 @@ use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
 use crate::proto::postgres::tls::PgTls;
 use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config, PgTarget};
+use crate::proto::postgres::writes;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::{no_connection, Endpoint, Stream, TlsInfo, TlsMode};
@@ -41,6 +43,8 @@ pub struct PgWireTarget {
     label: String,
     counter: PgCounter,
     tls: PgTls,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Vec<(Op, String)>,
 }
 
 impl PgWireTarget {
@@ -65,6 +69,7 @@ impl PgWireTarget {
             label: url.redacted(),
             counter: PgCounter::new(false),
             tls,
+            writes: writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
         })
     }
 
@@ -98,6 +103,10 @@ impl PgWireTarget {
         frontend::parse(STATEMENT, &self.sql, [], &mut s.wbuf)
             .map_err(|e| fail(format!("bad --query: {e}")))?;
         frontend::describe(b'S', STATEMENT, &mut s.wbuf).expect("no NUL in the name");
+        for (op, sql) in &self.writes {
+            frontend::parse(writes::statement(*op), sql, [], &mut s.wbuf)
+                .map_err(|e| fail(format!("bad --query-{}: {e}", op.name())))?;
+        }
         frontend::sync(&mut s.wbuf);
         s.send().await?;
         let mut key_type = Err(fail("the server did not describe the statement"));
@@ -301,10 +310,40 @@ impl Target for PgWireTarget {
         usize::MAX
     }
 
+    /// Every write op, with its prepared statement (`writes`).
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        if self
+            .writes
+            .iter()
+            .any(|(op, sql)| *op == Op::Insert && sql != writes::default_sql(*op))
+        {
+            // The user's own insert: its table is not known here.
+            return Ok(None);
+        }
+        writes::next_id(&self.config, &self.tls).await.map(Some)
+    }
+
+    async fn durability(&self) -> Vec<(String, String)> {
+        writes::durability(&self.config, &self.tls).await
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter
+        let reads = self
+            .counter
             .read(&self.config, &self.tls, &self.sql, &self.label)
-            .await
+            .await?;
+        match reads {
+            Some(mut c) if !self.writes.is_empty() => {
+                c.ops = writes::counts(&self.config, &self.tls, c.value, &self.writes).await?;
+                c.value = c.ops.iter().sum();
+                Ok(Some(c))
+            }
+            other => Ok(other),
+        }
     }
 }
 
@@ -389,8 +428,8 @@ mod tests {
     async fn one_lookup(url: &str) -> Result<Outcome, LookupError> {
         let t = PgWireTarget::new(&TargetUrl::parse(url).unwrap(), &Plan::default()).unwrap();
         let mut conn = t.connect().await?;
-        conn.send(1);
-        conn.recv(1).await
+        conn.send(&crate::proto::codec::Request::read(1));
+        conn.recv(&crate::proto::codec::Request::read(1)).await
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@
 
 use crate::decimal;
 use crate::outcome::LookupError;
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Keys are `usr:<id>`, as memcached stores them.
 pub const PREFIX: &[u8] = b"usr:";
@@ -160,9 +160,9 @@ impl Codec for RedisCodec {
     type Cells<'b> = NoCells<'b>;
 
     #[inline]
-    fn encode(&mut self, key: u64, out: &mut Vec<u8>) {
+    fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let mut digits = [0u8; 20];
-        let id = decimal::digits(key, &mut digits);
+        let id = decimal::digits(req.key, &mut digits);
         out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$");
         decimal::push(out, (PREFIX.len() + id.len()) as u64);
         out.extend_from_slice(b"\r\n");
@@ -223,17 +223,17 @@ mod tests {
     fn encoders() {
         let mut c = RedisCodec;
         let mut out = Vec::new();
-        c.encode(42, &mut out);
+        c.encode(&Request::read(42), &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$6\r\nusr:42\r\n");
         out.clear();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(
             out,
             b"*2\r\n$3\r\nGET\r\n$24\r\nusr:18446744073709551615\r\n"
         );
         let mut out = Vec::with_capacity(64);
         let p = out.as_ptr();
-        c.encode(u64::MAX, &mut out);
+        c.encode(&Request::read(u64::MAX), &mut out);
         assert_eq!(out.as_ptr(), p, "encode must not reallocate");
         out.clear();
         encode_command(&[b"SET", b"usr:7", b"a\r\nb"], &mut out);

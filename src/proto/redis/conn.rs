@@ -59,6 +59,7 @@ impl Target for RedisTarget {
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         let v = get_calls(&self.login).await.map_err(|e| e.message)?;
         Ok(Some(ServerCount {
+            ops: Vec::new(),
             value: v,
             source: "INFO commandstats cmdstat_get.calls".into(),
         }))

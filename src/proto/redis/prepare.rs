@@ -41,8 +41,9 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
             .map_err(|_| format!("{}: no answer to SET within {BATCH_TIMEOUT:?}", login.addr))?
             .map_err(|e| format!("{}: SET: {}", login.addr, e.message))?;
     }
-    conn.send(keys.1);
-    match conn.recv(keys.1).await {
+    let last = crate::proto::codec::Request::read(keys.1);
+    conn.send(&last);
+    match conn.recv(&last).await {
         Ok(Outcome::Hit) => {}
         Ok(Outcome::Miss) => {
             return Err(format!(

@@ -1,0 +1,251 @@
+//! The op mix (`--mix read=90,update=10`): which operation each request is, and where inserts
+//! take their keys. Reads are the default; a read-only mix draws no random number per request.
+
+use crate::keys::Rng;
+
+/// One operation of the mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Read,
+    Update,
+    Insert,
+    Delete,
+    Upsert,
+}
+
+impl Op {
+    pub const COUNT: usize = 5;
+    pub const ALL: [Op; Op::COUNT] = [Op::Read, Op::Update, Op::Insert, Op::Delete, Op::Upsert];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Update => "update",
+            Op::Insert => "insert",
+            Op::Delete => "delete",
+            Op::Upsert => "upsert",
+        }
+    }
+
+    pub fn writes(self) -> bool {
+        self != Op::Read
+    }
+}
+
+/// Weights per op (`Op::index` order); their sum is above 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mix {
+    weights: [u32; Op::COUNT],
+    total: u64,
+}
+
+impl Default for Mix {
+    fn default() -> Self {
+        Mix::only(Op::Read)
+    }
+}
+
+impl Mix {
+    pub fn only(op: Op) -> Mix {
+        let mut weights = [0; Op::COUNT];
+        weights[op.index()] = 1;
+        Mix { weights, total: 1 }
+    }
+
+    /// `read=90,update=10`: op=weight pairs, any subset, each op at most once.
+    pub fn parse(s: &str) -> Result<Mix, String> {
+        let bad = |why: &str| {
+            format!("bad --mix '{s}': {why}; use op=weight pairs like read=90,update=10 (ops: read, update, insert, delete, upsert)")
+        };
+        let mut weights = [0u32; Op::COUNT];
+        let mut seen = [false; Op::COUNT];
+        for part in s.split(',') {
+            let (name, w) = part
+                .split_once('=')
+                .ok_or_else(|| bad(&format!("'{}' has no =weight", part.trim())))?;
+            let op = Op::ALL
+                .into_iter()
+                .find(|o| o.name() == name.trim())
+                .ok_or_else(|| bad(&format!("unknown op '{}'", name.trim())))?;
+            let w: u32 = w
+                .trim()
+                .parse()
+                .ok()
+                .filter(|w| *w <= 1_000_000)
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "weight '{}' is not a whole number up to 1000000",
+                        w.trim()
+                    ))
+                })?;
+            if std::mem::replace(&mut seen[op.index()], true) {
+                return Err(bad(&format!("'{}' is given twice", op.name())));
+            }
+            weights[op.index()] = w;
+        }
+        let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+        if total == 0 {
+            return Err(bad("every weight is 0"));
+        }
+        Ok(Mix { weights, total })
+    }
+
+    /// Only reads: results and metrics keep their read-only shape.
+    pub fn read_only(&self) -> bool {
+        self.weights[Op::Read.index()] as u64 == self.total
+    }
+
+    /// The ops with a weight, in `Op::ALL` order.
+    pub fn ops(&self) -> impl Iterator<Item = Op> + '_ {
+        Op::ALL.into_iter().filter(|o| self.weights[o.index()] > 0)
+    }
+
+    pub fn has(&self, op: Op) -> bool {
+        self.weights[op.index()] > 0
+    }
+
+    /// `read=90,update=10`, as parsed (ops without weight left out).
+    pub fn name(&self) -> String {
+        let parts: Vec<String> = self
+            .ops()
+            .map(|o| format!("{}={}", o.name(), self.weights[o.index()]))
+            .collect();
+        parts.join(",")
+    }
+
+    /// The op of the next request.
+    #[inline]
+    pub fn pick(&self, rng: &mut Rng) -> Op {
+        let mut r = rng.below(self.total);
+        for op in Op::ALL {
+            let w = u64::from(self.weights[op.index()]);
+            if r < w {
+                return op;
+            }
+            r -= w;
+        }
+        Op::Read
+    }
+}
+
+/// Where inserts take their keys: from `first` up, in `lanes` interleaved lanes of which this
+/// generator takes `lane` (one lane per `--instance` name), and within that lane connection i of
+/// n takes the i-th, (i+n)-th, ... key, so no two connections or named instances insert the same
+/// key, and a re-run that starts above the last run's keys (`first`) continues without a clash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InsertSeq {
+    pub first: u64,
+    pub lane: u64,
+    pub lanes: u64,
+}
+
+/// Lanes when generators are named with `--instance`: two names clash with odds 1 in this.
+pub const INSTANCE_LANES: u64 = 1024;
+
+impl InsertSeq {
+    /// The lane of an `--instance` name (FNV-1a), or the one lane of an unnamed generator.
+    pub fn for_instance(first: u64, instance: Option<&str>) -> InsertSeq {
+        match instance {
+            None => InsertSeq {
+                first,
+                lane: 0,
+                lanes: 1,
+            },
+            Some(name) => {
+                let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+                for b in name.bytes() {
+                    h ^= u64::from(b);
+                    h = h.wrapping_mul(0x0000_0100_0000_01B3);
+                }
+                InsertSeq {
+                    first,
+                    lane: h % INSTANCE_LANES,
+                    lanes: INSTANCE_LANES,
+                }
+            }
+        }
+    }
+
+    /// The `k`-th insert key of connection `conn` of `conns`.
+    #[inline]
+    pub fn key(&self, conn: u64, conns: u64, k: u64) -> u64 {
+        let slot = conn + k * conns;
+        self.first + self.lane + slot * self.lanes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_weights_and_refuses_bad_mixes() {
+        let m = Mix::parse("read=90,update=10").unwrap();
+        assert!(!m.read_only());
+        assert_eq!(m.name(), "read=90,update=10");
+        assert!(Mix::parse("read=100").unwrap().read_only());
+        assert!(Mix::default().read_only());
+        assert_eq!(
+            Mix::parse(" insert = 3 , delete=1")
+                .unwrap()
+                .ops()
+                .collect::<Vec<_>>(),
+            vec![Op::Insert, Op::Delete]
+        );
+        for (bad, why) in [
+            ("read", "no =weight"),
+            ("select=1", "unknown op 'select'"),
+            ("read=x", "weight 'x'"),
+            ("read=-1", "weight '-1'"),
+            ("read=1,read=2", "given twice"),
+            ("read=0,update=0", "every weight is 0"),
+            ("", "no =weight"),
+        ] {
+            let e = Mix::parse(bad).unwrap_err();
+            assert!(e.contains(why) && e.starts_with("bad --mix"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn picks_in_proportion() {
+        let m = Mix::parse("read=50,update=30,insert=10,delete=10").unwrap();
+        let mut rng = Rng::new(3);
+        let mut n = [0u64; Op::COUNT];
+        for _ in 0..100_000 {
+            n[m.pick(&mut rng).index()] += 1;
+        }
+        for (op, want) in [
+            (Op::Read, 50_000),
+            (Op::Update, 30_000),
+            (Op::Insert, 10_000),
+        ] {
+            let got = n[op.index()] as i64;
+            assert!((got - want).abs() < 1_000, "{op:?} {got}");
+        }
+        assert_eq!(n[Op::Upsert.index()], 0);
+    }
+
+    #[test]
+    fn insert_keys_never_clash_between_connections_or_instances() {
+        let mut seen = std::collections::HashSet::new();
+        for name in ["a", "b"] {
+            let s = InsertSeq::for_instance(1_000_001, Some(name));
+            for conn in 0..4 {
+                for k in 0..1000 {
+                    let key = s.key(conn, 4, k);
+                    assert!(key > 1_000_000);
+                    assert!(seen.insert(key), "{name} {conn} {k}");
+                }
+            }
+        }
+        let s = InsertSeq::for_instance(11, None);
+        assert_eq!(
+            (s.key(0, 2, 0), s.key(1, 2, 0), s.key(0, 2, 1)),
+            (11, 12, 13)
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! Writes and read/write mixes (`--mix`), on real servers: each op counted by the server exactly
+//! as loadgen counted it, read-your-writes `--verify`, and concurrent insert sequences that never
+//! collide. Writes touch only keys these tests own (their own server, or a range no other test
+//! reads), never the shared 1..1000000 rows.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const MIX: &str = "read=50,update=30,insert=10,delete=10";
+const OPS: [&str; 5] = ["read", "update", "insert", "delete", "upsert"];
+
+/// Every op of the run: the server's count of it moved by exactly loadgen's count, and the ops
+/// add up to the run's requests.
+fn assert_ops_conserved(r: &Value, ops: &[&str], context: &str) {
+    let mut sum = 0;
+    for op in ops {
+        let o = &r["ops"][op];
+        let n = u(o, "requests");
+        assert!(n > 0, "{context}: no {op}: {}", r["ops"]);
+        assert_eq!(
+            u(o, "hits") + u(o, "misses") + u(o, "error_total"),
+            n,
+            "{context} {op}"
+        );
+        let so = &o["server_observed"];
+        assert_eq!(u(so, "delta"), n, "{context} {op}: {so}");
+        assert_eq!(so["matches"], true, "{context} {op}: {so}");
+        sum += n;
+    }
+    for op in OPS.iter().filter(|o| !ops.contains(o)) {
+        assert!(r["ops"][op].is_null(), "{context}: {op} not in the mix");
+    }
+    assert_eq!(sum, u(r, "requests"), "{context}");
+}
+
+#[test]
+fn embedded_conserves_every_op() {
+    let (code, doc, err) = run_json(&[
+        "-n", "20000", "--mix", MIX, "--keys", "1-100000", "-c", "8", "-p", "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 20000);
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+    assert_ops_conserved(r, &["read", "update", "insert", "delete"], "embedded");
+    // Every insert took a new key: none found a row there already.
+    assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
+    assert_eq!(
+        u(&r["ops"]["insert"], "hits"),
+        u(&r["ops"]["insert"], "requests")
+    );
+    // Updates and deletes of loaded rows mostly hit (a few keys were deleted first).
+    assert!(u(&r["ops"]["update"], "hits") * 10 > u(&r["ops"]["update"], "requests") * 9);
+    assert_eq!(doc["settings"]["mix"], MIX);
+    assert_schema_valid(&doc);
+}
+
+#[test]
+fn read_only_results_keep_their_shape() {
+    let (code, doc, err) = run_json(&["-n", "2000", "--keys", "1-1000"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(doc["runs"][0].get("ops").is_none(), "{}", doc["runs"][0]);
+    assert!(doc["settings"].get("mix").is_none());
+    // An explicit read-only mix is the default.
+    let (_, doc, _) = run_json(&["-n", "2000", "--keys", "1-1000", "--mix", "read=7"]);
+    assert!(doc["runs"][0].get("ops").is_none());
+}
+
+/// Read-your-writes with every op at `-c 1 -p 1`, `-c 1 -p 16` and `-c C -p 16` over 500 keys
+/// from `first`: no verify error, and most reads come after a write or a delete of their key
+/// (rows written and misses of deleted rows were both checked).
+fn assert_reads_own_writes(target: &[&str], first: u64, n: &str, many: &str) {
+    let keys = format!("{first}-{}", first + 499);
+    for (c, p) in [("1", "1"), ("1", "16"), (many, "16")] {
+        let mut args = target.to_vec();
+        args.extend_from_slice(&[
+            "-n",
+            n,
+            "--keys",
+            &keys,
+            "--mix",
+            "read=50,update=20,insert=10,delete=10,upsert=10",
+            "--verify",
+            "-c",
+            c,
+            "-p",
+            p,
+        ]);
+        let (code, doc, err) = run_json(&args);
+        let r = &doc["runs"][0];
+        let context = format!("{target:?} -c {c} -p {p}");
+        assert_eq!(code, 0, "{context}: {err} {}", r["error_samples"]);
+        assert_eq!(u(r, "error_total"), 0, "{context}");
+        let reads = u(&r["ops"]["read"], "requests");
+        assert!(
+            u(&r["ops"]["read"], "misses") * 10 > reads,
+            "{}",
+            r["ops"]["read"]
+        );
+        assert!(
+            u(&r["ops"]["read"], "hits") * 10 > reads,
+            "{}",
+            r["ops"]["read"]
+        );
+        assert_ops_conserved(r, &OPS, &context);
+    }
+}
+
+#[test]
+fn embedded_reads_its_own_writes_at_depth_1_and_16() {
+    assert_reads_own_writes(&[], 1, "20000", "8");
+}
+
+#[test]
+fn written_rows_are_what_verify_checks() {
+    let served = Served::start(100);
+    let rw = |seed: &str| {
+        run_json(&[
+            &served.url,
+            "-n",
+            "2000",
+            "--keys",
+            "1-100",
+            "--mix",
+            "read=50,update=50",
+            "--verify",
+            "-c",
+            "1",
+            "--seed",
+            seed,
+        ])
+    };
+    let (code, doc, err) = rw("1");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "error_total"), 0);
+    // Another run reads rows the first one wrote (any version passes for a key it has not
+    // written itself), then its own versions.
+    let (code, doc, err) = rw("2");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "error_total"), 0);
+    // A read-only --verify run expects the loaded rows: the written ones are verify errors,
+    // so the written values really are checked, and really were stored.
+    let (code, doc, _) = run_json(&[
+        &served.url,
+        "-n",
+        "500",
+        "--keys",
+        "1-100",
+        "--verify",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        u(&doc["runs"][0], "errors.verify") > 400,
+        "{}",
+        doc["runs"][0]
+    );
+}
+
+#[test]
+fn a_target_that_cannot_write_refuses_the_mix_in_preflight() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let out = run(&["run", &url, "-n", "10", "--mix", "read=90,update=10"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot update"), "{err}");
+}
+
+#[test]
+fn concurrent_instances_insert_without_collision() {
+    let served = Served::start(1000);
+    let insert = |instance: &'static str, url: String| {
+        std::thread::spawn(move || {
+            run_json(&[
+                &url,
+                "-n",
+                "5000",
+                "--keys",
+                "1-1000",
+                "--mix",
+                "insert=100",
+                "--instance",
+                instance,
+                "-c",
+                "4",
+            ])
+        })
+    };
+    let a = insert("a", served.url.clone());
+    let b = insert("b", served.url.clone());
+    let mut total = 0;
+    for (name, h) in [("a", a), ("b", b)] {
+        let (code, doc, err) = h.join().unwrap();
+        assert_eq!(code, 0, "{name}: {err}");
+        let o = &doc["runs"][0]["ops"]["insert"];
+        // A collision is an insert over a row already there: a miss.
+        assert_eq!(u(o, "misses"), 0, "{name}: {o}");
+        assert_eq!(u(o, "hits"), 5000, "{name}: {o}");
+        total += u(o, "hits");
+    }
+    // The server holds every insert: the same runs again (same instances, same start) now
+    // collide with the rows the first ones inserted, unless told where to continue.
+    let hostport = host_port(&served.url);
+    let stats = http_get(&hostport, "/stats");
+    assert!(
+        stats.body.contains(&format!("inserts {total}\n")),
+        "{}",
+        stats.body
+    );
+    let (code, doc, err) = run_json(&[
+        &served.url,
+        "-n",
+        "1000",
+        "--keys",
+        "1-1000",
+        "--mix",
+        "insert=100",
+        "--instance",
+        "a",
+        "--insert-from",
+        "100000000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0]["ops"]["insert"], "misses"), 0);
+}
+
+#[test]
+fn a_bad_mix_is_one_line_and_exit_2() {
+    for bad in ["read=90,write=10", "read", "read=0", "update=1,update=2"] {
+        let out = run(&["run", "-n", "10", "--mix", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad --mix"), "{bad}: {err}");
+    }
+}
+
+/// Rows 5,000,001..5,100,000 of `usr`, which no other test reads: loaded here, removed after
+/// (inserts land above them), so the shared 1..1,000,000 rows are never written.
+const PG_KEYS: &str = "5000001-5100000";
+
+struct PgRows(String);
+
+impl PgRows {
+    fn load(url: &str) -> PgRows {
+        psql(
+            url,
+            "DELETE FROM usr WHERE user_id > 5000000; \
+             INSERT INTO usr SELECT g, 'user' || g, 'user' || g || '@example.com', \
+             timestamp '2010-02-03 11:22:33' + g * interval '1 second' \
+             FROM generate_series(5000001, 5100000) g",
+        );
+        PgRows(url.to_string())
+    }
+}
+
+impl Drop for PgRows {
+    fn drop(&mut self) {
+        psql(&self.0, "DELETE FROM usr WHERE user_id > 5000000");
+    }
+}
+
+#[test]
+fn postgres_conserves_every_op_and_reads_its_own_writes() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let _rows = PgRows::load(&url);
+    let (code, doc, err) = run_json(&[
+        &url, "-n", "20000", "--mix", MIX, "--keys", PG_KEYS, "-c", "8", "-p", "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+    assert_ops_conserved(r, &["read", "update", "insert", "delete"], "postgres");
+    assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
+    // Inserts started above the loaded rows: max(user_id) + 1.
+    let max: u64 = psql(&url, "SELECT max(user_id) FROM usr").parse().unwrap();
+    assert!(max > 5_100_000, "{max}");
+    let inserted: u64 = psql(&url, "SELECT count(*) FROM usr WHERE user_id > 5100000")
+        .parse()
+        .unwrap();
+    assert_eq!(inserted, u(&r["ops"]["insert"], "hits"));
+    // The settings that decide a write's cost, as the server reports them.
+    let sync = psql(&url, "SHOW synchronous_commit");
+    assert_eq!(
+        r["durability"]["synchronous_commit"],
+        sync.as_str(),
+        "{}",
+        r["durability"]
+    );
+    assert!(r["durability"]["wal_sync_method"].is_string());
+    assert_schema_valid(&doc);
+    assert_reads_own_writes(&[&url], 5_000_001, "10000", "4");
+}
+
+#[test]
+fn postgres_user_write_statements_are_checked() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let out = run(&[
+        "run",
+        &url,
+        "-n",
+        "10",
+        "--mix",
+        "update=1",
+        "--query-update",
+        "UPDATE usr SET user_name = 'x' WHERE user_id = $1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--query-update must use $2"), "{err}");
+}
