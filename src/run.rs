@@ -142,13 +142,15 @@ pub async fn run<T: Target>(
     } else {
         target.server_count().await
     };
-    Ok(collector.finish(
+    let mut result = collector.finish(
         connect,
         (server_before, server_after),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),
-    ))
+    );
+    result.driver = target.driver().map(str::to_string);
+    Ok(result)
 }
 
 /// One connection before anything else, so a wrong password or a missing table is a clear

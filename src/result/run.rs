@@ -22,6 +22,10 @@ pub struct RunResult {
     /// The Unix socket path, when `transport` is `unix`.
     #[serde(default)]
     pub socket: Option<String>,
+    /// The driver that ran, where the protocol has more than one (`wire`, `tokio`,
+    /// `mysql_async`); null for the others and in files from before it was recorded.
+    #[serde(default)]
+    pub driver: Option<String>,
     // Fields the schema leaves optional default, so every file it accepts can be read back.
     #[serde(default)]
     pub started_at: String,
