@@ -11,6 +11,7 @@ use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
 use crate::proto::memcached::conn::McTarget;
 use crate::proto::mysql::async_driver::MysqlTarget;
+use crate::proto::mysql::plugins;
 use crate::proto::mysql::wire_driver::MyWireTarget;
 use crate::proto::postgres::tokio_driver::PgTarget;
 use crate::proto::postgres::wire_driver::PgWireTarget;
@@ -72,7 +73,19 @@ pub async fn run_target(
         (Proto::Mysql, "mysql_async") => {
             run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
         }
-        (Proto::Mysql, _) => run(MyWireTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Mysql, _) => {
+            let wire = MyWireTarget::new(&url, plan)?;
+            match wire.unspoken_plugin().await {
+                None => run(wire, plan, &label, control).await,
+                Some(plugin) => {
+                    eprintln!(
+                        "loadgen: {}",
+                        plugins::fallback(&label, &plugin, plan.pipeline)?
+                    );
+                    run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
+                }
+            }
+        }
         (Proto::HandlerSocket, _) => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Memcached, _) => run(McTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Redis, _) => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,

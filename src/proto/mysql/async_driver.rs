@@ -11,12 +11,15 @@ use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, Statement, Value};
+use mysql_async::{
+    DriverError, Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, Statement, Value,
+};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::{outcome, Cell, Reply};
 use crate::proto::mysql::codec::time_cell;
+use crate::proto::mysql::plugins::unspoken;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{self, Endpoint};
 use crate::url::TargetUrl;
@@ -108,6 +111,13 @@ pub fn explain(e: &mysql_async::Error, ep: &Endpoint) -> String {
     use std::io::ErrorKind::{ConnectionRefused, NotFound, PermissionDenied};
     match e {
         mysql_async::Error::Server(s) => explain_server(s.code, &s.message),
+        mysql_async::Error::Driver(DriverError::UnknownAuthPlugin { name }) => unspoken(name),
+        mysql_async::Error::Driver(DriverError::MysqlOldPasswordDisabled) => {
+            unspoken("mysql_old_password")
+        }
+        mysql_async::Error::Driver(DriverError::CleartextPluginDisabled) => {
+            unspoken("mysql_clear_password")
+        }
         mysql_async::Error::Io(mysql_async::IoError::Io(io))
             if matches!(io.kind(), ConnectionRefused | NotFound | PermissionDenied) =>
         {
@@ -157,6 +167,10 @@ impl Target for MysqlTarget {
 
     fn kind(&self) -> &'static str {
         "mysql"
+    }
+
+    fn driver(&self) -> Option<&'static str> {
+        Some("mysql_async")
     }
 
     fn endpoint(&self) -> &Endpoint {

@@ -4,6 +4,7 @@
 pub mod async_driver;
 pub mod codec;
 pub mod handshake;
+pub mod plugins;
 pub mod prepare;
 pub mod wire_driver;
 

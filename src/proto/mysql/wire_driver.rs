@@ -4,8 +4,8 @@
 //! no connection task, boxed future or row allocation in between (the measured cost against
 //! mysql_async is in docs/benchmarks.md).
 //! The handshake here: Handshake v10, HandshakeResponse41 with the database,
-//! mysql_native_password (also after an AuthSwitchRequest; other plugins are refused with a
-//! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
+//! mysql_native_password (also after an AuthSwitchRequest; for a user of another plugin,
+//! dispatch hands the run to mysql_async: `unspoken_plugin`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
 //! socket that `?socket=` names. Prepared mode only: `--mode simple` goes to mysql_async.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -17,9 +17,10 @@ use crate::proto::mysql::codec::{
     column_type, MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE,
 };
 use crate::proto::mysql::handshake::{
-    auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
-    parse_prepare_ok, NATIVE_PASSWORD,
+    auth_step, client_capabilities, handshake_response, native_password, parse_greeting,
+    parse_prepare_ok, AuthStep,
 };
+use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
@@ -75,7 +76,9 @@ impl MyWireTarget {
         })
     }
 
-    async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+    /// Connect, greeting, login: a session ready for commands (its capabilities), or the
+    /// name of the user's auth plugin when the wire driver does not speak it.
+    async fn login(&self) -> Result<Login, LookupError> {
         let sock = crate::transport::connect(&self.endpoint, self.timeouts.connect).await?;
         let mut s = Session {
             sock,
@@ -100,15 +103,42 @@ impl MyWireTarget {
         )
         .map_err(fail)?;
         let password = self.password.as_deref().unwrap_or_default().as_bytes();
-        // Always answer with mysql_native_password, whatever the server's default plugin: for a
-        // user of another plugin the server then asks to switch, and we say we cannot.
+        // Always mysql_native_password, whatever the server's default plugin: a user of
+        // another plugin makes the server ask for it (`auth_step`).
         let auth = native_password(password, &greeting.scramble);
         let response =
             handshake_response(caps, &self.user, &auth, self.db.as_deref(), NATIVE_PASSWORD)
                 .map_err(fail)?;
         s.send(&response).await?;
-        authenticate(&mut s, password).await?;
+        let mut switched = false;
+        loop {
+            let p = s.recv().await?;
+            match auth_step(&p, password, switched, &greeting.plugin).map_err(fail)? {
+                AuthStep::Done => return Ok(Login::Ready(s, caps)),
+                AuthStep::Answer(bytes) => {
+                    switched = true;
+                    s.send(&bytes).await?;
+                }
+                AuthStep::Unspoken(plugin) => return Ok(Login::Unspoken(plugin)),
+            }
+        }
+    }
 
+    /// The auth plugin the server asks this user for, when the wire driver does not speak
+    /// it: one login before the run, so dispatch can hand the run to mysql_async. Any other
+    /// failure is left to the run's own first connection, which reports it.
+    pub async fn unspoken_plugin(&self) -> Option<String> {
+        match tokio::time::timeout(self.timeouts.setup, self.login()).await {
+            Ok(Ok(Login::Unspoken(plugin))) => Some(plugin),
+            _ => None,
+        }
+    }
+
+    async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+        let (mut s, caps) = match self.login().await? {
+            Login::Ready(s, caps) => (s, caps),
+            Login::Unspoken(plugin) => return Err(fail(not_wire(&plugin))),
+        };
         s.seq = 0;
         let mut prepare = vec![COM_STMT_PREPARE];
         prepare.extend_from_slice(self.sql.as_bytes());
@@ -151,37 +181,9 @@ impl MyWireTarget {
     }
 }
 
-/// The server's answers to our HandshakeResponse until OK: an AuthSwitchRequest to
-/// mysql_native_password is answered; any other plugin is refused with a pointer to mysql_async.
-async fn authenticate(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
-    let mut switched = false;
-    loop {
-        let p = s.recv().await?;
-        match p[0] {
-            0x00 => return Ok(()),
-            0xFE if !switched => {
-                let (plugin, challenge) = auth_switch(&p).map_err(fail)?;
-                if plugin != NATIVE_PASSWORD {
-                    return Err(unsupported(&plugin));
-                }
-                switched = true;
-                s.send(&native_password(password, &challenge)).await?;
-            }
-            // AuthMoreData: caching_sha2_password, sha256_password and the like.
-            0x01 => return Err(unsupported("caching_sha2_password or sha256_password")),
-            _ => {
-                return Err(fail(
-                    "unexpected reply from the server during authentication",
-                ))
-            }
-        }
-    }
-}
-
-fn unsupported(plugin: &str) -> LookupError {
-    fail(format!(
-        "the server asks for the auth plugin {plugin}, which the wire driver does not speak (it speaks {NATIVE_PASSWORD}): use ?driver=mysql_async"
-    ))
+enum Login {
+    Ready(Session, u64),
+    Unspoken(String),
 }
 
 /// The socket during the handshake, before it becomes a `StreamConn`.
@@ -252,6 +254,10 @@ impl Target for MyWireTarget {
 
     fn kind(&self) -> &'static str {
         "mysql"
+    }
+
+    fn driver(&self) -> Option<&'static str> {
+        Some("wire")
     }
 
     fn endpoint(&self) -> &Endpoint {
