@@ -3,6 +3,9 @@
 # memcached, Redis and Prometheus, all on 127.0.0.1, with their state under $LOADGEN_STATE.
 # PostgreSQL, MariaDB and Redis also listen on a Unix socket there; memcached cannot listen on
 # TCP and a socket at once, so memcached_unix is a second memcached, on a socket only.
+# TLS: a throwaway CA (and a second, "wrong" one that signed nothing) under $LOADGEN_STATE/tls
+# signs one server certificate (localhost, 127.0.0.1, ::1) that PostgreSQL (ssl=on, a role that
+# may only log in over TLS), MariaDB (a user REQUIRE SSL) and Redis (a tls-port) present.
 #
 #   scripts/servers.sh up   [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  install/start/wait (idempotent)
 #   scripts/servers.sh down [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  stop what this script started
@@ -22,6 +25,7 @@ HS_PORT=${LOADGEN_HS_PORT:-59998}
 HSW_PORT=${LOADGEN_HSW_PORT:-59999}
 MC_PORT=${LOADGEN_MC_PORT:-51211}
 REDIS_PORT=${LOADGEN_REDIS_PORT:-56379}
+REDIS_TLS_PORT=${LOADGEN_REDIS_TLS_PORT:-56380}
 PROM_PORT=${LOADGEN_PROM_PORT:-59090}
 START_TIMEOUT=${LOADGEN_START_TIMEOUT:-60}
 # Throwaway credentials for these local servers only (also printed by `env`).
@@ -94,10 +98,10 @@ pg_bin() {
 # ---------------------------------------------------------------- installation
 packages_for() {
   case $1 in
-    postgres) echo postgresql postgresql-contrib sysbench sysstat ;;  # sysstat: pidstat, the server-CPU check
-    mariadb) echo mariadb-server mariadb-client sysbench ;;
+    postgres) echo postgresql postgresql-contrib sysbench sysstat openssl ;;  # sysstat: pidstat, the server-CPU check
+    mariadb) echo mariadb-server mariadb-client sysbench openssl ;;
     memcached | memcached_unix) echo memcached libmemcached-tools ;;
-    redis) echo redis-server redis-tools ;;
+    redis) echo redis-server redis-tools openssl ;;
     prometheus) echo prometheus python3-yaml ;;
   esac
 }
@@ -186,9 +190,46 @@ already_up() {
   return 1
 }
 
+# ---------------------------------------------------------------- TLS certificates
+# Made once (kept while the files exist): EC P-256, valid ten years. Keys are mode 600; each
+# server gets its own copy of the server key, owned by the user it runs as.
+TLS_DIR=$STATE/tls
+tls_certs() {
+  [[ -s $TLS_DIR/server.crt && -s $TLS_DIR/server.key && -s $TLS_DIR/ca.crt && -s $TLS_DIR/wrong-ca.crt ]] && return 0
+  local t ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes) log
+  log=$(logfile tls)
+  t=$(mktemp -d "$STATE/tls.XXXXXX")
+  (
+    cd "$t" && umask 077
+    for ca in ca wrong-ca; do
+      openssl req -x509 "${ec[@]}" -keyout "$ca.key" -out "$ca.crt" -days 3650 -subj "/CN=loadgen test $ca"
+    done
+    openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=localhost
+    printf '%s\n' 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1' 'extendedKeyUsage=serverAuth' >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 3650 -extfile server.ext
+    rm -f server.csr server.ext ca.srl
+    chmod 644 ./*.crt
+  ) >>"$log" 2>&1 || { rm -rf "$t"; tail -n 20 "$log" >&2; die "openssl could not make the test certificates"; }
+  rm -rf "$TLS_DIR" && mv "$t" "$TLS_DIR" && chmod 755 "$TLS_DIR"
+  say "made a test CA and server certificate in $TLS_DIR"
+}
+# tls_copy DIR OWNER: the server certificate and key, in DIR, for a server running as OWNER.
+tls_copy() {
+  install -m 644 -o "$2" "$TLS_DIR/server.crt" "$1/server.crt"
+  install -m 644 -o "$2" "$TLS_DIR/ca.crt" "$1/ca.crt"
+  install -m 600 -o "$2" "$TLS_DIR/server.key" "$1/server.key"
+}
+
 # ---------------------------------------------------------------- PostgreSQL
 PG_DIR=$STATE/postgres
 pg_ping() { timeout 5 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 3; }
+# Answering, with TLS on: a server started before TLS was configured is restarted with it.
+pg_ping_tls() { pg_ping && [[ $(pg_local -d postgres -Atc 'show ssl' 2>/dev/null) == on ]]; }
+# The TLS-only role logs in over TLS (and the certificate verifies as localhost).
+pg_tls_login() {
+  PGPASSWORD=$PASS PGCONNECT_TIMEOUT=3 PGSSLMODE=verify-full PGSSLROOTCERT=$TLS_DIR/ca.crt timeout 5 "$PGBIN/psql" \
+    -X -qAt -h localhost -p "$PG_PORT" -U loadgen_tls -d loadgen -c 'select 1' 2>/dev/null | grep -qx 1
+}
 pg_local() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PG_DIR/sock" -p "$PG_PORT" -U postgres "$@"; }
 pg_login() {
   PGPASSWORD=$PASS PGCONNECT_TIMEOUT=3 timeout 5 "$PGBIN/psql" -X -qAt -h 127.0.0.1 -p "$PG_PORT" \
@@ -198,7 +239,8 @@ as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@";
 
 up_postgres() {
   PGBIN=$(pg_bin)
-  already_up postgres pg_ping QUIT && { say "postgres already up on 127.0.0.1:$PG_PORT"; return; }
+  tls_certs
+  already_up postgres pg_ping_tls QUIT && { say "postgres already up on 127.0.0.1:$PG_PORT"; return; }
   local data=$PG_DIR/data log pid
   log=$(logfile postgres)
   mkdir -p "$PG_DIR/sock" && chmod 755 "$STATE" "$PG_DIR" && chown postgres: "$PG_DIR/sock"
@@ -221,10 +263,17 @@ synchronous_commit = off
 full_page_writes = off
 shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = all
+ssl = on
+ssl_cert_file = 'loadgen-tls/server.crt'
+ssl_key_file = 'loadgen-tls/server.key'
+ssl_ca_file = 'loadgen-tls/ca.crt'
 EOF
+  # loadgen_tls may log in over TLS only: hostssl lets it in, hostnossl rejects it by name.
   printf '%s\n' 'local all postgres trust' 'local all all scram-sha-256' \
+    'hostnossl all loadgen_tls 127.0.0.1/32 reject' 'hostssl all loadgen_tls 127.0.0.1/32 scram-sha-256' \
     'host all all 127.0.0.1/32 scram-sha-256' >"$data/pg_hba.conf"
   chown postgres: "$data/loadgen.conf" "$data/pg_hba.conf"
+  install -d -o postgres -m 700 "$data/loadgen-tls" && tls_copy "$data/loadgen-tls" postgres
   # Lock files left by a killed postmaster (its pid may linger as an unreaped zombie).
   pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null) || true
   if [[ -n $pid ]] && ! alive "$pid" postgres; then
@@ -244,10 +293,17 @@ SELECT 'CREATE ROLE loadgen' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolnam
 ALTER ROLE loadgen LOGIN SUPERUSER PASSWORD '$PASS';
 SELECT 'CREATE DATABASE loadgen OWNER loadgen' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'loadgen') \gexec
 GRANT pg_read_all_stats TO loadgen;
+SELECT 'CREATE ROLE loadgen_tls' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_tls') \gexec
+ALTER ROLE loadgen_tls LOGIN NOSUPERUSER PASSWORD '$PASS';
+GRANT pg_read_all_stats TO loadgen_tls;
 \connect loadgen
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+GRANT USAGE ON SCHEMA public TO loadgen_tls;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO loadgen_tls;
+ALTER DEFAULT PRIVILEGES FOR ROLE loadgen IN SCHEMA public GRANT SELECT ON TABLES TO loadgen_tls;
 EOF
   wait_ready postgres pg_login || exit 1
+  wait_ready postgres pg_tls_login || exit 1
   say "postgres up on 127.0.0.1:$PG_PORT (pid $(cat "$(pidfile postgres)"))"
 }
 
@@ -255,6 +311,12 @@ EOF
 MY_DIR=$STATE/mariadb
 my_root() { env -u MYSQL_PWD timeout 30 mariadb --no-defaults -S "$MY_DIR/mysqld.sock" -u root "$@"; }
 my_ping() { env -u MYSQL_PWD timeout 5 mariadb-admin --no-defaults --connect-timeout=3 -S "$MY_DIR/mysqld.sock" -u root ping >/dev/null 2>&1; }
+# Answering, with TLS on: a server started before TLS was configured is restarted with it.
+my_ping_tls() { my_ping && [[ $(my_root -N -e "select @@have_ssl" 2>/dev/null) == YES ]]; }
+my_tls_login() {
+  MYSQL_PWD=$PASS timeout 5 mariadb --no-defaults --connect-timeout=3 -h localhost --protocol=tcp -P "$MY_PORT" -u loadgen_tls \
+    --ssl --ssl-ca="$TLS_DIR/ca.crt" --ssl-verify-server-cert -N -e 'select 1' loadgen 2>/dev/null | grep -qx 1
+}
 my_login() {
   MYSQL_PWD=$PASS timeout 5 mariadb --no-defaults --connect-timeout=3 -h 127.0.0.1 -P "$MY_PORT" -u loadgen \
     -N -e 'select 1' loadgen 2>/dev/null | grep -qx 1
@@ -287,7 +349,8 @@ EOF
 }
 
 up_mariadb() {
-  already_up mariadb my_ping TERM && {
+  tls_certs
+  already_up mariadb my_ping_tls TERM && {
     my_plugin_users
     say "mariadb already up on 127.0.0.1:$MY_PORT (HandlerSocket $HS_PORT/$HSW_PORT)"
     return
@@ -302,9 +365,11 @@ up_mariadb() {
     mv "$data.tmp" "$data"
   fi
   rm -f "$MY_DIR/mysqld.sock" "$MY_DIR/mariadbd.pid"   # not running, so these are stale
+  install -d -m 700 "$MY_DIR/tls" && tls_copy "$MY_DIR/tls" root
   launch mariadb /usr/sbin/mariadbd --no-defaults --user=root --datadir="$data" \
     --port="$MY_PORT" --bind-address=127.0.0.1 --socket="$MY_DIR/mysqld.sock" --pid-file="$MY_DIR/mariadbd.pid" \
     --max-connections=2000 --innodb-buffer-pool-size=512M --innodb-flush-log-at-trx-commit=2 \
+    --ssl-cert="$MY_DIR/tls/server.crt" --ssl-key="$MY_DIR/tls/server.key" --ssl-ca="$MY_DIR/tls/ca.crt" \
     --skip-log-bin --local-infile=ON --performance-schema=OFF --skip-name-resolve \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
     --plugin-load-add=handlersocket.so --plugin-maturity=beta \
@@ -318,12 +383,15 @@ CREATE USER IF NOT EXISTS 'loadgen'@'127.0.0.1' IDENTIFIED BY '$PASS';
 CREATE USER IF NOT EXISTS 'loadgen'@'localhost' IDENTIFIED BY '$PASS';
 GRANT ALL ON loadgen.* TO 'loadgen'@'127.0.0.1', 'loadgen'@'localhost';
 GRANT PROCESS, RELOAD ON *.* TO 'loadgen'@'127.0.0.1', 'loadgen'@'localhost';
+CREATE USER IF NOT EXISTS 'loadgen_tls'@'%' IDENTIFIED BY '$PASS' REQUIRE SSL;
+GRANT SELECT ON loadgen.* TO 'loadgen_tls'@'%';
 DROP DATABASE IF EXISTS loadgen_hscheck;
 CREATE DATABASE loadgen_hscheck;
 CREATE TABLE loadgen_hscheck.t (id INT PRIMARY KEY, v VARCHAR(8)) ENGINE=InnoDB;
 INSERT INTO loadgen_hscheck.t VALUES (1, 'ok');
 EOF
   wait_ready mariadb my_login || exit 1
+  wait_ready mariadb my_tls_login || exit 1
   my_plugin_users
   wait_ready mariadb hs_check || exit 1
   # HandlerSocket keeps tables open while its connections last; ours are closed by now.
@@ -361,17 +429,25 @@ REDIS_SOCK=$REDIS_DIR/redis.sock
 # Both listeners: a server started before the socket was configured is restarted with it.
 redis_ping() {
   [[ $(chat "$REDIS_PORT" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]] &&
-    [[ $(unix_chat "$REDIS_SOCK" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]]
+    [[ $(unix_chat "$REDIS_SOCK" 2 "AUTH loadgen $PASS"$'\r\nPING\r\n') == $'+OK\n+PONG' ]] &&
+    [[ $(REDISCLI_AUTH=$PASS timeout 5 redis-cli --no-auth-warning --tls --cacert "$TLS_DIR/ca.crt" -h localhost \
+      -p "$REDIS_TLS_PORT" --user loadgen ping 2>/dev/null) == PONG ]]
 }
 up_redis() {
+  tls_certs
   already_up redis redis_ping TERM && { say "redis already up on 127.0.0.1:$REDIS_PORT"; return; }
-  mkdir -p "$REDIS_DIR"
+  mkdir -p "$REDIS_DIR" && tls_copy "$REDIS_DIR" root
   # In a file, not on the command line: ps shows command lines. No persistence: a restart is empty.
   (umask 077 && cat >"$REDIS_DIR/redis.conf" <<EOF
 bind 127.0.0.1
 port $REDIS_PORT
 unixsocket $REDIS_SOCK
 unixsocketperm 700
+tls-port $REDIS_TLS_PORT
+tls-cert-file $REDIS_DIR/server.crt
+tls-key-file $REDIS_DIR/server.key
+tls-ca-cert-file $REDIS_DIR/ca.crt
+tls-auth-clients no
 dir $REDIS_DIR
 save ""
 appendonly no
@@ -471,6 +547,10 @@ export LOADGEN_HS_PORT=$HS_PORT
 export LOADGEN_HSW_PORT=$HSW_PORT
 export LOADGEN_MC_PORT=$MC_PORT
 export LOADGEN_REDIS_PORT=$REDIS_PORT
+export LOADGEN_REDIS_TLS_PORT=$REDIS_TLS_PORT
+export LOADGEN_TLS_CA=$TLS_DIR/ca.crt
+export LOADGEN_TLS_WRONG_CA=$TLS_DIR/wrong-ca.crt
+export LOADGEN_TLS_SERVER_KEY=$TLS_DIR/server.key
 export LOADGEN_PROM_PORT=$PROM_PORT
 export LOADGEN_PG_SOCKET_DIR=$PG_DIR/sock
 export LOADGEN_MY_SOCKET=$MY_DIR/mysqld.sock
@@ -484,6 +564,9 @@ export LOADGEN_HS_URL=hs://127.0.0.1:$HS_PORT/loadgen/usr
 export LOADGEN_HSW_URL=hs://127.0.0.1:$HSW_PORT/loadgen/usr
 export LOADGEN_MC_URL=memcache://127.0.0.1:$MC_PORT
 export LOADGEN_REDIS_URL=redis://loadgen:$PASS@127.0.0.1:$REDIS_PORT
+export LOADGEN_PG_TLS_URL="postgres://loadgen_tls@localhost:$PG_PORT/loadgen?sslmode=verify-full&sslrootcert=$TLS_DIR/ca.crt"
+export LOADGEN_MY_TLS_URL="mysql://loadgen_tls@localhost:$MY_PORT/loadgen?ssl-mode=VERIFY_IDENTITY&ssl-ca=$TLS_DIR/ca.crt"
+export LOADGEN_REDIS_TLS_URL="rediss://loadgen:$PASS@localhost:$REDIS_TLS_PORT?cacert=$TLS_DIR/ca.crt"
 export LOADGEN_PG_SOCKET_URL="postgres://loadgen@/loadgen?host=$PG_DIR/sock&port=$PG_PORT"
 export LOADGEN_MY_SOCKET_URL="mysql://loadgen@localhost/loadgen?socket=$MY_DIR/mysqld.sock"
 export LOADGEN_MC_SOCKET_URL=memcache://$MC_SOCK

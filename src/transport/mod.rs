@@ -11,8 +11,10 @@ mod connect;
 mod endpoint;
 mod listen;
 mod stream;
+mod tls;
 
 pub use connect::{connect, explain, no_connection};
 pub use endpoint::Endpoint;
 pub use listen::Listener;
 pub use stream::Stream;
+pub use tls::{OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified};

@@ -8,13 +8,16 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::client::TlsStream;
 
 use super::endpoint::Transport;
 
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
-    // Tls: a connected stream after the protocol's TLS negotiation (see the module comment).
+    /// A connected stream after the protocol's TLS negotiation (`TlsClient::upgrade`). Boxed:
+    /// the TLS state is large and the plain variants stay small.
+    Tls(Box<TlsStream<Stream>>),
 }
 
 impl Stream {
@@ -28,6 +31,7 @@ impl Stream {
         match self {
             Stream::Tcp(_) => Transport::Tcp,
             Stream::Unix(_) => Transport::Unix,
+            Stream::Tls(s) => s.get_ref().0.transport(),
         }
     }
 }
@@ -44,12 +48,13 @@ impl From<UnixStream> for Stream {
     }
 }
 
-/// Calls the same method on whichever stream this is (both are `Unpin`).
+/// Calls the same method on whichever stream this is (all are `Unpin`).
 macro_rules! each {
     ($self:ident, $s:ident => $e:expr) => {
         match $self.get_mut() {
             Stream::Tcp($s) => $e,
             Stream::Unix($s) => $e,
+            Stream::Tls($s) => $e,
         }
     };
 }
@@ -88,6 +93,7 @@ impl AsyncWrite for Stream {
         match self {
             Stream::Tcp(s) => s.is_write_vectored(),
             Stream::Unix(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
         }
     }
 

@@ -1,0 +1,707 @@
+//! TLS as an upgrade of a connected stream (rustls with the ring provider: no OpenSSL). The modes
+//! are libpq's; MySQL's ssl-mode and the `https://`/`rediss://` schemes map onto them, so every
+//! protocol verifies, and says why it could not, in the same words.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{verify_server_cert_signed_by_trust_anchor, WebPkiServerVerifier};
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+
+use super::stream::Stream;
+use crate::outcome::{ErrorKind, LookupError};
+
+/// libpq's `sslmode` values, in order of strictness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsMode {
+    Disable,
+    /// Plain first, TLS only if the server insists (libpq's order).
+    Allow,
+    /// TLS if the server speaks it, else plain.
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl TlsMode {
+    pub const LIBPQ: &'static [&'static str] = &[
+        "disable",
+        "allow",
+        "prefer",
+        "require",
+        "verify-ca",
+        "verify-full",
+    ];
+
+    /// A libpq `sslmode` value.
+    pub fn libpq(s: &str) -> Option<TlsMode> {
+        use TlsMode::*;
+        let i = Self::LIBPQ.iter().position(|m| *m == s)?;
+        Some([Disable, Allow, Prefer, Require, VerifyCa, VerifyFull][i])
+    }
+
+    /// A MySQL client `ssl-mode` value (any case, as the mysql client takes it).
+    pub fn mysql(s: &str) -> Option<TlsMode> {
+        use TlsMode::*;
+        Some(match s.to_ascii_uppercase().as_str() {
+            "DISABLED" => Disable,
+            "PREFERRED" => Prefer,
+            "REQUIRED" => Require,
+            "VERIFY_CA" => VerifyCa,
+            "VERIFY_IDENTITY" => VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// The connection fails rather than going on in plain text.
+    pub fn requires_tls(self) -> bool {
+        self >= TlsMode::Require
+    }
+
+    /// TLS is asked for first (allow asks only when the server refuses plain text).
+    pub fn asks_first(self) -> bool {
+        self >= TlsMode::Prefer
+    }
+}
+
+/// How much of the server's certificate was checked, as results record it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verified {
+    /// Encrypted, certificate not checked.
+    None,
+    /// Chain checked against the CA, host name not.
+    Ca,
+    /// Chain and host name.
+    Full,
+}
+
+impl Verified {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verified::None => "none",
+            Verified::Ca => "ca",
+            Verified::Full => "full",
+        }
+    }
+}
+
+/// Which certificates a server's chain must end in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Roots {
+    /// The PEM file named in the URL.
+    File(PathBuf),
+    /// The system's trusted roots (`https://`, `rediss://`, libpq's `sslrootcert=system`).
+    System,
+    /// None given: only modes that do not verify can run.
+    Absent,
+}
+
+/// What a URL asked for, whatever the protocol calls it.
+#[derive(Clone, Debug)]
+pub struct TlsOptions {
+    pub mode: TlsMode,
+    pub roots: Roots,
+    /// Client certificate and key files (PEM), both or neither.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// The option names, for messages: ("sslmode", "sslrootcert") for libpq, and so on.
+    pub names: OptionNames,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct OptionNames {
+    pub mode: &'static str,
+    pub roots: &'static str,
+    pub cert: &'static str,
+    pub key: &'static str,
+}
+
+/// The version and cipher suite a connection negotiated, and how far the certificate was checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// "TLS 1.3"
+    pub version: String,
+    /// "TLS13_AES_256_GCM_SHA384"
+    pub cipher: String,
+    pub verified: Verified,
+}
+
+impl fmt::Display for TlsInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.version, self.cipher)
+    }
+}
+
+/// A client configuration built once per run and shared by every connection.
+#[derive(Clone)]
+pub struct TlsClient {
+    pub mode: TlsMode,
+    pub verified: Verified,
+    config: Arc<ClientConfig>,
+    /// What the chain was checked against, for the unknown-issuer message.
+    roots: String,
+}
+
+impl fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TlsClient({:?}, {:?})", self.mode, self.verified)
+    }
+}
+
+impl TlsClient {
+    /// Reads the CA, certificate and key files and builds the configuration. None for
+    /// `disable`. As libpq: a CA file given makes every TLS mode check the chain, and
+    /// verify-full adds the host name.
+    pub fn new(opts: &TlsOptions) -> Result<Option<TlsClient>, String> {
+        if opts.mode == TlsMode::Disable {
+            return Ok(None);
+        }
+        let n = opts.names;
+        let provider = Arc::new(ring::default_provider());
+        let (store, roots) = match &opts.roots {
+            Roots::File(path) => (read_roots(path, n.roots)?, path.display().to_string()),
+            Roots::System => (system_roots()?, "the system's trusted CAs".to_string()),
+            Roots::Absent if opts.mode >= TlsMode::VerifyCa => return Err(format!(
+                "{}={} needs the CA that signed the server's certificate: add {}=PATH (a PEM file)",
+                n.mode,
+                mode_name(opts),
+                n.roots
+            )),
+            Roots::Absent => (RootCertStore::empty(), String::new()),
+        };
+        let verified = match (&opts.roots, opts.mode) {
+            (_, TlsMode::VerifyFull) => Verified::Full,
+            (Roots::Absent, _) => Verified::None,
+            _ => Verified::Ca,
+        };
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup: {e}"))?;
+        let builder = if verified == Verified::Full {
+            let v = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider)
+                .build()
+                .map_err(|e| format!("{}: {e}", n.roots))?;
+            builder.with_webpki_verifier(v)
+        } else {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(ChainOnly {
+                    roots: (verified == Verified::Ca).then_some(store),
+                    provider,
+                }))
+        };
+        let config = match (&opts.cert, &opts.key) {
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), Some(key)) => {
+                let chain = read_certs(cert, n.cert)?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                    format!(
+                        "cannot read the client key file {} ({}): {}",
+                        key.display(),
+                        n.key,
+                        pem_cause(&e)
+                    )
+                })?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                    format!(
+                        "the client certificate {} and key ({}, {}) do not go together: {e}",
+                        cert.display(),
+                        n.cert,
+                        n.key
+                    )
+                })?
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(format!(
+                    "a client certificate needs both {} and {}: give both or neither",
+                    n.cert, n.key
+                ))
+            }
+        };
+        Ok(Some(TlsClient {
+            mode: opts.mode,
+            verified,
+            config: Arc::new(config),
+            roots,
+        }))
+    }
+
+    /// The rustls configuration, for client libraries that take one (tokio-postgres).
+    pub fn config(&self) -> Arc<ClientConfig> {
+        self.config.clone()
+    }
+
+    /// The handshake over a connected stream, as `host` (the name the URL gave: the certificate
+    /// must carry it under verify-full). Errors are one line that names the cause.
+    pub async fn upgrade(&self, sock: Stream, host: &str) -> Result<Stream, LookupError> {
+        let name = server_name(host)?;
+        let connector = tokio_rustls::TlsConnector::from(self.config.clone());
+        match connector.connect(name, sock).await {
+            Ok(s) => Ok(Stream::Tls(Box::new(s))),
+            Err(e) => Err(LookupError::new(
+                ErrorKind::Connect,
+                true,
+                self.explain(host, &e),
+            )),
+        }
+    }
+
+    /// What the connection negotiated, for the report; None if it is not TLS.
+    pub fn info(&self, sock: &Stream) -> Option<TlsInfo> {
+        match sock {
+            Stream::Tls(s) => negotiated(s.get_ref().1, self.verified),
+            _ => None,
+        }
+    }
+
+    /// Why a handshake with `host` failed, in one line.
+    pub fn explain(&self, host: &str, e: &std::io::Error) -> String {
+        use rustls::Error as E;
+        let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<E>()) else {
+            return match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => format!(
+                    "{host} closed the connection during the TLS handshake (does the server speak TLS on this port?)"
+                ),
+                _ => format!("TLS handshake with {host} failed: {e}"),
+            };
+        };
+        match tls {
+            E::InvalidCertificate(CertificateError::NotValidForNameContext {
+                expected,
+                presented,
+            }) => format!(
+                "the server's certificate does not match the host name {}: it is for {} (connect by one of those names)",
+                expected.to_str(),
+                cert_names(presented)
+            ),
+            E::InvalidCertificate(CertificateError::NotValidForName) => format!(
+                "the server's certificate does not match the host name {host}"
+            ),
+            E::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
+                "the server's certificate has an unknown issuer: it is not signed by {} (is that the CA of {host}?)",
+                self.roots
+            ),
+            E::InvalidCertificate(c) => {
+                format!("the server's certificate for {host} is not valid: {c:?}")
+            }
+            E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+                format!("{host} does not speak TLS on this port (its reply is not a TLS handshake)")
+            }
+            E::AlertReceived(alert) => format!(
+                "{host} refused the TLS handshake ({alert:?}; does it need a client certificate?)"
+            ),
+            other => format!("TLS handshake with {host} failed: {other}"),
+        }
+    }
+}
+
+/// The version and cipher suite of a finished handshake.
+pub fn negotiated(c: &rustls::ClientConnection, verified: Verified) -> Option<TlsInfo> {
+    let version = match c.protocol_version()? {
+        rustls::ProtocolVersion::TLSv1_3 => "TLS 1.3".to_string(),
+        rustls::ProtocolVersion::TLSv1_2 => "TLS 1.2".to_string(),
+        v => format!("{v:?}"),
+    };
+    let cipher = c.negotiated_cipher_suite()?.suite();
+    let cipher = cipher
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or(format!("{cipher:?}"));
+    Some(TlsInfo {
+        version,
+        cipher,
+        verified,
+    })
+}
+
+/// The certificate's names as rustls gives them (`DnsName("localhost")`, `IpAddress(::1)`),
+/// without the wrapping.
+fn cert_names(presented: &[String]) -> String {
+    let bare = presented.iter().map(|n| {
+        let inner = n.find('(').map_or(n.as_str(), |i| &n[i + 1..]);
+        inner.trim_end_matches(')').trim_matches('"')
+    });
+    let all: Vec<&str> = bare.collect();
+    if all.is_empty() {
+        "no name at all".to_string()
+    } else {
+        all.join(", ")
+    }
+}
+
+fn mode_name(opts: &TlsOptions) -> &'static str {
+    match (opts.names.mode, opts.mode) {
+        ("ssl-mode", TlsMode::VerifyCa) => "VERIFY_CA",
+        ("ssl-mode", _) => "VERIFY_IDENTITY",
+        (_, TlsMode::VerifyCa) => "verify-ca",
+        _ => "verify-full",
+    }
+}
+
+/// An IP address or a DNS name, as the URL wrote it (IPv6 without brackets).
+fn server_name(host: &str) -> Result<ServerName<'static>, LookupError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(bare.to_string()).map_err(|_| {
+        LookupError::new(
+            ErrorKind::Connect,
+            false,
+            format!("'{host}' is not a host name TLS can check a certificate against"),
+        )
+    })
+}
+
+fn read_roots(path: &Path, option: &str) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    for cert in read_certs(path, option)? {
+        store.add(cert).map_err(|e| {
+            format!(
+                "the CA file {} ({option}) holds a certificate that is not a CA: {e}",
+                path.display()
+            )
+        })?;
+    }
+    Ok(store)
+}
+
+/// The certificates in a PEM file. Messages name the file, never what is in it.
+fn read_certs(path: &Path, option: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let shown = path.display();
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("cannot read {shown} ({option}): {}", pem_cause(&e)))?
+        .collect();
+    let certs = certs.map_err(|e| format!("cannot read {shown} ({option}): {}", pem_cause(&e)))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{shown} ({option}) holds no certificate: name a PEM file with -----BEGIN CERTIFICATE-----"
+        ));
+    }
+    Ok(certs)
+}
+
+/// A PEM reading error without the bytes it choked on.
+fn pem_cause(e: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error as P;
+    match e {
+        P::Io(io) => io.to_string(),
+        P::NoItemsFound => "no PEM item of the right kind in it".to_string(),
+        _ => "it is not a valid PEM file".to_string(),
+    }
+}
+
+fn system_roots() -> Result<RootCertStore, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(found.certs);
+    if added == 0 {
+        return Err(
+            "no trusted CA certificates found on this system (install ca-certificates, or name a CA file)"
+                .to_string(),
+        );
+    }
+    Ok(store)
+}
+
+/// The verifier for the modes that skip the host name: the chain against `roots` (verify-ca,
+/// or a CA file under require), or nothing (require without a CA). The handshake signatures are
+/// always checked, by the provider's algorithms.
+#[derive(Debug)]
+struct ChainOnly {
+    roots: Option<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const NAMES: OptionNames = OptionNames {
+        mode: "sslmode",
+        roots: "sslrootcert",
+        cert: "sslcert",
+        key: "sslkey",
+    };
+
+    fn openssl(dir: &Path, args: &str) {
+        let ok = Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(dir)
+            .output()
+            .expect("openssl (Debian package openssl) runs");
+        assert!(ok.status.success(), "openssl {args}: {:?}", ok);
+    }
+
+    /// A CA, a second CA that signed nothing, and a server certificate for localhost and
+    /// 127.0.0.1, made with the openssl command as scripts/servers.sh makes them.
+    fn certs() -> PathBuf {
+        static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        DIR.get_or_init(make_certs).clone()
+    }
+
+    fn make_certs() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("loadgen-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+        for ca in ["ca", "wrong"] {
+            openssl(
+                &dir,
+                &format!("req -x509 {ec} -keyout {ca}.key -out {ca}.crt -days 2 -subj /CN={ca}"),
+            );
+        }
+        openssl(
+            &dir,
+            &format!("req {ec} -keyout server.key -out server.csr -subj /CN=localhost"),
+        );
+        std::fs::write(
+            dir.join("san"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+        )
+        .unwrap();
+        openssl(&dir, "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san");
+        dir
+    }
+
+    /// A TLS echo server on loopback with the certificate above; its address.
+    async fn server(dir: &Path) -> std::net::SocketAddr {
+        let chain = read_certs(&dir.join("server.crt"), "t").unwrap();
+        let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+        let config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut s) = acceptor.accept(s).await {
+                        let mut b = [0u8; 5];
+                        if s.read_exact(&mut b).await.is_ok() {
+                            let _ = s.write_all(&b).await;
+                            let _ = s.flush().await;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn opts(mode: TlsMode, roots: Roots) -> TlsOptions {
+        TlsOptions {
+            mode,
+            roots,
+            cert: None,
+            key: None,
+            names: NAMES,
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// Connects to `addr` as `host` and echoes five bytes: the negotiated info, or the message.
+    async fn dial(
+        addr: std::net::SocketAddr,
+        host: &str,
+        o: TlsOptions,
+    ) -> Result<TlsInfo, String> {
+        let tls = TlsClient::new(&o)?.unwrap();
+        let sock = Stream::tcp(tokio::net::TcpStream::connect(addr).await.unwrap());
+        let mut s = tls.upgrade(sock, host).await.map_err(|e| e.message)?;
+        s.write_all(b"hello").await.unwrap();
+        let mut b = [0u8; 5];
+        s.read_exact(&mut b).await.unwrap();
+        assert_eq!(&b, b"hello");
+        Ok(tls.info(&s).unwrap())
+    }
+
+    #[test]
+    fn modes_parse_as_libpq_and_mysql_write_them() {
+        assert_eq!(TlsMode::libpq("verify-full"), Some(TlsMode::VerifyFull));
+        assert_eq!(TlsMode::libpq("VERIFY-FULL"), None);
+        assert_eq!(TlsMode::mysql("verify_identity"), Some(TlsMode::VerifyFull));
+        assert_eq!(TlsMode::mysql("PREFERRED"), Some(TlsMode::Prefer));
+        assert!(TlsMode::Require.requires_tls() && !TlsMode::Prefer.requires_tls());
+        assert!(TlsMode::Prefer.asks_first() && !TlsMode::Allow.asks_first());
+    }
+
+    #[test]
+    fn each_mode_checks_what_libpq_checks() {
+        let dir = certs();
+        let ca = Roots::File(dir.join("ca.crt"));
+        let wrong = Roots::File(dir.join("wrong.crt"));
+        rt().block_on(async {
+            let addr = server(&dir).await;
+            // require without a CA: encrypted, nothing checked, even the wrong name.
+            let i = dial(addr, "127.0.0.2", opts(TlsMode::Require, Roots::Absent))
+                .await
+                .unwrap();
+            assert_eq!(
+                (i.version.as_str(), i.verified),
+                ("TLS 1.3", Verified::None)
+            );
+            assert!(i.to_string().starts_with("TLS 1.3 TLS13_"), "{i}");
+            // require with a CA file is verify-ca: the chain counts, the name does not.
+            let i = dial(addr, "127.0.0.2", opts(TlsMode::Require, ca.clone()))
+                .await
+                .unwrap();
+            assert_eq!(i.verified, Verified::Ca);
+            let e = dial(addr, "127.0.0.2", opts(TlsMode::VerifyCa, wrong.clone()))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains("unknown issuer") && e.contains("wrong.crt"),
+                "{e}"
+            );
+            // verify-full: chain and name.
+            for host in ["localhost", "127.0.0.1"] {
+                let i = dial(addr, host, opts(TlsMode::VerifyFull, ca.clone()))
+                    .await
+                    .unwrap();
+                assert_eq!(i.verified, Verified::Full);
+            }
+            let e = dial(addr, "127.0.0.2", opts(TlsMode::VerifyFull, ca.clone()))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains("does not match the host name 127.0.0.2")
+                    && e.contains("localhost, 127.0.0.1"),
+                "{e}"
+            );
+            let e = dial(addr, "localhost", opts(TlsMode::VerifyFull, wrong))
+                .await
+                .unwrap_err();
+            assert!(e.contains("unknown issuer"), "{e}");
+        });
+    }
+
+    #[test]
+    fn a_plain_server_is_named_as_not_speaking_tls() {
+        rt().block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            tokio::spawn(async move {
+                let (mut s, _) = l.accept().await.unwrap();
+                let _ = s.write_all(b"-ERR unknown command\r\n").await;
+                let mut b = [0u8; 512];
+                let _ = s.read(&mut b).await;
+            });
+            let e = dial(addr, "localhost", opts(TlsMode::Require, Roots::Absent))
+                .await
+                .unwrap_err();
+            assert!(e.contains("does not speak TLS"), "{e}");
+        });
+    }
+
+    #[test]
+    fn file_problems_name_the_file_and_never_its_contents() {
+        let dir = certs();
+        let e = TlsClient::new(&opts(TlsMode::VerifyCa, Roots::File(dir.join("nope.crt"))))
+            .unwrap_err();
+        assert!(
+            e.contains("nope.crt (sslrootcert)") && e.contains("No such file"),
+            "{e}"
+        );
+        // A key given as the CA: no certificate in it, and not one byte of it in the message.
+        let e = TlsClient::new(&opts(
+            TlsMode::VerifyCa,
+            Roots::File(dir.join("server.key")),
+        ))
+        .unwrap_err();
+        assert!(e.contains("holds no certificate"), "{e}");
+        let key = std::fs::read_to_string(dir.join("server.key")).unwrap();
+        let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+        assert!(!e.contains(&body[..20]));
+        let e = TlsClient::new(&opts(TlsMode::VerifyFull, Roots::Absent)).unwrap_err();
+        assert!(
+            e.contains("sslmode=verify-full needs") && e.contains("sslrootcert=PATH"),
+            "{e}"
+        );
+        let mut o = opts(TlsMode::Require, Roots::Absent);
+        o.cert = Some(dir.join("server.crt"));
+        let e = TlsClient::new(&o).unwrap_err();
+        assert!(e.contains("needs both sslcert and sslkey"), "{e}");
+        o.key = Some(dir.join("server.key"));
+        assert!(TlsClient::new(&o).unwrap().is_some());
+        assert!(TlsClient::new(&opts(TlsMode::Disable, Roots::Absent))
+            .unwrap()
+            .is_none());
+    }
+}
