@@ -1,7 +1,7 @@
 use std::future::Future;
 
 use crate::outcome::{LookupError, Outcome};
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, TlsInfo};
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
 #[derive(Clone, Debug)]
@@ -22,6 +22,11 @@ pub trait Target: Send + Sync + 'static {
 
     /// Opens one connection and does the per-connection setup (prepare, open index).
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, LookupError>>;
+
+    /// What its TLS connections negotiated, for the report (None: plain).
+    fn tls(&self) -> Option<TlsInfo> {
+        None
+    }
 
     /// The driver that runs it, where the protocol has a choice (`?driver=`): the result
     /// names the one that ran, which is not always the one asked for (MySQL's auth fallback).

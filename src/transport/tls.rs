@@ -170,12 +170,14 @@ impl TlsClient {
         let (store, roots) = match &opts.roots {
             Roots::File(path) => (read_roots(path, n.roots)?, path.display().to_string()),
             Roots::System => (system_roots()?, "the system's trusted CAs".to_string()),
-            Roots::Absent if opts.mode >= TlsMode::VerifyCa => return Err(format!(
+            Roots::Absent if opts.mode >= TlsMode::VerifyCa => {
+                return Err(format!(
                 "{}={} needs the CA that signed the server's certificate: add {}=PATH (a PEM file)",
                 n.mode,
                 mode_name(opts),
                 n.roots
-            )),
+            ))
+            }
             Roots::Absent => (RootCertStore::empty(), String::new()),
         };
         let verified = match (&opts.roots, opts.mode) {

@@ -7,7 +7,7 @@
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{
-    AuthPlugin, AuthSwitchRequest, HandshakePacket, HandshakeResponse, StmtPacket,
+    AuthPlugin, AuthSwitchRequest, HandshakePacket, HandshakeResponse, SslRequest, StmtPacket,
 };
 use mysql_common::proto::MySerialize;
 use mysql_common::scramble::scramble_native;
@@ -15,7 +15,7 @@ use mysql_common::scramble::scramble_native;
 use crate::proto::mysql::codec::{
     CLIENT_CONNECT_WITH_DB, CLIENT_DEPRECATE_EOF, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS,
     CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_PS_MULTI_RESULTS, CLIENT_SECURE_CONNECTION,
-    CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
+    CLIENT_SSL, CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
 };
 use crate::proto::mysql::plugins::{speaker, Speaker, NATIVE_PASSWORD};
 
@@ -130,6 +130,26 @@ pub fn handshake_response(
     response.serialize(&mut p);
     Ok(p)
 }
+
+/// The SSLRequest that comes before the TLS handshake: the HandshakeResponse's first 32
+/// bytes, CLIENT_SSL set; the HandshakeResponse follows over TLS with the same capabilities.
+pub fn ssl_request(capabilities: u64) -> Vec<u8> {
+    let capabilities = capabilities | CLIENT_SSL;
+    let request = SslRequest::new(
+        CapabilityFlags::from_bits_truncate(capabilities as u32),
+        1 << 24,
+        UTF8MB4_GENERAL_CI,
+    )
+    .with_mariadb_capabilities(MariadbCapabilities::from_bits_truncate(
+        (capabilities >> 32) as u32,
+    ));
+    let mut p = Vec::with_capacity(32);
+    request.serialize(&mut p);
+    p
+}
+
+/// The collation HandshakeResponse picks for `UTF8MB4_SERVER`.
+const UTF8MB4_GENERAL_CI: u8 = 45;
 
 /// mysql_native_password over the first 20 bytes of the challenge (a challenge may carry its
 /// trailing NUL). No password: an empty response.
@@ -306,6 +326,20 @@ mod tests {
         let p = handshake_response(CLIENT_PLUGIN_AUTH, "bob", &[], Some("db"), "x").unwrap();
         assert_eq!(&p[32..], b"bob\0\0x\0");
         assert!(handshake_response(caps, "b\0b", &[], None, "x").is_err());
+    }
+
+    #[test]
+    fn ssl_request_is_the_response_head_with_client_ssl() {
+        let caps = CLIENT_PROTOCOL_41
+            | CLIENT_SECURE_CONNECTION
+            | CLIENT_PLUGIN_AUTH
+            | MARIADB_CLIENT_CACHE_METADATA;
+        let p = ssl_request(caps);
+        assert_eq!(p.len(), 32);
+        let response = handshake_response(caps | CLIENT_SSL, "bob", &[], None, "x").unwrap();
+        assert_eq!(&p[..], &response[..32]);
+        assert_eq!(&p[..4], &((caps | CLIENT_SSL) as u32).to_le_bytes());
+        assert_eq!(&p[28..32], &((caps >> 32) as u32).to_le_bytes());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod codec;
 pub mod handshake;
 pub mod plugins;
 pub mod prepare;
+pub mod ssl;
 pub mod wire_driver;
 
 use crate::transport::Endpoint;

@@ -8,23 +8,28 @@
 //! dispatch hands the run to mysql_async: `unspoken_plugin`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
 //! socket that `?socket=` names. Prepared mode only: `--mode simple` goes to mysql_async.
 
+use std::sync::OnceLock;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::proto::mysql::async_driver::{explain_server, global_status, lookup_sql, mysql_opts};
+use crate::proto::mysql::async_driver::{
+    explain_server, global_status, lookup_sql, mysql_opts, MyOpts,
+};
 use crate::proto::mysql::codec::{
-    column_type, MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE,
+    column_type, MyCodec, Packets, ServerError, Shape, CLIENT_SSL, COM_STMT_PREPARE,
 };
 use crate::proto::mysql::handshake::{
     auth_step, client_capabilities, handshake_response, native_password, parse_greeting,
-    parse_prepare_ok, AuthStep,
+    parse_prepare_ok, ssl_request, AuthStep,
 };
 use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
+use crate::proto::mysql::ssl::no_tls_on_server;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
-use crate::transport::{no_connection, Endpoint, Stream};
+use crate::transport::{no_connection, Endpoint, Stream, TlsInfo};
 use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
@@ -37,13 +42,24 @@ pub struct MyWireTarget {
     verify: bool,
     timeouts: Timeouts,
     cache_metadata: bool,
-    /// For the server-side count only (a separate mysql_async connection, off the hot path).
-    opts: mysql_async::Opts,
+    /// For the server-side count only (a separate mysql_async connection, off the hot path);
+    /// its `tls` is this driver's TLS too (None: plain).
+    opts: MyOpts,
+    /// What the first TLS connection negotiated.
+    tls_info: OnceLock<TlsInfo>,
 }
 
 impl MyWireTarget {
     /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "cache_metadata", "socket"];
+    pub const OPTIONS: &'static [&'static str] = &[
+        "driver",
+        "cache_metadata",
+        "socket",
+        "ssl-mode",
+        "ssl-ca",
+        "ssl-cert",
+        "ssl-key",
+    ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MyWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -57,9 +73,9 @@ impl MyWireTarget {
         let opts = mysql_opts(url, plan.timeouts().connect, 1)?;
         Ok(MyWireTarget {
             endpoint: super::endpoint(url)?,
-            user: opts.user().unwrap_or_default().to_string(),
-            password: opts.pass().map(str::to_string),
-            db: opts.db_name().map(str::to_string),
+            user: opts.opts.user().unwrap_or_default().to_string(),
+            password: opts.opts.pass().map(str::to_string),
+            db: opts.opts.db_name().map(str::to_string),
             sql: lookup_sql(plan)?,
             verify: plan.verify,
             timeouts: plan.timeouts(),
@@ -73,6 +89,7 @@ impl MyWireTarget {
                 }
             },
             opts,
+            tls_info: OnceLock::new(),
         })
     }
 
@@ -84,6 +101,7 @@ impl MyWireTarget {
             sock,
             rbuf: Vec::with_capacity(4096),
             seq: 0,
+            plain: true,
         };
         // A MySQL server speaks first; a port that stays silent (HandlerSocket, PostgreSQL)
         // is another server, not a slow one.
@@ -96,12 +114,36 @@ impl MyWireTarget {
                 ))
             })??;
         let greeting = parse_greeting(&hello).map_err(fail)?;
-        let caps = client_capabilities(
+        let mut caps = client_capabilities(
             greeting.capabilities,
             self.db.is_some(),
             self.cache_metadata,
         )
         .map_err(fail)?;
+        if let (Some(tls), Endpoint::Tcp { host, .. }) = (&self.opts.tls, &self.endpoint) {
+            if greeting.capabilities & CLIENT_SSL != 0 {
+                // SSLRequest, the TLS handshake, then the rest of the login over TLS.
+                s.send(&ssl_request(caps)).await?;
+                caps |= CLIENT_SSL;
+                let Session {
+                    sock, rbuf, seq, ..
+                } = s;
+                let sock = tls.upgrade(sock, host).await?;
+                if self.tls_info.get().is_none() {
+                    if let Some(info) = tls.info(&sock) {
+                        let _ = self.tls_info.set(info);
+                    }
+                }
+                s = Session {
+                    sock,
+                    rbuf,
+                    seq,
+                    plain: false,
+                };
+            } else if tls.mode.requires_tls() {
+                return Err(fail(no_tls_on_server()));
+            }
+        }
         let password = self.password.as_deref().unwrap_or_default().as_bytes();
         // Always mysql_native_password, whatever the server's default plugin: a user of
         // another plugin makes the server ask for it (`auth_step`).
@@ -192,6 +234,8 @@ struct Session {
     rbuf: Vec<u8>,
     /// The sequence id of the next packet, either way.
     seq: u8,
+    /// Not (yet) TLS.
+    plain: bool,
 }
 
 impl Session {
@@ -227,7 +271,7 @@ impl Session {
                 self.rbuf.drain(..taken);
                 self.seq = seq;
                 if let Some(e) = ServerError::parse(&payload) {
-                    return Err(fail(explain_server(e.code, &e.message)));
+                    return Err(fail(explain_server(e.code, &e.message, self.plain)));
                 }
                 return Ok(payload);
             }
@@ -270,6 +314,10 @@ impl Target for MyWireTarget {
         tokio::time::timeout(self.timeouts.setup, self.open())
             .await
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls_info.get().cloned()
     }
 
     /// The server reads commands off the socket in order and answers each in turn, so
