@@ -12,7 +12,7 @@
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
-#   scripts/servers.sh tools        install the test tools that are no server (chromium: tests/html.rs)
+#   scripts/servers.sh tools        install the test tools that are no server (chromium: tests/html.rs, socat: tests/tls.rs)
 #
 # `up` on a server that is stopped (SIGSTOP) or not answering kills it and starts it again;
 # after a SIGKILL it just starts it again on the same data.
@@ -522,7 +522,7 @@ case $cmd in
     ;;
   tools)
     lock_state
-    ensure_packages chromium
+    ensure_packages chromium socat   # socat: the TLS terminator in front of loadgen serve (tests/tls.rs)
     ;;
   down)
     names "$@"

@@ -62,14 +62,8 @@ pub async fn run_target(
     let driver = protocol.driver(&url, plan.mode == Mode::Simple)?;
     driver.check_options(&url)?;
     match (protocol.proto, driver.name) {
-        (Proto::Postgres, "tokio") => {
-            pg_sslmode(&url, &label)?;
-            run(PgTarget::new(&url, plan)?, plan, &label, control).await
-        }
-        (Proto::Postgres, _) => {
-            pg_sslmode(&url, &label)?;
-            run(PgWireTarget::new(&url, plan)?, plan, &label, control).await
-        }
+        (Proto::Postgres, "tokio") => run(PgTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Postgres, _) => run(PgWireTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Mysql, "mysql_async") => {
             run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
         }
@@ -93,17 +87,6 @@ pub async fn run_target(
             http_pipeline(&url, &label, plan.pipeline)?;
             run(HttpTarget::new(&url, plan, None)?, plan, &label, control).await
         }
-    }
-}
-
-/// Pasted libpq URLs often carry `sslmode`: loadgen speaks plain TCP (loopback), which is what
-/// disable/allow/prefer allow; the modes that demand TLS are refused, not silently downgraded.
-fn pg_sslmode(url: &TargetUrl, label: &str) -> Result<(), SetupError> {
-    match url.param("sslmode") {
-        None | Some("disable" | "allow" | "prefer") => Ok(()),
-        Some(m) => Err(SetupError(format!(
-            "sslmode={m} in {label}: loadgen does not speak TLS to PostgreSQL; use sslmode=disable or leave it out"
-        ))),
     }
 }
 

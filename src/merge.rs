@@ -406,6 +406,7 @@ fn merge_group(
         kind: r0.kind.clone(),
         label: r0.label.clone(),
         transport: r0.transport.clone(),
+        tls: r0.tls.clone(),
         socket: r0.socket.clone(),
         // Generators that ran different drivers have no one driver to name.
         driver: r0

@@ -13,7 +13,7 @@ use crate::keys::KeySpace;
 use crate::plan::Plan;
 use crate::proto::target::{SetupError, Target};
 use crate::recorder::Snapshot;
-use crate::result::RunResult;
+use crate::result::{RunResult, TlsUsed};
 use crate::worker::{self, wait_true, Ctx};
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
@@ -150,6 +150,11 @@ pub async fn run<T: Target>(
         (&server, server_cpu_ns),
     );
     result.driver = target.driver().map(str::to_string);
+    result.tls = target.tls().map(|t| TlsUsed {
+        version: t.version,
+        cipher: t.cipher,
+        verified: t.verified.name().to_string(),
+    });
     Ok(result)
 }
 

@@ -47,12 +47,11 @@ impl TargetUrl {
                 redact_text(s)
             ));
         }
-        let (authority, path_query) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => match rest.find('?') {
-                Some(i) => (&rest[..i], &rest[i..]),
-                None => (rest, ""),
-            },
+        // The authority ends at the first '/' or '?': a query may hold paths (`?cacert=/a/ca.pem`).
+        let (authority, path_query) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i + 1..]),
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
         };
         let (userinfo, hostport) = match authority.rfind('@') {
             Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
@@ -325,6 +324,10 @@ mod tests {
         let u = TargetUrl::parse("http://localhost/usr/{key}").unwrap();
         assert_eq!(u.port, None);
         assert_eq!(u.path, "usr/{key}");
+        // A query right after the port, holding a path.
+        let u = TargetUrl::parse("rediss://h:6380?cacert=/etc/ca.pem").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (Some(6380), ""));
+        assert_eq!(u.param("cacert"), Some("/etc/ca.pem"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::outcome::{LookupError, Outcome};
 use crate::proto::codec::{outcome, Codec, MAX_FRAME};
 use crate::proto::target::Conn;
-use crate::transport::{Endpoint, Stream};
+use crate::transport::{Endpoint, Stream, TlsClient};
 
 pub struct StreamConn<C> {
     sock: Stream,
@@ -37,15 +37,16 @@ impl<C: Codec> StreamConn<C> {
         }
     }
 
-    /// Connects to `ep` within `timeout` (`Timeouts::connect`), with a one-line error that
-    /// names the cause (`transport::connect`).
+    /// Connects to `ep` within `timeout` (`Timeouts::connect`), TLS from the first byte when
+    /// `tls` is given, with a one-line error that names the cause (`transport::connect_tls`).
     pub async fn connect(
         ep: &Endpoint,
         timeout: Duration,
+        tls: Option<&TlsClient>,
         codec: C,
         verify: bool,
     ) -> Result<Self, LookupError> {
-        let sock = crate::transport::connect(ep, timeout).await?;
+        let sock = crate::transport::connect_tls(ep, timeout, tls).await?;
         Ok(Self::new(sock, codec, verify))
     }
 

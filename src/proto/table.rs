@@ -58,6 +58,8 @@ pub struct Protocol {
     pub url: &'static str,
     /// The URL form of a Unix socket, in the ecosystem's own spelling (None: TCP only).
     pub socket_url: Option<&'static str>,
+    /// How a URL asks for TLS, with the option names, for `--help` (None: no TLS).
+    pub tls: Option<&'static str>,
     pub default_port: u16,
     pub drivers: &'static [Driver],
     pub load: Load,
@@ -70,6 +72,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["postgres", "postgresql"],
         url: "postgres://user@host:port/db",
         socket_url: Some(postgres::SOCKET_URL),
+        tls: Some("?sslmode=verify-full&sslrootcert=ca.pem (libpq's sslmode, sslrootcert, sslcert, sslkey; default prefer)"),
         default_port: postgres::DEFAULT_PORT,
         drivers: &[
             Driver {
@@ -95,6 +98,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["mysql", "mariadb"],
         url: "mysql://user@host:port/db",
         socket_url: Some(mysql::SOCKET_URL),
+        tls: Some("?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem (the mysql client's ssl-mode, ssl-ca, ssl-cert, ssl-key; default PREFERRED)"),
         default_port: mysql::DEFAULT_PORT,
         drivers: &[
             Driver {
@@ -120,6 +124,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["hs", "handlersocket"],
         url: "hs://host:port/db/table",
         socket_url: None,
+        tls: None,
         default_port: handlersocket::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -138,6 +143,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["memcache", "memcached"],
         url: "memcache://host:port",
         socket_url: Some(memcached::SOCKET_URL),
+        tls: None,
         default_port: memcached::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -151,9 +157,10 @@ pub const PROTOCOLS: &[Protocol] = &[
     Protocol {
         proto: Proto::Redis,
         name: "Redis",
-        schemes: &["redis", "redis+unix", "unix"],
+        schemes: &["redis", "rediss", "redis+unix", "unix"],
         url: "redis://[user:pass@]host:port[/db]",
         socket_url: Some(redis::SOCKET_URL),
+        tls: Some("rediss://...?cacert=ca.pem (also cert, key; default: the system's CAs)"),
         default_port: redis::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -170,6 +177,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["http", "https", "http+unix"],
         url: "http://host:port/path/{key}",
         socket_url: Some(http::SOCKET_URL),
+        tls: Some("https://...?cacert=ca.pem (also cert, key; default: the system's CAs)"),
         default_port: http::DEFAULT_PORT,
         drivers: &[Driver {
             name: "wire",
@@ -184,7 +192,7 @@ pub const PROTOCOLS: &[Protocol] = &[
 
 /// Schemes a later version will speak, with what they need: refused with that reason rather
 /// than as unknown.
-pub const NOT_YET: &[(&str, &str, &str)] = &[("rediss", "Redis over TLS", "redis://host:port")];
+pub const NOT_YET: &[(&str, &str, &str)] = &[];
 
 /// The target that is not a URL: loadgen's own server, started in-process.
 pub const EMBEDDED: &str = "embedded";
@@ -240,16 +248,18 @@ pub fn url_forms(loadable: bool) -> String {
                 Some(socket) => format!("{} or {socket}", p.url),
                 None => p.url.to_string(),
             };
-            // Schemes the forms above do not already start with.
+            let tls = p.tls.map(|t| format!("; TLS: {t}")).unwrap_or_default();
+            // Schemes the forms above, and the TLS one, do not already start with.
             let also: Vec<String> = p.schemes[1..]
                 .iter()
                 .map(|s| format!("{s}://"))
                 .filter(|s| !forms.split(" or ").any(|f| f.starts_with(s.as_str())))
+                .filter(|s| !p.tls.is_some_and(|t| t.starts_with(s.as_str())))
                 .collect();
             if also.is_empty() {
-                forms
+                format!("{forms}{tls}")
             } else {
-                format!("{forms} (also {})", also.join(", "))
+                format!("{forms} (also {}){tls}", also.join(", "))
             }
         })
         .collect();

@@ -410,12 +410,25 @@ fn cost_line(r: &RunResult) -> Option<String> {
     ))
 }
 
-/// ` over unix /run/x.sock` for a run on a Unix socket; nothing for TCP (the URL says it).
+/// ` over unix /run/x.sock` for a run on a Unix socket, nothing for TCP (the URL says it); then
+/// `, TLS 1.3 <cipher> (...)` or `, plain`.
 fn over(r: &RunResult) -> String {
-    match &r.socket {
+    let path = match &r.socket {
         Some(path) => format!(" over {} {path}", r.transport),
         None => String::new(),
-    }
+    };
+    let tls = match &r.tls {
+        Some(t) => {
+            let checked = match t.verified.as_str() {
+                "full" => "certificate and host name verified",
+                "ca" => "certificate chain verified, host name not",
+                _ => "certificate not verified",
+            };
+            format!("{} {} ({checked})", t.version, t.cipher)
+        }
+        None => "plain".to_string(),
+    };
+    format!("{path}, {tls}")
 }
 
 #[cfg(test)]

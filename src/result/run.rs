@@ -7,6 +7,15 @@ use serde::{Deserialize, Serialize};
 use super::percentiles::Percentiles;
 use super::timeline::TimelineRow;
 
+/// A run's TLS: `TLS 1.3`, `TLS13_AES_256_GCM_SHA384`, and how far the server's certificate
+/// was checked: `none`, `ca` (its chain) or `full` (chain and host name).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TlsUsed {
+    pub version: String,
+    pub cipher: String,
+    pub verified: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
     /// The target URL with any password replaced by ***.
@@ -26,6 +35,9 @@ pub struct RunResult {
     /// `mysql_async`); null for the others and in files from before it was recorded.
     #[serde(default)]
     pub driver: Option<String>,
+    /// What TLS negotiated, null for a plain connection (and in files from before TLS).
+    #[serde(default)]
+    pub tls: Option<TlsUsed>,
     // Fields the schema leaves optional default, so every file it accepts can be read back.
     #[serde(default)]
     pub started_at: String,

@@ -8,6 +8,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::endpoint::Endpoint;
 use super::stream::Stream;
+use super::tls::TlsClient;
 use crate::outcome::{ErrorKind, LookupError};
 
 /// Connects within `timeout` (`Timeouts::connect`): a server whose listen backlog is full never
@@ -25,6 +26,31 @@ pub async fn connect(ep: &Endpoint, timeout: Duration) -> Result<Stream, LookupE
         .await
         .map_err(|_| no_connection(ep))?
         .map_err(|e| connect_error(ep, &e))
+}
+
+/// `connect`, then the TLS handshake when `tls` is given (TLS from the first byte: `rediss://`,
+/// `https://`), as the host the endpoint names. The handshake gets its own `timeout`: a server
+/// that does not speak TLS may wait for more bytes forever.
+pub async fn connect_tls(
+    ep: &Endpoint,
+    timeout: Duration,
+    tls: Option<&TlsClient>,
+) -> Result<Stream, LookupError> {
+    let sock = connect(ep, timeout).await?;
+    let (Some(tls), Endpoint::Tcp { host, .. }) = (tls, ep) else {
+        return Ok(sock);
+    };
+    tokio::time::timeout(timeout, tls.upgrade(sock, host))
+        .await
+        .unwrap_or_else(|_| {
+            Err(LookupError::new(
+                ErrorKind::Connect,
+                true,
+                format!(
+                    "no TLS handshake from {ep} within --timeout (does it speak TLS on this port?)"
+                ),
+            ))
+        })
 }
 
 /// The connect did not complete within --timeout.

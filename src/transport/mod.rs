@@ -13,8 +13,10 @@ mod listen;
 mod stream;
 mod tls;
 
-pub use connect::{connect, explain, no_connection};
+pub use connect::{connect, connect_tls, explain, no_connection};
 pub use endpoint::Endpoint;
 pub use listen::Listener;
 pub use stream::Stream;
-pub use tls::{OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified};
+pub use tls::{
+    direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified, DIRECT_OPTIONS,
+};

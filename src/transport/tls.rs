@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_cert_signed_by_trust_anchor, WebPkiServerVerifier};
@@ -15,6 +15,8 @@ use rustls::server::ParsedCertificate;
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_rustls::client::TlsStream;
 
 use super::stream::Stream;
 use crate::outcome::{ErrorKind, LookupError};
@@ -149,6 +151,8 @@ pub struct TlsClient {
     config: Arc<ClientConfig>,
     /// What the chain was checked against, for the unknown-issuer message.
     roots: String,
+    /// What the first handshake negotiated (every connection of a run asks for the same).
+    seen: Arc<OnceLock<TlsInfo>>,
 }
 
 impl fmt::Debug for TlsClient {
@@ -234,35 +238,41 @@ impl TlsClient {
             verified,
             config: Arc::new(config),
             roots,
+            seen: Arc::default(),
         }))
-    }
-
-    /// The rustls configuration, for client libraries that take one (tokio-postgres).
-    pub fn config(&self) -> Arc<ClientConfig> {
-        self.config.clone()
     }
 
     /// The handshake over a connected stream, as `host` (the name the URL gave: the certificate
     /// must carry it under verify-full). Errors are one line that names the cause.
     pub async fn upgrade(&self, sock: Stream, host: &str) -> Result<Stream, LookupError> {
-        let name = server_name(host)?;
-        let connector = tokio_rustls::TlsConnector::from(self.config.clone());
-        match connector.connect(name, sock).await {
+        match self.handshake(sock, host).await {
             Ok(s) => Ok(Stream::Tls(Box::new(s))),
-            Err(e) => Err(LookupError::new(
-                ErrorKind::Connect,
-                true,
-                self.explain(host, &e),
-            )),
+            Err(e) => Err(LookupError::new(ErrorKind::Connect, true, e)),
         }
     }
 
-    /// What the connection negotiated, for the report; None if it is not TLS.
-    pub fn info(&self, sock: &Stream) -> Option<TlsInfo> {
-        match sock {
-            Stream::Tls(s) => negotiated(s.get_ref().1, self.verified),
-            _ => None,
+    /// `upgrade` over any byte stream (tokio-postgres's socket): the message is the one line.
+    pub async fn handshake<IO>(&self, io: IO, host: &str) -> Result<TlsStream<IO>, String>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        let name = server_name(host)?;
+        let connector = tokio_rustls::TlsConnector::from(self.config.clone());
+        let s = connector
+            .connect(name, io)
+            .await
+            .map_err(|e| self.explain(host, &e))?;
+        if self.seen.get().is_none() {
+            if let Some(info) = negotiated(s.get_ref().1, self.verified) {
+                let _ = self.seen.set(info);
+            }
         }
+        Ok(s)
+    }
+
+    /// What the run's TLS connections negotiated, for the report; None if none was TLS.
+    pub fn negotiated(&self) -> Option<TlsInfo> {
+        self.seen.get().cloned()
     }
 
     /// Why a handshake with `host` failed, in one line.
@@ -306,8 +316,33 @@ impl TlsClient {
     }
 }
 
+/// The URL options of TLS from the first byte (`rediss://`, `https://`), named as redis-cli's and
+/// curl's flags: the CA file, and a client certificate and key.
+pub const DIRECT_OPTIONS: &[&str] = &["cacert", "cert", "key"];
+
+/// TLS from the first byte: certificate and host name verified against `?cacert=` or the
+/// system's trusted CAs, as redis-cli and curl do.
+pub fn direct(url: &crate::url::TargetUrl) -> Result<TlsClient, String> {
+    let path = |k: &str| url.param(k).map(PathBuf::from);
+    let opts = TlsOptions {
+        mode: TlsMode::VerifyFull,
+        roots: path("cacert").map_or(Roots::System, Roots::File),
+        cert: path("cert"),
+        key: path("key"),
+        names: OptionNames {
+            mode: "the scheme",
+            roots: "cacert",
+            cert: "cert",
+            key: "key",
+        },
+    };
+    TlsClient::new(&opts)
+        .map_err(|e| format!("{}: {e}", url.redacted()))?
+        .ok_or_else(|| "TLS is on for this scheme".to_string())
+}
+
 /// The version and cipher suite of a finished handshake.
-pub fn negotiated(c: &rustls::ClientConnection, verified: Verified) -> Option<TlsInfo> {
+fn negotiated(c: &rustls::ClientConnection, verified: Verified) -> Option<TlsInfo> {
     let version = match c.protocol_version()? {
         rustls::ProtocolVersion::TLSv1_3 => "TLS 1.3".to_string(),
         rustls::ProtocolVersion::TLSv1_2 => "TLS 1.2".to_string(),
@@ -350,15 +385,10 @@ fn mode_name(opts: &TlsOptions) -> &'static str {
 }
 
 /// An IP address or a DNS name, as the URL wrote it (IPv6 without brackets).
-fn server_name(host: &str) -> Result<ServerName<'static>, LookupError> {
+fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(bare.to_string()).map_err(|_| {
-        LookupError::new(
-            ErrorKind::Connect,
-            false,
-            format!("'{host}' is not a host name TLS can check a certificate against"),
-        )
-    })
+    ServerName::try_from(bare.to_string())
+        .map_err(|_| format!("'{host}' is not a host name TLS can check a certificate against"))
 }
 
 fn read_roots(path: &Path, option: &str) -> Result<RootCertStore, String> {
@@ -591,7 +621,7 @@ mod tests {
         let mut b = [0u8; 5];
         s.read_exact(&mut b).await.unwrap();
         assert_eq!(&b, b"hello");
-        Ok(tls.info(&s).unwrap())
+        Ok(tls.negotiated().unwrap())
     }
 
     #[test]

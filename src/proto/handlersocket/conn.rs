@@ -175,9 +175,14 @@ impl Target for HsTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let t = &self.timeouts;
         let open = async {
-            let mut conn =
-                StreamConn::connect(&self.endpoint, t.connect, HsCodec::new(0), self.verify)
-                    .await?;
+            let mut conn = StreamConn::connect(
+                &self.endpoint,
+                t.connect,
+                None,
+                HsCodec::new(0),
+                self.verify,
+            )
+            .await?;
             self.handshake(&mut conn).await?;
             Ok(conn)
         };

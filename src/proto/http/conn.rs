@@ -16,7 +16,7 @@ use crate::proto::http::codec::HttpCodec;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::serve::ServerStats;
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
 pub struct HttpTarget {
@@ -27,21 +27,21 @@ pub struct HttpTarget {
     verify: bool,
     connect_timeout: Duration,
     stats: Option<Arc<ServerStats>>,
+    /// `https://`: TLS from the first byte.
+    tls: Option<TlsClient>,
 }
 
 impl HttpTarget {
     /// loadgen's options in an HTTP URL (read by dispatch), never sent to the server.
     /// `pipeline` is kept so URLs written for older versions still run: `-p` sets the depth.
-    pub const OPTIONS: &'static [&'static str] = &["pipeline"];
+    /// `cacert`, `cert`, `key`: curl's names, for `https://` (`transport::DIRECT_OPTIONS`).
+    pub const OPTIONS: &'static [&'static str] = &["pipeline", "cacert", "cert", "key"];
 
     pub fn new(
         url: &TargetUrl,
         plan: &Plan,
         stats: Option<Arc<ServerStats>>,
     ) -> Result<HttpTarget, SetupError> {
-        if url.scheme == "https" {
-            return Err(SetupError("https:// is not supported: loadgen measures plain HTTP/1.1 on loopback; use http://".into()));
-        }
         let (prefix, suffix) = request_target(url);
         Ok(HttpTarget {
             endpoint: super::endpoint(url)?,
@@ -51,6 +51,10 @@ impl HttpTarget {
             verify: plan.verify,
             connect_timeout: plan.timeouts().connect,
             stats,
+            tls: match url.scheme.as_str() {
+                "https" => Some(crate::transport::direct(url)?),
+                _ => None,
+            },
         })
     }
 }
@@ -112,10 +116,15 @@ impl Target for HttpTarget {
         StreamConn::connect(
             &self.endpoint,
             self.connect_timeout,
+            self.tls.as_ref(),
             HttpCodec::new(&self.host, &self.prefix, &self.suffix),
             self.verify,
         )
         .await
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
     /// HTTP/1.1 answers pipelined requests in order; `-p` decides the depth, as for every

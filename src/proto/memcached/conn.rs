@@ -56,6 +56,7 @@ pub async fn get_count(ep: &Endpoint, connect_timeout: Duration) -> Result<u64, 
     let mut c = StreamConn::connect(
         ep,
         connect_timeout,
+        None,
         McCodec::new(DEFAULT_PREFIX.to_vec()).expect("default prefix"),
         false,
     )
@@ -92,6 +93,7 @@ impl Target for McTarget {
         StreamConn::connect(
             &self.endpoint,
             self.connect_timeout,
+            None,
             self.codec(),
             self.verify,
         )

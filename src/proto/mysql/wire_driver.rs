@@ -8,8 +8,6 @@
 //! dispatch hands the run to mysql_async: `unspoken_plugin`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
 //! socket that `?socket=` names. Prepared mode only: `--mode simple` goes to mysql_async.
 
-use std::sync::OnceLock;
-
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{ErrorKind, LookupError};
@@ -29,7 +27,7 @@ use crate::proto::mysql::ssl::no_tls_on_server;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
-use crate::transport::{no_connection, Endpoint, Stream, TlsInfo};
+use crate::transport::{no_connection, Endpoint, Stream, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
@@ -45,8 +43,6 @@ pub struct MyWireTarget {
     /// For the server-side count only (a separate mysql_async connection, off the hot path);
     /// its `tls` is this driver's TLS too (None: plain).
     opts: MyOpts,
-    /// What the first TLS connection negotiated.
-    tls_info: OnceLock<TlsInfo>,
 }
 
 impl MyWireTarget {
@@ -89,7 +85,6 @@ impl MyWireTarget {
                 }
             },
             opts,
-            tls_info: OnceLock::new(),
         })
     }
 
@@ -129,11 +124,6 @@ impl MyWireTarget {
                     sock, rbuf, seq, ..
                 } = s;
                 let sock = tls.upgrade(sock, host).await?;
-                if self.tls_info.get().is_none() {
-                    if let Some(info) = tls.info(&sock) {
-                        let _ = self.tls_info.set(info);
-                    }
-                }
                 s = Session {
                     sock,
                     rbuf,
@@ -317,7 +307,7 @@ impl Target for MyWireTarget {
     }
 
     fn tls(&self) -> Option<TlsInfo> {
-        self.tls_info.get().cloned()
+        self.opts.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
     /// The server reads commands off the socket in order and answers each in turn, so

@@ -5,9 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::proto::postgres::error::explain;
+use crate::proto::postgres::tls::PgTls;
 use crate::proto::target::ServerCount;
 
 pub const CALLS: &str = "pg_stat_statements.calls";
@@ -48,14 +49,14 @@ impl PgCounter {
     pub async fn read(
         &self,
         config: &tokio_postgres::Config,
+        tls: &PgTls,
         sql: &str,
         label: &str,
     ) -> Result<Option<ServerCount>, String> {
-        let (client, conn) = config
-            .connect(NoTls)
+        let (client, task) = tls
+            .connect(config)
             .await
             .map_err(|e| explain(&e, "counter query"))?;
-        let task = tokio::spawn(conn);
         let r = match self.found.get_or_try_init(|| self.find(&client, sql)).await {
             Ok(Source::Calls(id)) => calls(&client, sql, *id).await,
             Ok(Source::IndexScans(oid, name)) => settled_scans(&client, *oid)

@@ -33,12 +33,21 @@ pub fn explain_connect(e: &tokio_postgres::Error, ep: &Endpoint, what: &str) -> 
         Some(io) if e.to_string().starts_with("error connecting to server") => {
             transport::explain(ep, io)
         }
+        // The TLS handshake's own line (transport::TlsClient), or tokio-postgres's 'N' answer.
+        Some(io) if e.to_string().starts_with("error performing TLS") => io.to_string(),
+        _ if e.to_string().contains("server does not support TLS") => {
+            "the server does not accept TLS, and the sslmode requires it: use sslmode=prefer or disable".into()
+        }
         _ => explain(e, what),
     }
 }
 
 /// The one-line message for a server error (SQLSTATE and message), shared with `pgwire`.
 pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
+    if message.contains("no encryption") {
+        // pg_hba.conf takes this user over TLS only (hostssl).
+        return format!("{message}: the server takes this user only over TLS: use sslmode=require or stronger (or leave sslmode out)");
+    }
     if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
     {
         return format!("{message}: check the user and password (in the URL or PGPASSWORD)");

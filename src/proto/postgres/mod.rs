@@ -5,7 +5,9 @@ pub mod codec;
 pub mod count;
 pub mod error;
 pub mod prepare;
+pub mod tls;
 pub mod tokio_driver;
+mod tokio_tls;
 pub mod wire_driver;
 
 use crate::transport::Endpoint;

@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 use futures_util::SinkExt;
-use tokio_postgres::NoTls;
 
 use super::error::{explain, explain_connect};
+use super::tls::PgTls;
 use super::tokio_driver::pg_config;
 use crate::url::TargetUrl;
 
@@ -17,11 +17,10 @@ const CHUNK: usize = 1 << 20;
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let endpoint = super::endpoint(url)?;
     let config = pg_config(url, &endpoint, crate::timeouts::PREPARE_CONNECT);
-    let (client, conn) = config
-        .connect(NoTls)
+    let (client, task) = PgTls::new(url, &endpoint)?
+        .connect(&config)
         .await
         .map_err(|e| explain_connect(&e, &endpoint, "schema"))?;
-    let task = tokio::spawn(conn);
     client
         .batch_execute(SCHEMA)
         .await

@@ -20,8 +20,9 @@ use crate::plan::{Mode, Plan};
 use crate::proto::codec::{outcome, Cell, Reply};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
+use crate::proto::postgres::tls::PgTls;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, TlsInfo};
 use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
@@ -36,6 +37,7 @@ pub struct PgTarget {
     verify: bool,
     url: String,
     counter: PgCounter,
+    tls: PgTls,
 }
 
 // Shared across worker threads, read-only.
@@ -78,20 +80,30 @@ pub fn pg_config(url: &TargetUrl, ep: &Endpoint, timeout: Duration) -> tokio_pos
 }
 
 impl PgTarget {
-    /// The options this target reads from its URL's query (`driver` and `sslmode` are read
-    /// by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode", "host", "port"];
+    /// The options this target reads from its URL's query (`driver` is read by dispatch;
+    /// the TLS ones are libpq's, `tls::OPTIONS`).
+    pub const OPTIONS: &'static [&'static str] = &[
+        "driver",
+        "host",
+        "port",
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+    ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
         let endpoint = super::endpoint(url)?;
-        let config = pg_config(url, &endpoint, plan.timeouts().connect);
-        let mgr = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let tls = PgTls::new(url, &endpoint)?;
+        let mut config = pg_config(url, &endpoint, plan.timeouts().connect);
+        config.ssl_mode(tls.ssl_mode());
+        let manager = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let mgr = match tls.connector() {
+            Some(make) => Manager::from_config(config.clone(), make, manager),
+            None => Manager::from_config(config.clone(), NoTls, manager),
+        };
         let pool = Pool::builder(mgr)
             .max_size(plan.connections + 1)
             .runtime(Runtime::Tokio1)
@@ -110,6 +122,7 @@ impl PgTarget {
             verify: plan.verify,
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
+            tls,
         })
     }
 }
@@ -224,8 +237,14 @@ impl Target for PgTarget {
         usize::MAX
     }
 
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls.negotiated()
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter.read(&self.config, &self.sql, &self.url).await
+        self.counter
+            .read(&self.config, &self.tls, &self.sql, &self.url)
+            .await
     }
 }
 

@@ -23,10 +23,11 @@ use crate::proto::codec::MAX_FRAME;
 use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
-use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config};
+use crate::proto::postgres::tls::PgTls;
+use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config, PgTarget};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
-use crate::transport::{no_connection, Endpoint, Stream};
+use crate::transport::{no_connection, Endpoint, Stream, TlsInfo, TlsMode};
 use crate::url::TargetUrl;
 
 /// No Debug: `config` holds the password.
@@ -39,12 +40,12 @@ pub struct PgWireTarget {
     timeout: Duration,
     label: String,
     counter: PgCounter,
+    tls: PgTls,
 }
 
 impl PgWireTarget {
-    /// The options this target reads from its URL's query (`driver` and `sslmode` are read
-    /// by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "sslmode", "host", "port"];
+    /// The options this target reads from its URL's query: the tokio driver's.
+    pub const OPTIONS: &'static [&'static str] = PgTarget::OPTIONS;
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -54,6 +55,7 @@ impl PgWireTarget {
             ));
         }
         let endpoint = super::endpoint(url)?;
+        let tls = PgTls::new(url, &endpoint)?;
         Ok(PgWireTarget {
             config: pg_config(url, &endpoint, plan.timeouts().connect),
             endpoint,
@@ -62,11 +64,15 @@ impl PgWireTarget {
             timeout: plan.timeouts().connect,
             label: url.redacted(),
             counter: PgCounter::new(false),
+            tls,
         })
     }
 
-    async fn open(&self) -> Result<StreamConn<PgCodec>, LookupError> {
+    /// One connection; `ask_tls` sends SSLRequest first (every mode but disable, and allow's
+    /// second try).
+    async fn open(&self, ask_tls: bool) -> Result<StreamConn<PgCodec>, LookupError> {
         let sock = crate::transport::connect(&self.endpoint, self.timeout).await?;
+        let sock = self.tls.start(sock, ask_tls).await?;
         let mut s = Session {
             sock,
             rbuf: BytesMut::with_capacity(4096),
@@ -273,9 +279,20 @@ impl Target for PgWireTarget {
 
     async fn connect(&self) -> Result<StreamConn<PgCodec>, LookupError> {
         // The whole handshake gets --timeout, as the pool's create timeout does for tokio.
-        tokio::time::timeout(self.timeout, self.open())
+        let open = async {
+            match self.open(self.tls.mode.asks_first()).await {
+                // libpq's allow: plain first, TLS when the plain connection is refused.
+                Err(_) if self.tls.mode == TlsMode::Allow => self.open(true).await,
+                r => r,
+            }
+        };
+        tokio::time::timeout(self.timeout, open)
             .await
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls.negotiated()
     }
 
     /// Lookups pipeline freely: one Sync per batch written (see `codec`).
@@ -285,7 +302,7 @@ impl Target for PgWireTarget {
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         self.counter
-            .read(&self.config, &self.sql, &self.label)
+            .read(&self.config, &self.tls, &self.sql, &self.label)
             .await
     }
 }
@@ -356,7 +373,7 @@ mod tests {
             out.extend(msg(b'Z', b"I"));
             sock.write_all(&out).await.unwrap();
         });
-        format!("postgres://bob:pw@{addr}/db")
+        format!("postgres://bob:pw@{addr}/db?sslmode=disable")
     }
 
     async fn one_lookup(url: &str) -> Result<Outcome, LookupError> {

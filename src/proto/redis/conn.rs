@@ -7,7 +7,7 @@ use crate::proto::redis::count::get_calls;
 use crate::proto::redis::login::Login;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
 pub struct RedisTarget {
@@ -17,8 +17,9 @@ pub struct RedisTarget {
 
 impl RedisTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other): the
-    /// socket form's (`redis+unix:///path?db=N&user=U&pass=P`); `redis://` refuses them.
-    pub const OPTIONS: &'static [&'static str] = &["db", "user", "pass"];
+    /// socket form's (`redis+unix:///path?db=N&user=U&pass=P`), which `redis://` refuses, and
+    /// `rediss://`'s TLS files (`cacert`, `cert`, `key`: redis-cli's names).
+    pub const OPTIONS: &'static [&'static str] = &["db", "user", "pass", "cacert", "cert", "key"];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
         Ok(RedisTarget {
@@ -45,6 +46,10 @@ impl Target for RedisTarget {
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         self.login.open(self.verify).await
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.login.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
     fn max_pipeline(&self) -> usize {

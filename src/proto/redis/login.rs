@@ -10,7 +10,7 @@ use crate::proto::codec::Codec;
 use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Resp};
 use crate::proto::stream::StreamConn;
 use crate::proto::target::SetupError;
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, TlsClient};
 use crate::url::TargetUrl;
 
 /// The credentials and database of a URL. No `Debug`: it holds the password.
@@ -26,6 +26,8 @@ pub struct Login {
     pub db: u32,
     /// Bound on each handshake step: a port that is not Redis may never answer.
     step: Duration,
+    /// `rediss://`: TLS from the first byte.
+    pub tls: Option<TlsClient>,
 }
 
 /// A reply, owned, for the handshake and the stats readers (not the hot path).
@@ -72,6 +74,17 @@ impl Login {
                     url.redacted()
                 )));
             }
+            if url.scheme == "redis" {
+                if let Some(k) = crate::transport::DIRECT_OPTIONS
+                    .iter()
+                    .find(|k| url.param(k).is_some())
+                {
+                    return Err(SetupError(format!(
+                        "{}: {k}= is for TLS: use rediss://",
+                        url.redacted()
+                    )));
+                }
+            }
             let db = match url.path.trim_end_matches('/') {
                 "" => 0,
                 p => p.parse::<u32>().map_err(|_| bad_db())?,
@@ -101,12 +114,23 @@ impl Login {
             password,
             db,
             step,
+            tls: match url.scheme.as_str() {
+                "rediss" => Some(crate::transport::direct(url)?),
+                _ => None,
+            },
         })
     }
 
     /// A connection to the server and database, logged in.
     pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
-        let mut conn = StreamConn::connect(&self.endpoint, self.step, RedisCodec, verify).await?;
+        let mut conn = StreamConn::connect(
+            &self.endpoint,
+            self.step,
+            self.tls.as_ref(),
+            RedisCodec,
+            verify,
+        )
+        .await?;
         self.handshake(&mut conn).await?;
         Ok(conn)
     }

@@ -1,7 +1,8 @@
 //! Redis: `GET usr:<id>` over RESP2, pipelined, against the rows `loadgen prepare redis://...`
 //! stores (the value is the tab-separated row, as in memcached).
 //!
-//! `redis://[user:pass@]host:port[/db]`, or over a Unix socket `redis+unix:///path/redis.sock`
+//! `redis://[user:pass@]host:port[/db]` (`rediss://` over TLS, `?cacert=` as redis-cli's
+//! `--cacert`, else the system's CAs), or over a Unix socket `redis+unix:///path/redis.sock`
 //! (also `unix://`) with `?db=N&user=U&pass=P` (redis-rs's form): `AUTH` (password, or ACL user
 //! and password) and `SELECT db` at connect. Server truth is `INFO commandstats` (`cmdstat_get`
 //! calls).
@@ -30,7 +31,7 @@ pub const SOCKET_URL: &str = "redis+unix:///run/redis.sock[?db=N]";
 
 /// Whether the URL is the socket form (`redis+unix://`, `unix://`).
 pub fn is_socket_url(url: &TargetUrl) -> bool {
-    url.scheme != "redis"
+    !matches!(url.scheme.as_str(), "redis" | "rediss")
 }
 
 pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
