@@ -67,6 +67,16 @@ pub fn server_said(version: &str, cipher: &str, verified: Verified) -> TlsInfo {
     }
 }
 
+/// Whether the wire driver sends the SSLRequest: when the greeting offers TLS; a server
+/// without it is plain under PREFERRED and refused under the stricter modes.
+pub fn ask_tls(mode: TlsMode, server_offers: bool) -> Result<bool, String> {
+    match (server_offers, mode.requires_tls()) {
+        (true, _) => Ok(true),
+        (false, false) => Ok(false),
+        (false, true) => Err(no_tls_on_server()),
+    }
+}
+
 /// A server whose greeting offers no TLS, under a mode that demands it.
 pub fn no_tls_on_server() -> String {
     "the server does not offer TLS (its greeting has no CLIENT_SSL; MariaDB: have_ssl is not YES), and ssl-mode demands it: configure ssl_cert and ssl_key on the server, or use ssl-mode=PREFERRED".into()
@@ -99,6 +109,20 @@ mod tests {
             e.contains("ssl-mode=require") && e.contains("REQUIRED"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn preferred_goes_plain_where_the_server_offers_no_tls() {
+        assert_eq!(ask_tls(TlsMode::Prefer, true), Ok(true));
+        assert_eq!(ask_tls(TlsMode::Prefer, false), Ok(false));
+        for strict in [TlsMode::Require, TlsMode::VerifyCa, TlsMode::VerifyFull] {
+            assert_eq!(ask_tls(strict, true), Ok(true));
+            let e = ask_tls(strict, false).unwrap_err();
+            assert!(
+                e.contains("does not offer TLS") && e.contains("PREFERRED"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

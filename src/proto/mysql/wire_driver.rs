@@ -23,7 +23,7 @@ use crate::proto::mysql::handshake::{
     parse_prepare_ok, ssl_request, AuthStep,
 };
 use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
-use crate::proto::mysql::ssl::no_tls_on_server;
+use crate::proto::mysql::ssl::ask_tls;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
@@ -116,7 +116,7 @@ impl MyWireTarget {
         )
         .map_err(fail)?;
         if let (Some(tls), Endpoint::Tcp { host, .. }) = (&self.opts.tls, &self.endpoint) {
-            if greeting.capabilities & CLIENT_SSL != 0 {
+            if ask_tls(tls.mode, greeting.capabilities & CLIENT_SSL != 0).map_err(fail)? {
                 // SSLRequest, the TLS handshake, then the rest of the login over TLS.
                 s.send(&ssl_request(caps)).await?;
                 caps |= CLIENT_SSL;
@@ -130,8 +130,6 @@ impl MyWireTarget {
                     seq,
                     plain: false,
                 };
-            } else if tls.mode.requires_tls() {
-                return Err(fail(no_tls_on_server()));
             }
         }
         let password = self.password.as_deref().unwrap_or_default().as_bytes();
