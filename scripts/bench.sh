@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|embedded|rss|all|soak]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|all|soak]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
@@ -20,7 +20,7 @@ PAIRS=${BENCH_PAIRS:-3}
 SECS=${BENCH_SECONDS:-10}
 B=scripts/bench
 LIB="python3 $B/benchlib.py"
-ALL=(pg mysql hs memcache redis unix embedded rss)
+ALL=(pg mysql hs memcache redis unix tls embedded rss)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
@@ -28,7 +28,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | redis | unix | embedded | rss | soak) ;;
+    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | soak) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -43,7 +43,7 @@ for t in python3 /usr/bin/time; do have "$t" || { echo "bench: $t is required" >
 servers=()
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | rss) servers+=(postgres) ;;
+    pg | rss | tls) servers+=(postgres) ;;
     mysql | hs) servers+=(mariadb) ;;
     memcache | soak) servers+=(memcached) ;;
     redis) servers+=(redis) ;;
@@ -129,6 +129,9 @@ rotate() {
 bench_pg() {
   have pgbench || { skip "pg" "pgbench not installed"; return; }
   local tsv=$WORK/pg.tsv c p wire="" url=$LOADGEN_PG_URL
+  # Plain TCP on both sides, as before TLS: the server has ssl=on, and libpq's default (prefer)
+  # would encrypt. The tls section measures TLS.
+  local -x PGSSLMODE=disable
   # Rows for both PostgreSQL drivers: tokio-postgres (driver=tokio) and the default wire driver.
   if "$LOADGEN_BIN" run "$url?driver=wire" -n 10 -q -o - >/dev/null 2>&1; then
     if "$LOADGEN_BIN" run "$url?driver=no-such-driver" -n 10 -q -o - >/dev/null 2>&1; then
@@ -223,6 +226,7 @@ bench_unix() {
   [[ -n ${LOADGEN_PG_SOCKET_URL:-} && -n ${LOADGEN_MY_SOCKET_URL:-} ]] ||
     { skip "unix" "scripts/servers.sh env names no sockets (LOADGEN_PG_SOCKET_URL, LOADGEN_MY_SOCKET_URL)"; return; }
   local tsv=$WORK/unix.tsv peer=$WORK/unix-pgbench.tsv p d
+  local -x PGSSLMODE=disable   # the TCP side plain, as the socket is
   for ((p = 1; p <= PAIRS; p++)); do
     for d in wire tokio; do
       rotate "$p" "lg $tsv 'pg $d' lg $p '$LOADGEN_PG_SOCKET_URL&driver=$d' -c 16 -t 2" \
@@ -243,6 +247,29 @@ bench_unix() {
   done
   $LIB pairs "$peer" "unix: loadgen -c 16 -t 2 vs pgbench -M prepared -c 16 -j 2 over the same PostgreSQL socket (pg-select.sql: the same lookup; wire: the default driver, tokio: ?driver=tokio)" \
     loadgen pgbench "ratio >= 1.0" "driver"
+}
+
+# PostgreSQL over TLS (sslmode=require: encrypted, no certificate check, as pgbench gets it from
+# PGSSLMODE), 16 connections: loadgen vs pgbench, then loadgen over TLS vs plain (sslmode=disable)
+# on the same server and driver, whose CPU columns give TLS's client cost per lookup.
+bench_tls() {
+  have pgbench || { skip "tls" "pgbench not installed"; return; }
+  local peer=$WORK/tls-pgbench.tsv tsv=$WORK/tls.tsv p d url=$LOADGEN_PG_URL
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $peer wire lg $p '$url?sslmode=require&driver=wire' -c 16 -t 2" \
+      "PGSSLMODE=require pgb $peer wire,tokio $p $B/pg-select.sql 1 16" \
+      "lg $peer tokio lg $p '$url?sslmode=require&driver=tokio' -c 16 -t 2"
+  done
+  $LIB pairs "$peer" "tls: loadgen -c 16 -t 2 vs pgbench -M prepared -c 16 -j 2, both sslmode=require (TLS 1.3) on the same PostgreSQL (wire: the default driver, tokio: ?driver=tokio)" \
+    loadgen pgbench "ratio >= 1.0" "driver"
+  for ((p = 1; p <= PAIRS; p++)); do
+    for d in wire tokio; do
+      rotate "$p" "lg $tsv 'pg $d' lg $p '$url?sslmode=require&driver=$d' -c 16 -t 2" \
+        "lg $tsv 'pg $d' peer $p '$url?sslmode=disable&driver=$d' -c 16 -t 2"
+    done
+  done
+  $LIB pairs "$tsv" "tls: loadgen -c 16 -t 2 with sslmode=require vs sslmode=disable, same server and driver (ratio = TLS/plain; CPU ms/1k = client µs/lookup: TLS minus plain is TLS's cost)" \
+    tls plain "client CPU per lookup, TLS minus plain <= 2 µs" "target"
 }
 
 bench_embedded() {

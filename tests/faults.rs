@@ -343,8 +343,12 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         "unknown option 'sslmod'",
     ),
     (
-        &["run", "postgres://u@127.0.0.1:1/db?sslmode=require"],
-        "sslmode=require",
+        &["run", "postgres://u@127.0.0.1:1/db?sslmode=on"],
+        "sslmode=on in postgres://u@127.0.0.1:1/db?sslmode=on: use one of disable, allow, prefer, require, verify-ca, verify-full",
+    ),
+    (
+        &["run", "postgres://u@127.0.0.1:1/db?sslmode=verify-full"],
+        "sslmode=verify-full needs the CA that signed the server's certificate: add sslrootcert=PATH",
     ),
     (&["prepare", "http://127.0.0.1:1/x"], "cannot prepare"),
     (
@@ -404,6 +408,7 @@ fn prepare_names_what_it_loads() {
             "memcache://",
             "memcached://",
             "redis://",
+            "rediss://",
             "redis+unix://",
             "unix://"
         ],

@@ -61,6 +61,10 @@ impl<C: Codec> StreamConn<C> {
             .write_all(request)
             .await
             .map_err(|e| LookupError::io(e.to_string()))?;
+        self.sock
+            .flush()
+            .await
+            .map_err(|e| LookupError::io(e.to_string()))?;
         loop {
             if let Some((n, v)) = parse(&self.rbuf[self.rpos..])? {
                 self.rpos += n;
@@ -105,6 +109,11 @@ impl<C: Codec> StreamConn<C> {
             }
             self.wpos += n;
         }
+        // TLS may hold the last records back when the socket is full (plain: a no-op).
+        self.sock
+            .flush()
+            .await
+            .map_err(|e| LookupError::io(e.to_string()))?;
         self.wbuf.clear();
         self.wpos = 0;
         Ok(())

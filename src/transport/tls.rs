@@ -365,9 +365,13 @@ fn negotiated(c: &rustls::ClientConnection, verified: Verified) -> Option<TlsInf
 fn cert_names(presented: &[String]) -> String {
     let bare = presented.iter().map(|n| {
         let inner = n.find('(').map_or(n.as_str(), |i| &n[i + 1..]);
-        inner.trim_end_matches(')').trim_matches('"')
+        let inner = inner.trim_end_matches(')').trim_matches('"');
+        // An address as people write it (rustls shows ::1 as 0::1).
+        inner
+            .parse::<std::net::IpAddr>()
+            .map_or(inner.to_string(), |ip| ip.to_string())
     });
-    let all: Vec<&str> = bare.collect();
+    let all: Vec<String> = bare.collect();
     if all.is_empty() {
         "no name at all".to_string()
     } else {

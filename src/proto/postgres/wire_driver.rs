@@ -214,6 +214,11 @@ impl Session {
             .write_all(&self.wbuf)
             .await
             .map_err(|e| fail(format!("cannot send the startup: {e}")))?;
+        // TLS may hold records back until flushed (plain: a no-op).
+        self.sock
+            .flush()
+            .await
+            .map_err(|e| fail(format!("cannot send the startup: {e}")))?;
         self.wbuf.clear();
         Ok(())
     }
