@@ -11,16 +11,6 @@ use serde_json::Value;
 
 const DRIVERS: [&str; 2] = ["wire", "mysql_async"];
 
-fn env(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} (scripts/servers.sh env)"))
-}
-
-/// `base` with more query options.
-fn with(base: &str, options: &str) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}{options}")
-}
-
 /// The REQUIRE SSL user by address, no TLS options: PREFERRED, the mysql client's default.
 fn tls_user(host: &str, port: &str) -> String {
     format!("mysql://loadgen_tls@{host}:{port}/loadgen")

@@ -344,3 +344,14 @@ pub fn relay_on_127_0_0_2(to: String) -> u16 {
     });
     port
 }
+
+/// A variable of `scripts/servers.sh env` that the test needs.
+pub fn env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} (scripts/servers.sh env)"))
+}
+
+/// `base` with more query options (`a=1` or `a=1&b=2`).
+pub fn with(base: &str, options: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}{options}")
+}
