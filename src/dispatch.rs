@@ -22,6 +22,7 @@ use crate::result::RunResult;
 use crate::run::run;
 use crate::serve::ServerStats;
 use crate::url::TargetUrl;
+use crate::worker::wait_true;
 
 /// The embedded server, when the run uses it: its URL and its own counters.
 pub struct Embedded {
@@ -69,7 +70,16 @@ pub async fn run_target(
         }
         (Proto::Mysql, _) => {
             let wire = MyWireTarget::new(&url, plan)?;
-            match wire.unspoken_plugin().await {
+            // The login that decides the driver gives way to Ctrl-C, as the preflight does.
+            let unspoken = tokio::select! {
+                p = wire.unspoken_plugin() => p.map_err(|e| {
+                    SetupError(format!("{label}: {}", crate::url::redact_text(&e.message)))
+                })?,
+                _ = wait_true(control.stop.clone()) => return Err(SetupError(format!(
+                    "{label}: stopped while connecting; nothing was measured"
+                ))),
+            };
+            match unspoken {
                 None => run(wire, plan, &label, control).await,
                 Some(plugin) => {
                     eprintln!(

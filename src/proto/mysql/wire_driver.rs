@@ -155,12 +155,14 @@ impl MyWireTarget {
     }
 
     /// The auth plugin the server asks this user for, when the wire driver does not speak
-    /// it: one login before the run, so dispatch can hand the run to mysql_async. Any other
-    /// failure is left to the run's own first connection, which reports it.
-    pub async fn unspoken_plugin(&self) -> Option<String> {
+    /// it: one login before the run, so dispatch can hand the run to mysql_async. A login
+    /// that fails is the run's setup error, as the preflight connection's would be.
+    pub async fn unspoken_plugin(&self) -> Result<Option<String>, LookupError> {
         match tokio::time::timeout(self.timeouts.setup, self.login()).await {
-            Ok(Ok(Login::Unspoken(plugin))) => Some(plugin),
-            _ => None,
+            Ok(Ok(Login::Unspoken(plugin))) => Ok(Some(plugin)),
+            Ok(Ok(Login::Ready(..))) => Ok(None),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(no_connection(&self.endpoint)),
         }
     }
 
