@@ -329,9 +329,32 @@ hs_check() {
     [[ $(chat "$HSW_PORT" 3 "A${t}1${t}$HS_SECRET"$'\n'"P${t}0${t}loadgen_hscheck${t}t${t}PRIMARY${t}v"$'\n'"0${t}=${t}1${t}1"$'\n') == "$want" ]]
 }
 
+# Users of auth plugins loadgen's wire driver does not speak (tests/mysql_auth.rs): ed25519,
+# which it hands to mysql_async, and pam, whose 'dialog' client plugin neither driver speaks
+# (the server asks for it before PAM is consulted, so the PAM service need not exist). The
+# plugins stay installed (mysql.plugin); the users are made once; both also on a running server.
+my_plugin_users() {
+  local plugin log
+  log=$(logfile mariadb)
+  for plugin in ed25519 pam; do
+    [[ $(my_root -N -e "SELECT COUNT(*) FROM information_schema.plugins WHERE plugin_name = '$plugin'") == 1 ]] ||
+      my_root -e "INSTALL SONAME 'auth_$plugin'" >>"$log" 2>&1 || die "mariadb: cannot install the auth_$plugin plugin (see $log)"
+  done
+  my_root >>"$log" 2>&1 <<EOF || die "mariadb: cannot create the ed25519 / pam users (see $log)"
+CREATE USER IF NOT EXISTS 'loadgen_ed25519'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('$PASS');
+CREATE USER IF NOT EXISTS 'loadgen_ed25519'@'localhost' IDENTIFIED VIA ed25519 USING PASSWORD('$PASS');
+CREATE USER IF NOT EXISTS 'loadgen_pam'@'127.0.0.1' IDENTIFIED VIA pam USING 'loadgen-none';
+GRANT SELECT ON loadgen.* TO 'loadgen_ed25519'@'127.0.0.1', 'loadgen_ed25519'@'localhost', 'loadgen_pam'@'127.0.0.1';
+EOF
+}
+
 up_mariadb() {
   tls_certs
-  already_up mariadb my_ping_tls TERM && { say "mariadb already up on 127.0.0.1:$MY_PORT (HandlerSocket $HS_PORT/$HSW_PORT)"; return; }
+  already_up mariadb my_ping_tls TERM && {
+    my_plugin_users
+    say "mariadb already up on 127.0.0.1:$MY_PORT (HandlerSocket $HS_PORT/$HSW_PORT)"
+    return
+  }
   local data=$MY_DIR/data log
   log=$(logfile mariadb)
   mkdir -p "$MY_DIR"
@@ -369,6 +392,7 @@ INSERT INTO loadgen_hscheck.t VALUES (1, 'ok');
 EOF
   wait_ready mariadb my_login || exit 1
   wait_ready mariadb my_tls_login || exit 1
+  my_plugin_users
   wait_ready mariadb hs_check || exit 1
   # HandlerSocket keeps tables open while its connections last; ours are closed by now.
   my_root -e 'SET SESSION lock_wait_timeout = 10; DROP DATABASE loadgen_hscheck' >>"$log" 2>&1 ||
@@ -534,6 +558,8 @@ export LOADGEN_MC_SOCKET=$MC_SOCK
 export LOADGEN_REDIS_SOCKET=$REDIS_SOCK
 export LOADGEN_PG_URL=postgres://loadgen@127.0.0.1:$PG_PORT/loadgen
 export LOADGEN_MY_URL=mysql://loadgen@127.0.0.1:$MY_PORT/loadgen
+export LOADGEN_MY_ED25519_URL=mysql://loadgen_ed25519@127.0.0.1:$MY_PORT/loadgen
+export LOADGEN_MY_PAM_URL=mysql://loadgen_pam@127.0.0.1:$MY_PORT/loadgen
 export LOADGEN_HS_URL=hs://127.0.0.1:$HS_PORT/loadgen/usr
 export LOADGEN_HSW_URL=hs://127.0.0.1:$HSW_PORT/loadgen/usr
 export LOADGEN_MC_URL=memcache://127.0.0.1:$MC_PORT

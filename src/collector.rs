@@ -317,6 +317,7 @@ impl<'a> Collector<'a> {
             label: None,
             transport: self.endpoint.transport().name().to_string(),
             socket: self.endpoint.socket().map(|p| p.display().to_string()),
+            driver: None,
             tls: None,
             started_at: connect.started_at,
             interrupted: self.interrupted,

@@ -11,6 +11,7 @@ use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
 use crate::proto::memcached::conn::McTarget;
 use crate::proto::mysql::async_driver::MysqlTarget;
+use crate::proto::mysql::plugins;
 use crate::proto::mysql::wire_driver::MyWireTarget;
 use crate::proto::postgres::tokio_driver::PgTarget;
 use crate::proto::postgres::wire_driver::PgWireTarget;
@@ -21,6 +22,7 @@ use crate::result::RunResult;
 use crate::run::run;
 use crate::serve::ServerStats;
 use crate::url::TargetUrl;
+use crate::worker::wait_true;
 
 /// The embedded server, when the run uses it: its URL and its own counters.
 pub struct Embedded {
@@ -66,7 +68,28 @@ pub async fn run_target(
         (Proto::Mysql, "mysql_async") => {
             run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
         }
-        (Proto::Mysql, _) => run(MyWireTarget::new(&url, plan)?, plan, &label, control).await,
+        (Proto::Mysql, _) => {
+            let wire = MyWireTarget::new(&url, plan)?;
+            // The login that decides the driver gives way to Ctrl-C, as the preflight does.
+            let unspoken = tokio::select! {
+                p = wire.unspoken_plugin() => p.map_err(|e| {
+                    SetupError(format!("{label}: {}", crate::url::redact_text(&e.message)))
+                })?,
+                _ = wait_true(control.stop.clone()) => return Err(SetupError(format!(
+                    "{label}: stopped while connecting; nothing was measured"
+                ))),
+            };
+            match unspoken {
+                None => run(wire, plan, &label, control).await,
+                Some(plugin) => {
+                    eprintln!(
+                        "loadgen: {}",
+                        plugins::fallback(&label, &plugin, plan.pipeline)?
+                    );
+                    run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
+                }
+            }
+        }
         (Proto::HandlerSocket, _) => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Memcached, _) => run(McTarget::new(&url, plan)?, plan, &label, control).await,
         (Proto::Redis, _) => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,

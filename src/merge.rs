@@ -408,6 +408,11 @@ fn merge_group(
         transport: r0.transport.clone(),
         tls: r0.tls.clone(),
         socket: r0.socket.clone(),
+        // Generators that ran different drivers have no one driver to name.
+        driver: r0
+            .driver
+            .clone()
+            .filter(|d| runs.iter().all(|r| r.driver.as_ref() == Some(d))),
         started_at: earliest(runs.iter().map(|r| r.started_at.as_str())),
         interrupted: runs.iter().any(|r| r.interrupted),
         stopped_early: (!stopped.is_empty()).then(|| stopped.join("; ")),

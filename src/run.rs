@@ -156,6 +156,7 @@ pub async fn run<T: Target>(
         cpu_ns,
         (&server, server_cpu_ns),
     );
+    result.driver = target.driver().map(str::to_string);
     result.tls = target.tls().map(|t| TlsUsed {
         version: t.version,
         cipher: t.cipher,

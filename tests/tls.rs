@@ -9,23 +9,13 @@ mod common;
 use common::*;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 const KEYS: &str = "1-100000";
-
-fn env(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| panic!("{var} (scripts/servers.sh env)"))
-}
-
-/// `base` with one more query option.
-fn with(base: &str, option: &str) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}{option}")
-}
 
 /// The base64 body of a PEM key file: what must never appear in an output.
 fn key_body(path: &str) -> String {
@@ -94,27 +84,6 @@ fn verify(url: &str, verified: &str, extra: &[&str]) {
     assert_tls(r, verified, url);
     assert_eq!(u(r, "hits"), 100_000, "{url}: {r}");
     assert_eq!(u(r, "error_total"), 0, "{url}: {r}");
-}
-
-/// A byte-for-byte TCP relay from 127.0.0.2 (loopback, but a name the certificate does not
-/// carry) to `to`; threads end with the test process.
-fn relay_on_127_0_0_2(to: String) -> u16 {
-    let l = TcpListener::bind("127.0.0.2:0").expect("127.0.0.2 is loopback");
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for c in l.incoming().flatten() {
-            let Ok(s) = TcpStream::connect(&to) else {
-                continue;
-            };
-            for (mut a, mut b) in [(c.try_clone().unwrap(), s.try_clone().unwrap()), (s, c)] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut a, &mut b);
-                    let _ = b.shutdown(std::net::Shutdown::Write);
-                });
-            }
-        }
-    });
-    port
 }
 
 #[test]

@@ -17,12 +17,6 @@ use serde_json::Value;
 
 const KEYS: &str = "1-100000";
 
-/// `base` with one more query option.
-fn with(base: &str, option: &str) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}{option}")
-}
-
 /// The run went over the socket `socket` and says so in the JSON.
 fn assert_unix(r: &Value, socket: &str, context: &str) {
     assert_eq!(r["transport"], "unix", "{context}: {r}");

@@ -98,7 +98,7 @@ pub const PROTOCOLS: &[Protocol] = &[
         schemes: &["mysql", "mariadb"],
         url: "mysql://user@host:port/db",
         socket_url: Some(mysql::SOCKET_URL),
-        tls: None,
+        tls: Some("?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem (the mysql client's ssl-mode, ssl-ca, ssl-cert, ssl-key; default PREFERRED)"),
         default_port: mysql::DEFAULT_PORT,
         drivers: &[
             Driver {

@@ -43,6 +43,12 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
+    /// The driver that runs it, where the protocol has a choice (`?driver=`): the result
+    /// names the one that ran, which is not always the one asked for (MySQL's auth fallback).
+    fn driver(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
     fn max_pipeline(&self) -> usize;
 

@@ -198,7 +198,11 @@ pub fn render(file: &ResultFile) -> String {
 
 pub fn render_run(r: &RunResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "target     {} ({})", r.target, r.kind);
+    let driver = r
+        .driver
+        .as_ref()
+        .map_or_else(String::new, |d| format!(", driver {d}"));
+    let _ = writeln!(out, "target     {} ({}{driver})", r.target, r.kind);
     let _ = writeln!(
         out,
         "requests   {} in {:.2}s = {} qps{}",
@@ -567,6 +571,18 @@ mod tests {
         assert!(
             plain.starts_with("settings   16 connections x 1 in flight"),
             "{plain}"
+        );
+    }
+
+    #[test]
+    fn the_target_line_names_the_driver_that_ran() {
+        let mut r = run("mysql://u@h:3306/db", 1.0);
+        assert!(render_run(&r).starts_with("target     mysql://u@h:3306/db (hs)\n"));
+        r.driver = Some("mysql_async".into());
+        assert!(
+            render_run(&r).starts_with("target     mysql://u@h:3306/db (hs, driver mysql_async)\n"),
+            "{}",
+            render_run(&r)
         );
     }
 

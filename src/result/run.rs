@@ -31,6 +31,10 @@ pub struct RunResult {
     /// The Unix socket path, when `transport` is `unix`.
     #[serde(default)]
     pub socket: Option<String>,
+    /// The driver that ran, where the protocol has more than one (`wire`, `tokio`,
+    /// `mysql_async`); null for the others and in files from before it was recorded.
+    #[serde(default)]
+    pub driver: Option<String>,
     /// What TLS negotiated, null for a plain connection (and in files from before TLS).
     #[serde(default)]
     pub tls: Option<TlsUsed>,

@@ -18,5 +18,5 @@ pub use endpoint::Endpoint;
 pub use listen::Listener;
 pub use stream::Stream;
 pub use tls::{
-    direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, DIRECT_OPTIONS,
+    direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified, DIRECT_OPTIONS,
 };

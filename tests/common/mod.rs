@@ -323,3 +323,35 @@ fn dechunk(mut s: &str) -> String {
 pub fn urlencode(s: &str) -> String {
     loadgen::url::encode(s)
 }
+
+/// A byte-for-byte TCP relay from 127.0.0.2 (loopback, but a name the certificate does not
+/// carry) to `to`; its threads end with the test process.
+pub fn relay_on_127_0_0_2(to: String) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.2:0").expect("127.0.0.2 is loopback");
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let Ok(s) = std::net::TcpStream::connect(&to) else {
+                continue;
+            };
+            for (mut a, mut b) in [(c.try_clone().unwrap(), s.try_clone().unwrap()), (s, c)] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut a, &mut b);
+                    let _ = b.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    });
+    port
+}
+
+/// A variable of `scripts/servers.sh env` that the test needs.
+pub fn env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} (scripts/servers.sh env)"))
+}
+
+/// `base` with more query options (`a=1` or `a=1&b=2`).
+pub fn with(base: &str, options: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}{options}")
+}

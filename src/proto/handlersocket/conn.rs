@@ -34,7 +34,7 @@ pub struct HsTarget {
     /// Handshake steps get `connect` each: a port that is not HandlerSocket (MariaDB's SQL port
     /// sends a binary greeting and then waits) must not hang the preflight.
     timeouts: Timeouts,
-    status: Option<mysql_async::Opts>,
+    status: Option<crate::proto::mysql::async_driver::MyOpts>,
 }
 
 impl HsTarget {

@@ -7,35 +7,99 @@
 //!
 //! mysql_async cannot pipeline: one request in flight per connection (`?driver=wire` can).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, Statement, Value};
+use mysql_async::{
+    ClientIdentity, DriverError, Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, SslOpts,
+    Statement, Value,
+};
 
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::{outcome, Cell, Reply, Request};
 use crate::proto::mysql::codec::time_cell;
+use crate::proto::mysql::plugins::unspoken;
+use crate::proto::mysql::ssl::{no_tls_on_server, server_said, tls_options};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
-use crate::transport::{self, Endpoint};
+use crate::transport::{self, Endpoint, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions};
 use crate::url::TargetUrl;
 
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = ?";
 
 pub struct MysqlTarget {
     pool: Pool,
+    /// PREFERRED: the pool without TLS, used once the server turned out to offer none.
+    plain_pool: Option<Pool>,
+    plain: AtomicBool,
+    /// What the first TLS connection negotiated.
+    tls: OnceLock<TlsInfo>,
     endpoint: Endpoint,
-    opts: Opts,
+    opts: MyOpts,
     sql: String,
     simple: Option<(String, String)>,
     verify: bool,
 }
 
-/// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`); MYSQL_PWD is
-/// the password fallback.
-pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Result<Opts, String> {
+/// mysql_async options for a URL, with its TLS. mysql_async has no PREFERRED (given TLS
+/// options it insists on TLS), so under PREFERRED `plain` holds the same options without TLS,
+/// taken for a server that offers none, as the mysql client does.
+#[derive(Clone)]
+pub struct MyOpts {
+    pub opts: Opts,
+    pub plain: Option<Opts>,
+    /// The same TLS settings as a transport client: file checks up front, and the one-line
+    /// causes of a failed handshake.
+    pub tls: Option<TlsClient>,
+}
+
+impl MyOpts {
+    /// One connection, plain if PREFERRED met a server without TLS.
+    pub async fn conn(&self) -> Result<mysql_async::Conn, String> {
+        let r = match (mysql_async::Conn::new(self.opts.clone()).await, &self.plain) {
+            (Err(e), Some(plain)) if no_tls_offered(&e) => {
+                mysql_async::Conn::new(plain.clone()).await
+            }
+            (r, _) => r,
+        };
+        r.map_err(|e| self.explain(&e))
+    }
+
+    /// One line for a mysql_async error, TLS handshake failures in the transport's words.
+    pub fn explain(&self, e: &mysql_async::Error) -> String {
+        let ep = endpoint_of(&self.opts);
+        if let (mysql_async::Error::Io(mysql_async::IoError::Io(io)), Some(tls)) = (e, &self.tls) {
+            if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) {
+                return format!("{ep}: {}", tls.explain(self.opts.ip_or_hostname(), io));
+            }
+        }
+        if no_tls_offered(e) {
+            return format!("{ep}: {}", no_tls_on_server());
+        }
+        explain(e, &ep, self.tls.is_none())
+    }
+}
+
+/// The server's greeting has no CLIENT_SSL.
+pub fn no_tls_offered(e: &mysql_async::Error) -> bool {
+    matches!(
+        e,
+        mysql_async::Error::Driver(DriverError::NoClientSslFlagFromServer)
+    )
+}
+
+/// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`; TLS as its
+/// ssl-mode says); MYSQL_PWD is the password fallback.
+pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Result<MyOpts, String> {
     let endpoint = super::endpoint(url)?;
+    let tls_options = tls_options(url, &endpoint)?;
+    let tls = match &tls_options {
+        Some(o) => TlsClient::new(o)?,
+        None => None,
+    };
     let user = url
         .user
         .clone()
@@ -53,7 +117,7 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Resul
         Endpoint::Tcp { host, port } => OptsBuilder::default().ip_or_hostname(host).tcp_port(port),
         Endpoint::Unix(path) => OptsBuilder::default().socket(Some(path.to_string_lossy())),
     };
-    Ok(builder
+    let plain = builder
         .user(Some(user))
         .pass(pass)
         .db_name(db)
@@ -62,8 +126,40 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Resul
         .tcp_nodelay(true)
         .conn_ttl(None)
         .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10))
-        .pool_opts(pool_opts)
-        .into())
+        .pool_opts(pool_opts);
+    Ok(match tls_options {
+        None => MyOpts {
+            opts: plain.into(),
+            plain: None,
+            tls,
+        },
+        Some(o) => MyOpts {
+            opts: plain.clone().ssl_opts(ssl_opts(&o)).into(),
+            plain: (o.mode == TlsMode::Prefer).then(|| plain.into()),
+            tls,
+        },
+    })
+}
+
+/// mysql_async's spelling of the same checks `TlsClient` makes: a CA file given checks the
+/// chain in every mode, VERIFY_IDENTITY the host name too, and no CA checks nothing.
+fn ssl_opts(o: &TlsOptions) -> SslOpts {
+    // Built-in roots only where none are given: mysql_async's verifier wants some, even when
+    // it accepts any certificate.
+    let ssl = SslOpts::default().with_disable_built_in_roots(matches!(o.roots, Roots::File(_)));
+    let ssl = match &o.roots {
+        Roots::File(path) => ssl
+            .with_root_certs(vec![path.clone().into()])
+            .with_danger_skip_domain_validation(o.mode != TlsMode::VerifyFull),
+        _ => ssl.with_danger_accept_invalid_certs(true),
+    };
+    match (&o.cert, &o.key) {
+        (Some(cert), Some(key)) => ssl.with_client_identity(Some(ClientIdentity::new(
+            cert.clone().into(),
+            key.clone().into(),
+        ))),
+        _ => ssl,
+    }
 }
 
 /// Where `opts` connect, for messages.
@@ -92,9 +188,13 @@ pub fn lookup_sql(plan: &Plan) -> Result<String, SetupError> {
 }
 
 /// One line for a server error during setup, shared by both drivers: what to do next for the
-/// errors a user meets first (wrong password, table not loaded, unknown database).
-pub fn explain_server(code: u16, message: &str) -> String {
+/// errors a user meets first (wrong password, table not loaded, unknown database). `plain`:
+/// the login was not over TLS, which a user created REQUIRE SSL is refused for in the same words.
+pub fn explain_server(code: u16, message: &str, plain: bool) -> String {
     match code {
+        1045 if plain => format!(
+            "{message}: check the user and password (in the URL or MYSQL_PWD); a user created REQUIRE SSL must log in over TLS, and this login was plain (ssl-mode)"
+        ),
         1045 | 1698 => format!("{message}: check the user and password (in the URL or MYSQL_PWD)"),
         1146 => format!("{message}: run `loadgen prepare <url>` to create and load the table"),
         1049 => format!("{message}: create it or name another database in the URL path"),
@@ -104,10 +204,17 @@ pub fn explain_server(code: u16, message: &str) -> String {
 
 /// One line for a mysql_async error; the password is never in mysql_async's messages. A
 /// connect that failed is said in the transport's words (which socket, what is wrong with it).
-pub fn explain(e: &mysql_async::Error, ep: &Endpoint) -> String {
+pub fn explain(e: &mysql_async::Error, ep: &Endpoint, plain: bool) -> String {
     use std::io::ErrorKind::{ConnectionRefused, NotFound, PermissionDenied};
     match e {
-        mysql_async::Error::Server(s) => explain_server(s.code, &s.message),
+        mysql_async::Error::Server(s) => explain_server(s.code, &s.message, plain),
+        mysql_async::Error::Driver(DriverError::UnknownAuthPlugin { name }) => unspoken(name),
+        mysql_async::Error::Driver(DriverError::MysqlOldPasswordDisabled) => {
+            unspoken("mysql_old_password")
+        }
+        mysql_async::Error::Driver(DriverError::CleartextPluginDisabled) => {
+            unspoken("mysql_clear_password")
+        }
         mysql_async::Error::Io(mysql_async::IoError::Io(io))
             if matches!(io.kind(), ConnectionRefused | NotFound | PermissionDenied) =>
         {
@@ -119,18 +226,24 @@ pub fn explain(e: &mysql_async::Error, ep: &Endpoint) -> String {
 
 impl MysqlTarget {
     /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "socket"];
+    pub const OPTIONS: &'static [&'static str] = &[
+        "driver", "socket", "ssl-mode", "ssl-ca", "ssl-cert", "ssl-key",
+    ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
         let opts = mysql_opts(url, plan.timeouts().connect, plan.connections + 1)?;
         let sql = lookup_sql(plan)?;
+        let plain_pool = opts.plain.clone().map(Pool::new);
         let simple = (plan.mode == Mode::Simple).then(|| {
             let (a, b) = sql.split_once('?').expect("checked");
             (a.to_string(), b.to_string())
         });
         Ok(MysqlTarget {
-            pool: Pool::new(opts.clone()),
-            endpoint: endpoint_of(&opts),
+            pool: Pool::new(opts.opts.clone()),
+            plain_pool,
+            plain: AtomicBool::new(false),
+            tls: OnceLock::new(),
+            endpoint: endpoint_of(&opts.opts),
             opts,
             sql,
             simple,
@@ -162,15 +275,37 @@ impl Target for MysqlTarget {
         "mysql"
     }
 
+    fn driver(&self) -> Option<&'static str> {
+        Some("mysql_async")
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
     async fn connect(&self) -> Result<MysqlConn, LookupError> {
         let fail = |e: mysql_async::Error| {
-            LookupError::new(ErrorKind::Connect, true, explain(&e, &self.endpoint))
+            LookupError::new(ErrorKind::Connect, true, self.opts.explain(&e))
         };
-        let mut conn = self.pool.get_conn().await.map_err(fail)?;
+        let conn = match (&self.plain_pool, self.plain.load(Ordering::Relaxed)) {
+            (Some(plain), true) => plain.get_conn().await,
+            (plain, _) => match (self.pool.get_conn().await, plain) {
+                // PREFERRED, and the server offers no TLS: plain from now on.
+                (Err(e), Some(plain)) if no_tls_offered(&e) => {
+                    self.plain.store(true, Ordering::Relaxed);
+                    plain.get_conn().await
+                }
+                (r, _) => r,
+            },
+        };
+        let mut conn = conn.map_err(fail)?;
+        if self.tls.get().is_none() && !self.plain.load(Ordering::Relaxed) {
+            if let Some(tls) = &self.opts.tls {
+                if let Some(info) = session_tls(&mut conn, tls).await.map_err(fail)? {
+                    let _ = self.tls.set(info);
+                }
+            }
+        }
         let stmt = conn.prep(&self.sql).await.map_err(fail)?;
         Ok(MysqlConn {
             conn: Some(conn),
@@ -179,6 +314,10 @@ impl Target for MysqlTarget {
             verify: self.verify,
             in_flight: None,
         })
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.tls.get().cloned()
     }
 
     fn max_pipeline(&self) -> usize {
@@ -205,17 +344,36 @@ impl Target for MysqlTarget {
     }
 }
 
+/// What the connection negotiated, as the server reports it (mysql_async does not show its
+/// stream); None if it is plain.
+async fn session_tls(
+    conn: &mut mysql_async::Conn,
+    tls: &TlsClient,
+) -> Result<Option<TlsInfo>, mysql_async::Error> {
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
+        .await?;
+    let get = |name: &str| {
+        rows.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    Ok(match (get("Ssl_version"), get("Ssl_cipher")) {
+        (Some(v), Some(c)) => Some(server_said(v, c, tls.verified)),
+        _ => None,
+    })
+}
+
 /// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
 /// Com_stmt_execute or Handler_read_key itself).
-pub async fn global_status(opts: &Opts, name: &str) -> Result<u64, String> {
-    let addr = endpoint_of(opts);
-    let mut c = mysql_async::Conn::new(opts.clone())
-        .await
-        .map_err(|e| explain(&e, &addr))?;
+pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, String> {
+    let addr = endpoint_of(&opts.opts);
+    let mut c = opts.conn().await?;
     let row: Option<(String, String)> = c
         .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
         .await
-        .map_err(|e| explain(&e, &addr))?;
+        .map_err(|e| opts.explain(&e))?;
     let _ = c.disconnect().await;
     row.and_then(|(_, v)| v.parse().ok())
         .ok_or_else(|| format!("{addr}: no global status {name}"))

@@ -15,6 +15,7 @@ use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRA
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
 pub const CLIENT_CONNECT_WITH_DB: u64 = 1 << 3;
 pub const CLIENT_PROTOCOL_41: u64 = 1 << 9;
+pub const CLIENT_SSL: u64 = 1 << 11;
 pub const CLIENT_TRANSACTIONS: u64 = 1 << 13;
 pub const CLIENT_SECURE_CONNECTION: u64 = 1 << 15;
 pub const CLIENT_MULTI_RESULTS: u64 = 1 << 17;

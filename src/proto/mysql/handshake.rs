@@ -7,7 +7,7 @@
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{
-    AuthPlugin, AuthSwitchRequest, HandshakePacket, HandshakeResponse, StmtPacket,
+    AuthPlugin, AuthSwitchRequest, HandshakePacket, HandshakeResponse, SslRequest, StmtPacket,
 };
 use mysql_common::proto::MySerialize;
 use mysql_common::scramble::scramble_native;
@@ -15,10 +15,9 @@ use mysql_common::scramble::scramble_native;
 use crate::proto::mysql::codec::{
     CLIENT_CONNECT_WITH_DB, CLIENT_DEPRECATE_EOF, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS,
     CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_PS_MULTI_RESULTS, CLIENT_SECURE_CONNECTION,
-    CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
+    CLIENT_SSL, CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
 };
-
-pub const NATIVE_PASSWORD: &str = "mysql_native_password";
+use crate::proto::mysql::plugins::{speaker, Speaker, NATIVE_PASSWORD};
 
 /// The server version mysql_common picks the connection's collation from: from 5.5.3 on it is
 /// utf8mb4_general_ci, which every server since then knows.
@@ -32,6 +31,10 @@ pub struct Greeting {
     pub capabilities: u64,
     /// The auth challenge: 20 bytes for mysql_native_password.
     pub scramble: Vec<u8>,
+    /// The server's default auth plugin (MySQL 8: caching_sha2_password). Not the user's: a
+    /// user of another plugin gets an AuthSwitchRequest, so the wire driver answers
+    /// mysql_native_password whatever this says and decides on the switch (`auth_step`).
+    pub plugin: String,
 }
 
 /// Parses Handshake v10; any other protocol version, or bytes that are not a greeting, are
@@ -54,9 +57,13 @@ pub fn parse_greeting(p: &[u8]) -> Result<Greeting, String> {
     if capabilities & CLIENT_LONG_PASSWORD == 0 {
         capabilities |= u64::from(hello.mariadb_ext_capabilities().bits()) << 32;
     }
+    let plugin = hello
+        .auth_plugin_name_str()
+        .map_or_else(|| NATIVE_PASSWORD.to_string(), |p| p.into_owned());
     Ok(Greeting {
         capabilities,
         scramble: hello.nonce(),
+        plugin,
     })
 }
 
@@ -124,6 +131,26 @@ pub fn handshake_response(
     Ok(p)
 }
 
+/// The SSLRequest that comes before the TLS handshake: the HandshakeResponse's first 32
+/// bytes, CLIENT_SSL set; the HandshakeResponse follows over TLS with the same capabilities.
+pub fn ssl_request(capabilities: u64) -> Vec<u8> {
+    let capabilities = capabilities | CLIENT_SSL;
+    let request = SslRequest::new(
+        CapabilityFlags::from_bits_truncate(capabilities as u32),
+        1 << 24,
+        UTF8MB4_GENERAL_CI,
+    )
+    .with_mariadb_capabilities(MariadbCapabilities::from_bits_truncate(
+        (capabilities >> 32) as u32,
+    ));
+    let mut p = Vec::with_capacity(32);
+    request.serialize(&mut p);
+    p
+}
+
+/// The collation HandshakeResponse picks for `UTF8MB4_SERVER`.
+const UTF8MB4_GENERAL_CI: u8 = 45;
+
 /// mysql_native_password over the first 20 bytes of the challenge (a challenge may carry its
 /// trailing NUL). No password: an empty response.
 pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
@@ -142,6 +169,44 @@ pub fn auth_switch(p: &[u8]) -> Result<(String, Vec<u8>), String> {
         .map_err(|_| "malformed AuthSwitchRequest from the server".to_string())?;
     let plugin = String::from_utf8_lossy(switch.auth_plugin().as_bytes()).into_owned();
     Ok((plugin, switch.plugin_data().to_vec()))
+}
+
+/// What to do with a packet of the server's answer to the HandshakeResponse (ERR packets are
+/// the caller's: they end the login with the server's message).
+#[derive(Debug, PartialEq, Eq)]
+pub enum AuthStep {
+    /// OK: logged in.
+    Done,
+    /// A switch to mysql_native_password with a new challenge: send these bytes.
+    Answer(Vec<u8>),
+    /// The user's plugin is one the wire driver does not speak: its name.
+    Unspoken(String),
+}
+
+/// The wire driver's login decision. It answered the greeting with mysql_native_password;
+/// a user of another plugin makes the server switch (once: `switched`), and AuthMoreData
+/// without a switch is the greeting's multi-round plugin (caching_sha2_password,
+/// sha256_password) carrying on.
+pub fn auth_step(
+    p: &[u8],
+    password: &[u8],
+    switched: bool,
+    greeting_plugin: &str,
+) -> Result<AuthStep, String> {
+    match p.first() {
+        Some(0x00) => Ok(AuthStep::Done),
+        Some(0xFE) if !switched => {
+            let (plugin, challenge) = auth_switch(p)?;
+            Ok(match speaker(&plugin) {
+                Speaker::Wire => AuthStep::Answer(native_password(password, &challenge)),
+                _ => AuthStep::Unspoken(plugin),
+            })
+        }
+        Some(0x01) if !switched && speaker(greeting_plugin) != Speaker::Wire => {
+            Ok(AuthStep::Unspoken(greeting_plugin.to_string()))
+        }
+        _ => Err("unexpected reply from the server during authentication".into()),
+    }
 }
 
 /// COM_STMT_PREPARE_OK: 0x00, statement id (4), columns (2), parameters (2), ...
@@ -167,6 +232,11 @@ mod tests {
 
     /// MariaDB 10.11's greeting as seen on the wire (scramble replaced).
     fn mariadb_greeting() -> Vec<u8> {
+        greeting_with("mysql_native_password")
+    }
+
+    /// That greeting with another default plugin.
+    fn greeting_with(plugin: &str) -> Vec<u8> {
         let mut p = vec![10];
         p.extend_from_slice(b"5.5.5-10.11.19-MariaDB-0+deb12u1\0");
         p.extend_from_slice(&7u32.to_le_bytes());
@@ -180,7 +250,8 @@ mod tests {
         p.extend_from_slice(&[0; 6]);
         p.extend_from_slice(&0x1du32.to_le_bytes());
         p.extend_from_slice(b"ijklmnopqrst\0");
-        p.extend_from_slice(b"mysql_native_password\0");
+        p.extend_from_slice(plugin.as_bytes());
+        p.push(0);
         p
     }
 
@@ -188,6 +259,7 @@ mod tests {
     fn greeting_of_mariadb() {
         let g = parse_greeting(&mariadb_greeting()).unwrap();
         assert_eq!(g.scramble, b"abcdefghijklmnopqrst");
+        assert_eq!(g.plugin, NATIVE_PASSWORD);
         assert_eq!(g.capabilities >> 32, 0x1d);
         assert_ne!(g.capabilities & CLIENT_DEPRECATE_EOF, 0);
         let caps = client_capabilities(g.capabilities, true, true).unwrap();
@@ -257,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn ssl_request_is_the_response_head_with_client_ssl() {
+        let caps = CLIENT_PROTOCOL_41
+            | CLIENT_SECURE_CONNECTION
+            | CLIENT_PLUGIN_AUTH
+            | MARIADB_CLIENT_CACHE_METADATA;
+        let p = ssl_request(caps);
+        assert_eq!(p.len(), 32);
+        let response = handshake_response(caps | CLIENT_SSL, "bob", &[], None, "x").unwrap();
+        assert_eq!(&p[..], &response[..32]);
+        assert_eq!(&p[..4], &((caps | CLIENT_SSL) as u32).to_le_bytes());
+        assert_eq!(&p[28..32], &((caps >> 32) as u32).to_le_bytes());
+    }
+
+    #[test]
     fn native_password_is_what_the_server_checks() {
         // SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))) for "password", worked out
         // apart from loadgen (Python's hashlib); the server stores only the inner SHA1(SHA1()).
@@ -299,5 +385,65 @@ mod tests {
             parse_prepare_ok(&[0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             None
         );
+    }
+
+    /// MySQL 8's greeting names caching_sha2_password: the wire driver still answers
+    /// mysql_native_password (a native user logs in, on the fast path), and a caching_sha2
+    /// user's AuthSwitchRequest, or AuthMoreData of the greeting's plugin, hands over.
+    #[test]
+    fn mysql8_caching_sha2_switches_to_mysql_async() {
+        let mut p = greeting_with("caching_sha2_password");
+        p[1 + 33 + 4 + 9] |= 1; // CLIENT_LONG_PASSWORD: a MySQL server
+        let g = parse_greeting(&p).unwrap();
+        assert_eq!(g.plugin, "caching_sha2_password");
+        let pw = b"password";
+        let step = |p: &[u8], switched| auth_step(p, pw, switched, &g.plugin);
+        // A mysql_native_password user: OK at once.
+        assert_eq!(
+            step(b"\x00\x00\x00\x02\x00\x00\x00", false),
+            Ok(AuthStep::Done)
+        );
+        // A caching_sha2_password user: the server switches to it.
+        let switch = b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0";
+        assert_eq!(
+            step(switch, false),
+            Ok(AuthStep::Unspoken("caching_sha2_password".into()))
+        );
+        // AuthMoreData (fast-auth result, or "perform full authentication") before a switch.
+        for more in [&b"\x01\x03"[..], b"\x01\x04"] {
+            assert_eq!(
+                step(more, false),
+                Ok(AuthStep::Unspoken("caching_sha2_password".into()))
+            );
+        }
+        // A second switch is not MySQL protocol.
+        assert!(step(switch, true).is_err());
+    }
+
+    #[test]
+    fn auth_step_decides_by_the_plugin_asked_for() {
+        let step = |p: &[u8]| auth_step(p, b"password", false, NATIVE_PASSWORD);
+        let native = b"\xfemysql_native_password\0abcdefghijklmnopqrst\0";
+        assert_eq!(
+            step(native),
+            Ok(AuthStep::Answer(native_password(
+                b"password",
+                b"abcdefghijklmnopqrst"
+            )))
+        );
+        for plugin in ["client_ed25519", "parsec", "sha256_password", "dialog"] {
+            let mut p = vec![0xFE];
+            p.extend_from_slice(plugin.as_bytes());
+            p.extend_from_slice(b"\0nonce");
+            assert_eq!(step(&p), Ok(AuthStep::Unspoken(plugin.into())), "{plugin}");
+        }
+        assert_eq!(
+            step(b"\xfe"),
+            Ok(AuthStep::Unspoken("mysql_old_password".into()))
+        );
+        // AuthMoreData after a native greeting, garbage, nothing: errors, no panic.
+        for bad in [&b"\x01\x03"[..], b"\x07", b""] {
+            assert!(step(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -4,7 +4,9 @@
 pub mod async_driver;
 pub mod codec;
 pub mod handshake;
+pub mod plugins;
 pub mod prepare;
+pub mod ssl;
 pub mod wire_driver;
 
 use crate::transport::Endpoint;

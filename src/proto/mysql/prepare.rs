@@ -10,12 +10,11 @@ const BATCH: u64 = 5000;
 
 /// Creates the table and loads ids `keys.0..=keys.1`.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
-    use crate::proto::mysql::async_driver::{endpoint_of, explain, mysql_opts};
+    use crate::proto::mysql::async_driver::mysql_opts;
     use mysql_async::prelude::Queryable;
     let opts = mysql_opts(url, crate::timeouts::PREPARE_CONNECT, 1)?;
-    let ep = endpoint_of(&opts);
-    let err = |e: mysql_async::Error| explain(&e, &ep);
-    let mut c = mysql_async::Conn::new(opts).await.map_err(err)?;
+    let err = |e: mysql_async::Error| opts.explain(&e);
+    let mut c = opts.conn().await?;
     for stmt in SCHEMA
         .split(';')
         .map(str::trim)

@@ -4,26 +4,30 @@
 //! no connection task, boxed future or row allocation in between (the measured cost against
 //! mysql_async is in docs/benchmarks.md).
 //! The handshake here: Handshake v10, HandshakeResponse41 with the database,
-//! mysql_native_password (also after an AuthSwitchRequest; other plugins are refused with a
-//! pointer to `?driver=mysql_async`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
+//! mysql_native_password (also after an AuthSwitchRequest; for a user of another plugin,
+//! dispatch hands the run to mysql_async: `unspoken_plugin`), then COM_STMT_PREPARE of the lookup. TCP, or the Unix
 //! socket that `?socket=` names. Prepared mode only: `--mode simple` goes to mysql_async.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::proto::mysql::async_driver::{explain_server, global_status, lookup_sql, mysql_opts};
+use crate::proto::mysql::async_driver::{
+    explain_server, global_status, lookup_sql, mysql_opts, MyOpts,
+};
 use crate::proto::mysql::codec::{
-    column_type, MyCodec, Packets, ServerError, Shape, COM_STMT_PREPARE,
+    column_type, MyCodec, Packets, ServerError, Shape, CLIENT_SSL, COM_STMT_PREPARE,
 };
 use crate::proto::mysql::handshake::{
-    auth_switch, client_capabilities, handshake_response, native_password, parse_greeting,
-    parse_prepare_ok, NATIVE_PASSWORD,
+    auth_step, client_capabilities, handshake_response, native_password, parse_greeting,
+    parse_prepare_ok, ssl_request, AuthStep,
 };
+use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
+use crate::proto::mysql::ssl::ask_tls;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
-use crate::transport::{no_connection, Endpoint, Stream};
+use crate::transport::{no_connection, Endpoint, Stream, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
 /// No Debug: `password` is the password.
@@ -36,13 +40,22 @@ pub struct MyWireTarget {
     verify: bool,
     timeouts: Timeouts,
     cache_metadata: bool,
-    /// For the server-side count only (a separate mysql_async connection, off the hot path).
-    opts: mysql_async::Opts,
+    /// For the server-side count only (a separate mysql_async connection, off the hot path);
+    /// its `tls` is this driver's TLS too (None: plain).
+    opts: MyOpts,
 }
 
 impl MyWireTarget {
     /// The options this target reads from its URL's query (`driver` is read by dispatch).
-    pub const OPTIONS: &'static [&'static str] = &["driver", "cache_metadata", "socket"];
+    pub const OPTIONS: &'static [&'static str] = &[
+        "driver",
+        "cache_metadata",
+        "socket",
+        "ssl-mode",
+        "ssl-ca",
+        "ssl-cert",
+        "ssl-key",
+    ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MyWireTarget, SetupError> {
         if plan.mode == Mode::Simple {
@@ -56,9 +69,9 @@ impl MyWireTarget {
         let opts = mysql_opts(url, plan.timeouts().connect, 1)?;
         Ok(MyWireTarget {
             endpoint: super::endpoint(url)?,
-            user: opts.user().unwrap_or_default().to_string(),
-            password: opts.pass().map(str::to_string),
-            db: opts.db_name().map(str::to_string),
+            user: opts.opts.user().unwrap_or_default().to_string(),
+            password: opts.opts.pass().map(str::to_string),
+            db: opts.opts.db_name().map(str::to_string),
             sql: lookup_sql(plan)?,
             verify: plan.verify,
             timeouts: plan.timeouts(),
@@ -75,12 +88,15 @@ impl MyWireTarget {
         })
     }
 
-    async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+    /// Connect, greeting, login: a session ready for commands (its capabilities), or the
+    /// name of the user's auth plugin when the wire driver does not speak it.
+    async fn login(&self) -> Result<Login, LookupError> {
         let sock = crate::transport::connect(&self.endpoint, self.timeouts.connect).await?;
         let mut s = Session {
             sock,
             rbuf: Vec::with_capacity(4096),
             seq: 0,
+            plain: true,
         };
         // A MySQL server speaks first; a port that stays silent (HandlerSocket, PostgreSQL)
         // is another server, not a slow one.
@@ -93,22 +109,68 @@ impl MyWireTarget {
                 ))
             })??;
         let greeting = parse_greeting(&hello).map_err(fail)?;
-        let caps = client_capabilities(
+        let mut caps = client_capabilities(
             greeting.capabilities,
             self.db.is_some(),
             self.cache_metadata,
         )
         .map_err(fail)?;
+        if let (Some(tls), Endpoint::Tcp { host, .. }) = (&self.opts.tls, &self.endpoint) {
+            if ask_tls(tls.mode, greeting.capabilities & CLIENT_SSL != 0).map_err(fail)? {
+                // SSLRequest, the TLS handshake, then the rest of the login over TLS.
+                s.send(&ssl_request(caps)).await?;
+                caps |= CLIENT_SSL;
+                let Session {
+                    sock, rbuf, seq, ..
+                } = s;
+                let sock = tls.upgrade(sock, host).await?;
+                s = Session {
+                    sock,
+                    rbuf,
+                    seq,
+                    plain: false,
+                };
+            }
+        }
         let password = self.password.as_deref().unwrap_or_default().as_bytes();
-        // Always answer with mysql_native_password, whatever the server's default plugin: for a
-        // user of another plugin the server then asks to switch, and we say we cannot.
+        // Always mysql_native_password, whatever the server's default plugin: a user of
+        // another plugin makes the server ask for it (`auth_step`).
         let auth = native_password(password, &greeting.scramble);
         let response =
             handshake_response(caps, &self.user, &auth, self.db.as_deref(), NATIVE_PASSWORD)
                 .map_err(fail)?;
         s.send(&response).await?;
-        authenticate(&mut s, password).await?;
+        let mut switched = false;
+        loop {
+            let p = s.recv().await?;
+            match auth_step(&p, password, switched, &greeting.plugin).map_err(fail)? {
+                AuthStep::Done => return Ok(Login::Ready(s, caps)),
+                AuthStep::Answer(bytes) => {
+                    switched = true;
+                    s.send(&bytes).await?;
+                }
+                AuthStep::Unspoken(plugin) => return Ok(Login::Unspoken(plugin)),
+            }
+        }
+    }
 
+    /// The auth plugin the server asks this user for, when the wire driver does not speak
+    /// it: one login before the run, so dispatch can hand the run to mysql_async. A login
+    /// that fails is the run's setup error, as the preflight connection's would be.
+    pub async fn unspoken_plugin(&self) -> Result<Option<String>, LookupError> {
+        match tokio::time::timeout(self.timeouts.setup, self.login()).await {
+            Ok(Ok(Login::Unspoken(plugin))) => Ok(Some(plugin)),
+            Ok(Ok(Login::Ready(..))) => Ok(None),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(no_connection(&self.endpoint)),
+        }
+    }
+
+    async fn open(&self) -> Result<StreamConn<MyCodec>, LookupError> {
+        let (mut s, caps) = match self.login().await? {
+            Login::Ready(s, caps) => (s, caps),
+            Login::Unspoken(plugin) => return Err(fail(not_wire(&plugin))),
+        };
         s.seq = 0;
         let mut prepare = vec![COM_STMT_PREPARE];
         prepare.extend_from_slice(self.sql.as_bytes());
@@ -151,37 +213,9 @@ impl MyWireTarget {
     }
 }
 
-/// The server's answers to our HandshakeResponse until OK: an AuthSwitchRequest to
-/// mysql_native_password is answered; any other plugin is refused with a pointer to mysql_async.
-async fn authenticate(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
-    let mut switched = false;
-    loop {
-        let p = s.recv().await?;
-        match p[0] {
-            0x00 => return Ok(()),
-            0xFE if !switched => {
-                let (plugin, challenge) = auth_switch(&p).map_err(fail)?;
-                if plugin != NATIVE_PASSWORD {
-                    return Err(unsupported(&plugin));
-                }
-                switched = true;
-                s.send(&native_password(password, &challenge)).await?;
-            }
-            // AuthMoreData: caching_sha2_password, sha256_password and the like.
-            0x01 => return Err(unsupported("caching_sha2_password or sha256_password")),
-            _ => {
-                return Err(fail(
-                    "unexpected reply from the server during authentication",
-                ))
-            }
-        }
-    }
-}
-
-fn unsupported(plugin: &str) -> LookupError {
-    fail(format!(
-        "the server asks for the auth plugin {plugin}, which the wire driver does not speak (it speaks {NATIVE_PASSWORD}): use ?driver=mysql_async"
-    ))
+enum Login {
+    Ready(Session, u64),
+    Unspoken(String),
 }
 
 /// The socket during the handshake, before it becomes a `StreamConn`.
@@ -190,6 +224,8 @@ struct Session {
     rbuf: Vec<u8>,
     /// The sequence id of the next packet, either way.
     seq: u8,
+    /// Not (yet) TLS.
+    plain: bool,
 }
 
 impl Session {
@@ -225,7 +261,7 @@ impl Session {
                 self.rbuf.drain(..taken);
                 self.seq = seq;
                 if let Some(e) = ServerError::parse(&payload) {
-                    return Err(fail(explain_server(e.code, &e.message)));
+                    return Err(fail(explain_server(e.code, &e.message, self.plain)));
                 }
                 return Ok(payload);
             }
@@ -254,6 +290,10 @@ impl Target for MyWireTarget {
         "mysql"
     }
 
+    fn driver(&self) -> Option<&'static str> {
+        Some("wire")
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
@@ -264,6 +304,10 @@ impl Target for MyWireTarget {
         tokio::time::timeout(self.timeouts.setup, self.open())
             .await
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
+    }
+
+    fn tls(&self) -> Option<TlsInfo> {
+        self.opts.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
     /// The server reads commands off the socket in order and answers each in turn, so

@@ -182,6 +182,10 @@ impl Target for PgTarget {
         "postgres"
     }
 
+    fn driver(&self) -> Option<&'static str> {
+        Some("tokio")
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }

@@ -283,6 +283,10 @@ impl Target for PgWireTarget {
         "postgres"
     }
 
+    fn driver(&self) -> Option<&'static str> {
+        Some("wire")
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
