@@ -90,10 +90,7 @@ pub async fn next_id(config: &tokio_postgres::Config, tls: &PgTls) -> Result<u64
 }
 
 /// The settings that decide what a write costs; a setting that cannot be read says why.
-pub async fn durability(
-    config: &tokio_postgres::Config,
-    tls: &PgTls,
-) -> Vec<(String, String)> {
+pub async fn durability(config: &tokio_postgres::Config, tls: &PgTls) -> Vec<(String, String)> {
     const NAMES: [&str; 3] = ["synchronous_commit", "fsync", "wal_sync_method"];
     let read = with_client(config, tls, "SHOW query", |client| async move {
         let mut out = Vec::new();
