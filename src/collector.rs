@@ -461,7 +461,11 @@ fn by_kind(c: &Counts) -> std::collections::BTreeMap<String, u64> {
 /// Each op of a mix that writes (none for a read-only run), with the server's count of it.
 fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap<String, OpResult> {
     let counted = |r: &Result<Option<ServerCount>, String>, op: Op| match r {
-        Ok(Some(c)) => c.ops.get(op.index()).copied(),
+        Ok(Some(c)) => c
+            .ops
+            .get(op.index())
+            .copied()
+            .filter(|&v| v != ServerCount::UNCOUNTED),
         _ => None,
     };
     Op::ALL

@@ -81,6 +81,27 @@ pub fn write_tsv_version(out: &mut impl Write, id: u64, version: u64) {
     write_created(out, id);
 }
 
+/// The row of (id, version) as `write_tsv_version` writes it, on the stack: for protocols that
+/// send a value's length before it, without allocating per request.
+pub struct TsvRow {
+    buf: [u8; 160],
+    len: usize,
+}
+
+impl TsvRow {
+    pub fn new(id: u64, version: u64) -> TsvRow {
+        let mut buf = [0u8; 160];
+        let mut w = &mut buf[..];
+        write_tsv_version(&mut w, id, version);
+        let len = 160 - w.len();
+        TsvRow { buf, len }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// Appends the row as one line of PostgreSQL COPY text / MariaDB LOAD DATA input.
 pub fn write_copy_line(out: &mut Vec<u8>, id: u64) {
     let _ = write!(out, "{id}\t");

@@ -161,7 +161,8 @@ fn written_rows_are_what_verify_checks() {
 
 #[test]
 fn a_target_that_cannot_write_refuses_the_mix_in_preflight() {
-    let Some(url) = server("LOADGEN_MC_URL") else {
+    // HandlerSocket's read port: writes go to its write port.
+    let Some(url) = server("LOADGEN_HS_URL") else {
         return;
     };
     let out = run(&["run", &url, "-n", "10", "--mix", "read=90,update=10"]);

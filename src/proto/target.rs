@@ -16,6 +16,10 @@ pub struct ServerCount {
 }
 
 impl ServerCount {
+    /// In `ops`: the server counts this op only together with another op of the mix (memcached's
+    /// `cmd_set` is every `set`, `add` and `replace`): no count of its own to compare.
+    pub const UNCOUNTED: u64 = u64::MAX;
+
     /// A count of lookups only.
     pub fn reads(value: u64, source: impl Into<String>) -> ServerCount {
         ServerCount {

@@ -43,7 +43,9 @@
 
 use std::fmt;
 
+use crate::dataset;
 use crate::decimal;
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
@@ -475,19 +477,57 @@ pub fn check_ok(resp: &Response<'_>) -> Result<(), HsError> {
 #[derive(Clone, Debug)]
 pub struct HsCodec {
     index_id: u32,
+    /// The connection writes: `index_id + 1` is open with `user_id` before the row's columns
+    /// (for `+`), and a one-column reply is a write's (reads have the row's three).
+    writes: bool,
 }
 
 impl HsCodec {
     pub fn new(index_id: u32) -> HsCodec {
-        HsCodec { index_id }
+        HsCodec {
+            index_id,
+            writes: false,
+        }
+    }
+
+    /// A codec for the write port (see `writes`).
+    pub fn writing(index_id: u32) -> HsCodec {
+        HsCodec {
+            index_id,
+            writes: true,
+        }
     }
 }
 
 impl Codec for HsCodec {
     type Cells<'b> = NoCells<'b>;
 
+    /// A read is a find; an update a find-modify `U` of the row of (key, version), a delete a
+    /// find-modify `D`, an insert `+` of (key, row). Upserts are refused in preflight.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        encode_find(self.index_id, req.key, out);
+        match req.op {
+            Op::Read => encode_find(self.index_id, req.key, out),
+            Op::Update | Op::Delete | Op::Upsert => {
+                encode_find(self.index_id, req.key, out);
+                out.pop();
+                out.extend_from_slice(b"\t1\t0\t");
+                if req.op == Op::Delete {
+                    out.extend_from_slice(b"D\n");
+                } else {
+                    out.extend_from_slice(b"U\t");
+                    out.extend_from_slice(dataset::TsvRow::new(req.key, req.version).as_bytes());
+                    out.push(b'\n');
+                }
+            }
+            Op::Insert => {
+                decimal::push(out, u64::from(self.index_id) + 1);
+                out.extend_from_slice(b"\t+\t4\t");
+                decimal::push(out, req.key);
+                out.push(b'\t');
+                out.extend_from_slice(dataset::TsvRow::new(req.key, req.version).as_bytes());
+                out.push(b'\n');
+            }
+        }
     }
 
     /// Error replies are `Server` replies, except auth errors (code 3), which are returned as a
@@ -500,6 +540,26 @@ impl Codec for HsCodec {
         let Some((n, resp)) = parse_response(buf)? else {
             return Ok(None);
         };
+        if self.writes {
+            // A find-modify answers `0\t1\t<rows changed>`, an insert `0\t1`; an insert over a
+            // row already there fails with handler error 121 (duplicate key): nothing written.
+            match (resp.code, resp.num_cols, resp.first_row()) {
+                (0, 1, None) => return Ok(Some((n, Reply::Written(1)))),
+                (0, 1, Some(rows)) => {
+                    return match decimal::parse::<u64>(rows) {
+                        Some(r) => Ok(Some((n, Reply::Written(r)))),
+                        None => Err(LookupError::protocol(format!(
+                            "handlersocket: a write's reply has `{}` for its rows",
+                            String::from_utf8_lossy(rows.get(..40).unwrap_or(rows))
+                        ))),
+                    }
+                }
+                (1, _, _) if resp.message() == Some(b"121") => {
+                    return Ok(Some((n, Reply::Written(0))))
+                }
+                _ => {}
+            }
+        }
         if resp.code != 0 {
             let e = HsError::from_response(&resp);
             return if e.is_auth() {
@@ -661,6 +721,43 @@ mod tests {
                 .kind,
             ErrorKind::Verify
         );
+    }
+
+    #[test]
+    fn writes_encode_and_decode() {
+        let mut c = HsCodec::writing(0);
+        let mut out = Vec::new();
+        let req = |op| Request {
+            op,
+            key: 42,
+            version: 3,
+        };
+        let row = "user42v3\tuser42@example.com\t2010-02-03 11:23:15";
+        for (op, want) in [
+            (Op::Read, "0\t=\t1\t42\n".to_string()),
+            (Op::Update, format!("0\t=\t1\t42\t1\t0\tU\t{row}\n")),
+            (Op::Delete, "0\t=\t1\t42\t1\t0\tD\n".to_string()),
+            (Op::Insert, format!("1\t+\t4\t42\t{row}\n")),
+        ] {
+            out.clear();
+            c.encode(&req(op), &mut out);
+            assert_eq!(String::from_utf8_lossy(&out), want, "{op:?}");
+        }
+        for (reply, want) in [
+            (&b"0\t1\n"[..], 1),
+            (b"0\t1\t1\n", 1),
+            (b"0\t1\t0\n", 0),
+            (b"1\t1\t121\n", 0),
+        ] {
+            let (n, got) = c.decode(reply, 42).unwrap().unwrap();
+            assert_eq!(n, reply.len());
+            assert!(matches!(got, Reply::Written(w) if w == want), "{reply:?}");
+        }
+        // Reads still come back as rows and misses; other errors stay errors.
+        let (_, got) = c.decode(b"0\t3\n", 42).unwrap().unwrap();
+        assert!(matches!(got, Reply::Miss));
+        let (_, got) = c.decode(b"2\t1\treadonly\n", 42).unwrap().unwrap();
+        assert!(matches!(got, Reply::Server(_)));
     }
 
     #[test]

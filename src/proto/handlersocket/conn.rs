@@ -7,6 +7,7 @@
 //! `secret` (or LOADGEN_HS_SECRET), `mysql` (a mysql:// URL of the same server, to read
 //! Handler_read_key as the server-side count).
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::Plan;
 use crate::proto::handlersocket::codec::{
@@ -31,6 +32,7 @@ pub struct HsTarget {
     columns: Vec<String>,
     secret: Option<String>,
     verify: bool,
+    mix: Mix,
     /// Handshake steps get `connect` each: a port that is not HandlerSocket (MariaDB's SQL port
     /// sends a binary greeting and then waits) must not hang the preflight.
     timeouts: Timeouts,
@@ -91,9 +93,27 @@ impl HsTarget {
                 .map(str::to_string)
                 .or_else(|| std::env::var("LOADGEN_HS_SECRET").ok()),
             verify: plan.verify,
+            mix: plan.mix.clone(),
             timeouts: plan.timeouts(),
             status,
         })
+    }
+
+    /// With writes: index 1 is the key column before the row's, for inserts (`+`).
+    async fn open_insert_index(&self, conn: &mut StreamConn<HsCodec>) -> Result<(), LookupError> {
+        let fail = |msg: String| LookupError::new(ErrorKind::Connect, true, msg);
+        let cols: Vec<&str> = std::iter::once("user_id")
+            .chain(self.columns.iter().map(String::as_str))
+            .collect();
+        let mut req = Vec::new();
+        encode_open_index(1, &self.db, &self.table, &self.index, &cols, &mut req)
+            .map_err(|e| fail(format!("{e:?}")))?;
+        let line = tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req))
+            .await
+            .map_err(|_| fail(format!("{}: no reply to open_index", self.addr)))??;
+        let resp = parse_line(&line)
+            .map_err(|_| fail(format!("{}: not a HandlerSocket reply", self.addr)))?;
+        check_ok(&resp).map_err(|e| fail(format!("{}: {}", self.addr, e.describe())))
     }
 
     async fn handshake(&self, conn: &mut StreamConn<HsCodec>) -> Result<(), LookupError> {
@@ -175,15 +195,16 @@ impl Target for HsTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let t = &self.timeouts;
         let open = async {
-            let mut conn = StreamConn::connect(
-                &self.endpoint,
-                t.connect,
-                None,
-                HsCodec::new(0),
-                self.verify,
-            )
-            .await?;
+            let codec = match self.mix.read_only() {
+                true => HsCodec::new(0),
+                false => HsCodec::writing(0),
+            };
+            let mut conn =
+                StreamConn::connect(&self.endpoint, t.connect, None, codec, self.verify).await?;
             self.handshake(&mut conn).await?;
+            if !self.mix.read_only() {
+                self.open_insert_index(&mut conn).await?;
+            }
             Ok(conn)
         };
         // Each step has its own bound and message; the whole gets `setup`, as for MySQL.
@@ -196,17 +217,95 @@ impl Target for HsTarget {
         usize::MAX
     }
 
+    /// The write port takes every op but upsert (HandlerSocket has none); the read port none
+    /// (known by its answer to a write, asked here: `D` of user_id 0, never a loaded key).
+    fn writes(&self, mix: &Mix) -> Result<(), String> {
+        let Some(op) = mix.ops().find(|o| o.writes()) else {
+            return Ok(());
+        };
+        if mix.has(Op::Upsert) {
+            return Err(format!(
+                "--mix {}: HandlerSocket has no upsert; use update or insert",
+                mix.name()
+            ));
+        }
+        if self.columns.join(",") != DEFAULT_COLUMNS {
+            return Err(format!("--mix {}: HandlerSocket writes the usr row ({DEFAULT_COLUMNS}): drop columns= from the URL", mix.name()));
+        }
+        match read_only_port(self) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(format!(
+                "--mix {}: {} is HandlerSocket's read-only port, which cannot {}; use its write port (handlersocket_port_wr, 9999 by default)",
+                mix.name(), self.addr, op.name()
+            )),
+            Err(e) => Err(format!("--mix {}: {}: {e}", mix.name(), self.addr)),
+        }
+    }
+
+    /// Reads, updates and deletes each read a key (Handler_read_key); inserts write a row
+    /// (Handler_write, a duplicate too). The key reads are one op's count when the mix has
+    /// one of the three.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
         let Some(opts) = &self.status else {
             return Ok(None);
         };
-        let v = crate::proto::mysql::async_driver::global_status(opts, "Handler_read_key").await?;
+        let status = crate::proto::mysql::async_driver::global_status;
+        let reads = status(opts, "Handler_read_key").await?;
+        if self.mix.read_only() {
+            return Ok(Some(ServerCount::reads(
+                reads,
+                "global status Handler_read_key",
+            )));
+        }
+        let writes = status(opts, "Handler_write").await?;
+        let finds = [Op::Read, Op::Update, Op::Delete];
+        let one = match finds.iter().filter(|&&o| self.mix.has(o)).count() {
+            1 => reads,
+            _ => ServerCount::UNCOUNTED,
+        };
+        let mut ops = vec![one; Op::COUNT];
+        ops[Op::Insert.index()] = writes;
         Ok(Some(ServerCount {
-            ops: Vec::new(),
-            value: v,
-            source: "global status Handler_read_key".into(),
+            value: reads + writes,
+            source: "global status Handler_read_key, Handler_write".into(),
+            ops,
         }))
     }
+}
+
+/// Whether the HandlerSocket port answers a write with `readonly` (blocking: preflight only).
+fn read_only_port(t: &HsTarget) -> Result<bool, String> {
+    use std::io::{BufRead, BufReader, Write};
+    let addr = match &t.endpoint {
+        Endpoint::Tcp { host, port } => (host.as_str(), *port),
+        other => return Err(format!("{other} is not a TCP endpoint")),
+    };
+    let sock = std::net::TcpStream::connect_timeout(
+        &std::net::ToSocketAddrs::to_socket_addrs(&addr)
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or("no address")?,
+        t.timeouts.connect,
+    )
+    .map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(t.timeouts.connect))
+        .map_err(|e| e.to_string())?;
+    let mut req = Vec::new();
+    if let Some(secret) = &t.secret {
+        encode_auth(secret.as_bytes(), &mut req);
+    }
+    let cols: Vec<&str> = t.columns.iter().map(String::as_str).collect();
+    encode_open_index(0, &t.db, &t.table, &t.index, &cols, &mut req)
+        .map_err(|e| format!("{e:?}"))?;
+    req.extend_from_slice(b"0\t=\t1\t0\t1\t0\tD\n");
+    (&sock).write_all(&req).map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(&sock);
+    let mut last = String::new();
+    for _ in 0..(1 + usize::from(t.secret.is_some()) + 1) {
+        last.clear();
+        lines.read_line(&mut last).map_err(|e| e.to_string())?;
+    }
+    Ok(last.trim_end() == "2\t1\treadonly")
 }
 
 #[cfg(test)]

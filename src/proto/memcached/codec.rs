@@ -1,4 +1,5 @@
-//! memcached text (ASCII) protocol: `get` lookups as a [`Codec`], plus the `set ... noreply`
+//! memcached text (ASCII) protocol: `get` lookups and `replace`/`add`/`set`/`delete` writes
+//! as a [`Codec`], plus the `set ... noreply`
 //! encoder and `stats` parser used by `loadgen prepare`.
 //!
 //! Replies to `get <key>\r\n` (one key per request, so replies pipeline one-to-one):
@@ -22,7 +23,9 @@
 
 use std::fmt;
 
+use crate::dataset;
 use crate::decimal;
+use crate::mix::Op;
 use crate::outcome::LookupError;
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
@@ -263,6 +266,15 @@ pub fn parse_stats(buf: &[u8]) -> Result<Option<(usize, Vec<(String, String)>)>,
     }
 }
 
+/// The replies to a write and the rows each changed: a `replace` that found no row, an `add`
+/// over a row already there (`NOT_STORED`) and a `delete` of no row (`NOT_FOUND`) are misses.
+const WRITE_REPLIES: [(&[u8], u64); 4] = [
+    (b"STORED\r\n", 1),
+    (b"NOT_STORED\r\n", 0),
+    (b"DELETED\r\n", 1),
+    (b"NOT_FOUND\r\n", 0),
+];
+
 /// `get <prefix><id>` lookups; a hit is the value, as one tab-separated row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McCodec {
@@ -310,9 +322,24 @@ impl McCodec {
 impl Codec for McCodec {
     type Cells<'b> = NoCells<'b>;
 
+    /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
+    /// (key, version); a delete `delete`. Each has a reply, so writes pipeline as reads.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"get ");
+        out.extend_from_slice(match req.op {
+            Op::Read => b"get ",
+            Op::Update => b"replace ",
+            Op::Insert => b"add ",
+            Op::Upsert => b"set ",
+            Op::Delete => b"delete ",
+        });
         self.key_into(req.key, out);
+        if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
+            let row = dataset::TsvRow::new(req.key, req.version);
+            out.extend_from_slice(b" 0 0 ");
+            decimal::push(out, row.as_bytes().len() as u64);
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(row.as_bytes());
+        }
         out.extend_from_slice(b"\r\n");
     }
 
@@ -323,6 +350,14 @@ impl Codec for McCodec {
         buf: &'b [u8],
         key: u64,
     ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
+        for (line, written) in WRITE_REPLIES {
+            if buf.starts_with(line) {
+                return Ok(Some((line.len(), Reply::Written(written))));
+            }
+            if buf.len() < line.len() && line.starts_with(buf) {
+                return Ok(None);
+            }
+        }
         let Some((n, reply)) = parse_get_reply(buf)? else {
             return Ok(None);
         };
@@ -377,6 +412,54 @@ mod tests {
 
     fn feed(stream: &[u8], cuts: &[usize], keys: &[u64]) -> Vec<Seen> {
         testkit::feed(McCodec::default(), stream, cuts, keys, |_, seen| seen)
+    }
+
+    #[test]
+    fn writes_encode_and_decode() {
+        let mut c = McCodec::default();
+        let mut out = Vec::new();
+        let req = |op, version| Request {
+            op,
+            key: 42,
+            version,
+        };
+        c.encode(&req(Op::Update, 3), &mut out);
+        assert_eq!(
+            out,
+            &b"replace usr:42 0 0 47\r\nuser42v3\tuser42@example.com\t2010-02-03 11:23:15\r\n"[..]
+        );
+        for (op, head) in [
+            (Op::Insert, &b"add usr:42 0 0 47\r\n"[..]),
+            (Op::Upsert, b"set usr:42 0 0 47\r\n"),
+        ] {
+            out.clear();
+            c.encode(&req(op, 1), &mut out);
+            assert!(out.starts_with(head), "{op:?}");
+        }
+        out.clear();
+        c.encode(&req(Op::Delete, 1), &mut out);
+        assert_eq!(out, b"delete usr:42\r\n");
+        for (reply, written) in [
+            (&b"STORED\r\n"[..], 1),
+            (b"NOT_STORED\r\n", 0),
+            (b"DELETED\r\n", 1),
+            (b"NOT_FOUND\r\n", 0),
+        ] {
+            let mut stream = reply.to_vec();
+            stream.extend_from_slice(b"END\r\n");
+            let (n, got) = c.decode(&stream, 42).unwrap().unwrap();
+            assert_eq!(n, reply.len());
+            assert!(matches!(got, Reply::Written(w) if w == written));
+            for cut in 1..reply.len() {
+                assert!(c.decode(&reply[..cut], 42).unwrap().is_none(), "{cut}");
+            }
+        }
+        // A SERVER_ERROR still parses after the write replies' shared first bytes.
+        let (_, got) = c
+            .decode(b"SERVER_ERROR out of memory\r\n", 42)
+            .unwrap()
+            .unwrap();
+        assert!(matches!(got, Reply::Server(_)));
     }
 
     #[test]
@@ -564,7 +647,7 @@ mod tests {
             b"END\n",
             b"END \r\n",
             b"ENDX",
-            b"STORED\r\n",
+            b"STOREDX",
             b"VALUE\r\n",
             b"VALUE usr:1\r\n",
             b"VALUE usr:1 0\r\n",
@@ -592,6 +675,8 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+        // A write's reply to a get is an error, never a hit.
+        assert!(dec(&mut c, b"STORED\r\n", 1, false).is_err());
         // A complete VALUE line alone is incomplete, not garbage.
         assert_eq!(dec(&mut c, b"VALUE usr:1 0 1\r\n", 1, false).unwrap(), None);
         // A line that never ends is cut off at MAX_LINE.

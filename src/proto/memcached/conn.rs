@@ -1,4 +1,5 @@
-//! memcached, the NoSQL baseline: `get usr:<id>` over the text protocol, pipelined.
+//! memcached, the NoSQL baseline: `get usr:<id>` (and with `--mix`, `replace`/`add`/`set`/
+//! `delete`) over the text protocol, pipelined.
 //!
 //! Why not the `memcache` crate: it is blocking (one OS thread per connection would be needed),
 //! and its pool checks each connection with an extra round trip per get; on this machine that
@@ -8,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
@@ -18,6 +20,7 @@ use crate::url::TargetUrl;
 
 pub struct McTarget {
     endpoint: Endpoint,
+    mix: Mix,
     prefix: Vec<u8>,
     verify: bool,
     connect_timeout: Duration,
@@ -37,6 +40,7 @@ impl McTarget {
         Ok(McTarget {
             endpoint: super::endpoint(url)?,
             prefix,
+            mix: plan.mix.clone(),
             verify: plan.verify,
             connect_timeout: plan.timeouts().connect,
         })
@@ -51,8 +55,18 @@ impl McTarget {
     }
 }
 
-/// get_hits + get_misses from `stats` on a fresh connection.
-pub async fn get_count(ep: &Endpoint, connect_timeout: Duration) -> Result<u64, LookupError> {
+/// memcached's own counts from `stats` on a fresh connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McCounts {
+    /// get_hits + get_misses
+    pub gets: u64,
+    /// cmd_set: every storage command (`set`, `add`, `replace`), stored or not
+    pub sets: u64,
+    /// delete_hits + delete_misses
+    pub deletes: u64,
+}
+
+pub async fn counts(ep: &Endpoint, connect_timeout: Duration) -> Result<McCounts, LookupError> {
     let mut c = StreamConn::connect(
         ep,
         connect_timeout,
@@ -69,13 +83,13 @@ pub async fn get_count(ep: &Endpoint, connect_timeout: Duration) -> Result<u64, 
             .iter()
             .find(|(k, _)| k == name)
             .and_then(|(_, v)| v.parse::<u64>().ok())
+            .ok_or_else(|| LookupError::protocol(format!("memcached stats has no {name}")))
     };
-    match (get("get_hits"), get("get_misses")) {
-        (Some(h), Some(m)) => Ok(h + m),
-        _ => Err(LookupError::protocol(
-            "memcached stats has no get_hits/get_misses",
-        )),
-    }
+    Ok(McCounts {
+        gets: get("get_hits")? + get("get_misses")?,
+        sets: get("cmd_set")?,
+        deletes: get("delete_hits")? + get("delete_misses")?,
+    })
 }
 
 impl Target for McTarget {
@@ -104,14 +118,35 @@ impl Target for McTarget {
         usize::MAX
     }
 
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Reads are get_hits + get_misses; with a writing mix, deletes are delete_hits +
+    /// delete_misses and the storage ops share cmd_set: it is the count of the one of update,
+    /// insert and upsert in the mix, or of none of them when the mix has several.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let v = get_count(&self.endpoint, self.connect_timeout)
+        let c = counts(&self.endpoint, self.connect_timeout)
             .await
             .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;
+        if self.mix.read_only() {
+            return Ok(Some(ServerCount::reads(
+                c.gets,
+                "memcached get_hits+get_misses",
+            )));
+        }
+        let stores = [Op::Update, Op::Insert, Op::Upsert];
+        let sets = match stores.iter().filter(|&&o| self.mix.has(o)).count() {
+            1 => c.sets,
+            _ => ServerCount::UNCOUNTED,
+        };
+        let mut ops = vec![sets; Op::COUNT];
+        ops[Op::Read.index()] = c.gets;
+        ops[Op::Delete.index()] = c.deletes;
         Ok(Some(ServerCount {
-            ops: Vec::new(),
-            value: v,
-            source: "memcached get_hits+get_misses".into(),
+            value: c.gets + c.sets + c.deletes,
+            source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
+            ops,
         }))
     }
 }

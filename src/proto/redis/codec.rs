@@ -11,7 +11,9 @@
 //! * `+<status>`, `:<integer>` — well-formed, but not an answer to `GET`: the stream is out of
 //!   step, a fatal `Protocol` error (as is anything else, and any array).
 
+use crate::dataset;
 use crate::decimal;
+use crate::mix::Op;
 use crate::outcome::LookupError;
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
@@ -152,23 +154,40 @@ pub fn key_into(id: u64, out: &mut Vec<u8>) {
     decimal::push(out, id);
 }
 
-/// `GET usr:<id>` lookups; a hit is the value, as one tab-separated row.
+/// `GET usr:<id>` lookups and, with `--mix`, writes; a hit is the value, as one tab-separated row.
 #[derive(Debug, Default)]
 pub struct RedisCodec;
 
 impl Codec for RedisCodec {
     type Cells<'b> = NoCells<'b>;
 
+    /// A read is `GET`; an update `SET k v XX`, an insert `SETNX k v` (its own command, so the
+    /// server counts inserts apart from updates), an upsert `SET k v`, of the row of (key,
+    /// version); a delete `DEL k`. Each has a reply, so writes pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let mut digits = [0u8; 20];
         let id = decimal::digits(req.key, &mut digits);
-        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$");
+        let (head, args): (&[u8], _) = match req.op {
+            Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
+            Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
+            Op::Insert => (b"*3\r\n$5\r\nSETNX\r\n", 1),
+            Op::Upsert => (b"*3\r\n$3\r\nSET\r\n", 1),
+            Op::Delete => (b"*2\r\n$3\r\nDEL\r\n", 0),
+        };
+        out.extend_from_slice(head);
+        out.push(b'$');
         decimal::push(out, (PREFIX.len() + id.len()) as u64);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(PREFIX);
         out.extend_from_slice(id);
         out.extend_from_slice(b"\r\n");
+        if args > 0 {
+            push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
+        }
+        if args > 1 {
+            out.extend_from_slice(b"$2\r\nXX\r\n");
+        }
     }
 
     fn decode<'b>(
@@ -181,17 +200,22 @@ impl Codec for RedisCodec {
         };
         let reply = match resp {
             Resp::Bulk(value) => Reply::Row(RowView::Tsv(value)),
+            // GET of no key; SET XX of no key or SET NX of a key there: nothing written.
             Resp::Null => Reply::Miss,
+            // SET's reply
+            Resp::Status(b"OK") => Reply::Written(1),
+            // DEL's and SETNX's: keys deleted or set
+            Resp::Integer(n @ 0..) => Reply::Written(n as u64),
             Resp::Error(msg) => Reply::Server(format!("redis: {}", shown(msg))),
             Resp::Status(s) => {
                 return Err(protocol(&format!(
-                    "`+{}` in reply to GET: the stream is out of step",
+                    "`+{}` in reply to GET or SET: the stream is out of step",
                     shown(s)
                 )))
             }
             Resp::Integer(i) => {
                 return Err(protocol(&format!(
-                    "`:{i}` in reply to GET: the stream is out of step"
+                    "`:{i}` in reply to GET, DEL or SETNX: the stream is out of step"
                 )))
             }
         };
@@ -217,6 +241,54 @@ mod tests {
         let mut row = Vec::new();
         dataset::write_tsv(&mut row, id);
         bulk(&row)
+    }
+
+    #[test]
+    fn writes_encode_and_decode() {
+        let mut c = RedisCodec;
+        let mut out = Vec::new();
+        let req = |op, version| Request {
+            op,
+            key: 42,
+            version,
+        };
+        let row = b"$47\r\nuser42v3\tuser42@example.com\t2010-02-03 11:23:15\r\n";
+        for (op, head, tail) in [
+            (
+                Op::Update,
+                &b"*4\r\n$3\r\nSET\r\n"[..],
+                &b"$2\r\nXX\r\n"[..],
+            ),
+            (Op::Insert, b"*3\r\n$5\r\nSETNX\r\n", b""),
+            (Op::Upsert, b"*3\r\n$3\r\nSET\r\n", b""),
+        ] {
+            out.clear();
+            c.encode(&req(op, 3), &mut out);
+            let mut want = head.to_vec();
+            want.extend_from_slice(b"$6\r\nusr:42\r\n");
+            want.extend_from_slice(row);
+            want.extend_from_slice(tail);
+            assert_eq!(out, want, "{op:?}");
+        }
+        out.clear();
+        c.encode(&req(Op::Delete, 1), &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$6\r\nusr:42\r\n");
+        for (reply, want) in [
+            (&b"+OK\r\n"[..], Some(1)),
+            (b":1\r\n", Some(1)),
+            (b":0\r\n", Some(0)),
+            (b"$-1\r\n", None),
+        ] {
+            let (n, got) = c.decode(reply, 42).unwrap().unwrap();
+            assert_eq!(n, reply.len());
+            match (got, want) {
+                (Reply::Written(w), Some(want)) => assert_eq!(w, want),
+                (Reply::Miss, None) => {}
+                (got, _) => panic!("{got:?}"),
+            }
+        }
+        assert!(c.decode(b"+QUEUED\r\n", 42).is_err());
+        assert!(c.decode(b":-1\r\n", 42).is_err());
     }
 
     #[test]
@@ -324,8 +396,8 @@ mod tests {
             b"END\r\n",
             b"*1\r\n$1\r\na\r\n",
             b"*-1\r\n",
-            b"+OK\r\n",
-            b":1\r\n",
+            b"+QUEUED\r\n",
+            b":-1\r\n",
             b":x\r\n",
             b"$\r\n",
             b"$-2\r\n",
@@ -344,6 +416,10 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );
+        }
+        // A write's reply to a GET is an error, never a hit.
+        for write in [&b"+OK\r\n"[..], b":1\r\n"] {
+            assert!(dec(&mut c, write, 1, false).is_err());
         }
         // Long lines wait up to MAX_LINE, then fail.
         let mut long = b"-ERR ".to_vec();

@@ -1,9 +1,10 @@
 //! The Redis target: one pipelined connection per task, logged in by [`Login`] at connect.
 
+use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::redis::codec::RedisCodec;
-use crate::proto::redis::count::get_calls;
+use crate::proto::redis::count::calls;
 use crate::proto::redis::login::Login;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
@@ -12,6 +13,7 @@ use crate::url::TargetUrl;
 
 pub struct RedisTarget {
     login: Login,
+    mix: Mix,
     verify: bool,
 }
 
@@ -24,6 +26,7 @@ impl RedisTarget {
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
         Ok(RedisTarget {
             login: Login::new(url, plan.timeouts().connect)?,
+            mix: plan.mix.clone(),
             verify: plan.verify,
         })
     }
@@ -56,12 +59,36 @@ impl Target for RedisTarget {
         usize::MAX
     }
 
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
+    /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
+    /// is in the mix, of neither when both are.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let v = get_calls(&self.login).await.map_err(|e| e.message)?;
+        let c = calls(&self.login, &["get", "set", "setnx", "del"])
+            .await
+            .map_err(|e| e.message)?;
+        let (get, set, setnx, del) = (c[0], c[1], c[2], c[3]);
+        if self.mix.read_only() {
+            return Ok(Some(ServerCount::reads(
+                get,
+                "INFO commandstats cmdstat_get.calls",
+            )));
+        }
+        let sets = match self.mix.has(Op::Update) && self.mix.has(Op::Upsert) {
+            true => ServerCount::UNCOUNTED,
+            false => set,
+        };
+        let mut ops = vec![sets; Op::COUNT];
+        ops[Op::Read.index()] = get;
+        ops[Op::Insert.index()] = setnx;
+        ops[Op::Delete.index()] = del;
         Ok(Some(ServerCount {
-            ops: Vec::new(),
-            value: v,
-            source: "INFO commandstats cmdstat_get.calls".into(),
+            value: get + set + setnx + del,
+            source: "INFO commandstats calls of get, set, setnx, del".into(),
+            ops,
         }))
     }
 }

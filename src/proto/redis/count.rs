@@ -1,21 +1,28 @@
-//! The server's own count of lookups: `calls` of `cmdstat_get` in `INFO commandstats`.
+//! The server's own count of lookups and writes: `calls` of `cmdstat_get` (and `set`, `setnx`,
+//! `del`) in `INFO commandstats`.
 
 use crate::outcome::LookupError;
 use crate::proto::redis::login::{Answer, Login};
 
-/// `GET` calls since the server started (or `CONFIG RESETSTAT`), on a fresh connection.
-pub async fn get_calls(login: &Login) -> Result<u64, LookupError> {
+/// `calls` of each of `commands` (lower case, e.g. `get`) since the server started (or
+/// `CONFIG RESETSTAT`), from one `INFO commandstats` on a fresh connection.
+pub async fn calls(login: &Login, commands: &[&str]) -> Result<Vec<u64>, LookupError> {
     let mut conn = login.open(false).await?;
     match login
         .ask(&mut conn, &[b"INFO", b"commandstats"], "INFO commandstats")
         .await?
     {
-        Answer::Bulk(info) => calls_of(&info, "get").ok_or_else(|| {
-            LookupError::protocol(format!(
-                "{}: INFO commandstats has a malformed cmdstat_get line",
-                login.addr
-            ))
-        }),
+        Answer::Bulk(info) => commands
+            .iter()
+            .map(|c| {
+                calls_of(&info, c).ok_or_else(|| {
+                    LookupError::protocol(format!(
+                        "{}: INFO commandstats has a malformed cmdstat_{c} line",
+                        login.addr
+                    ))
+                })
+            })
+            .collect(),
         Answer::Error(e) => Err(LookupError::server(format!(
             "{}: INFO commandstats: {e}",
             login.addr

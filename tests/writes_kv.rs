@@ -1,0 +1,274 @@
+//! Writes (`--mix`) on memcached and Redis, on the real servers: each op counted by the server
+//! exactly as loadgen counted it, and read-your-writes `--verify` at depth 1 and 16. The rows
+//! these tests write are their own (a key prefix of this process on memcached, database 11 on
+//! Redis), loaded here and removed after: the shared `usr:1..1000000` keys are never touched.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+const MIX: &str = "read=50,update=30,insert=10,delete=10";
+const VERIFY_MIX: &str = "read=50,update=20,insert=10,delete=10,upsert=10";
+const ROWS: u64 = 10_000;
+/// Redis database of these tests (tests/redis.rs uses 1 and 2).
+const REDIS_DB: &str = "11";
+
+fn prepare(url: &str, rows: u64) {
+    let out = run(&["prepare", url, "--rows", &rows.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Per op: requests = hits + misses + errors; where the server counts the op apart, its count
+/// moved by exactly loadgen's; and the run's total moved by exactly the run's requests.
+fn assert_conserved(r: &Value, counted_apart: &[&str], shared: &[&str], context: &str) {
+    assert_eq!(u(r, "error_total"), 0, "{context}: {}", r["error_samples"]);
+    let so = &r["server_observed"];
+    assert_eq!(u(so, "delta"), u(r, "requests"), "{context}: {so}");
+    assert_eq!(so["matches"], true, "{context}: {so}");
+    let mut sum = 0;
+    for op in counted_apart.iter().chain(shared) {
+        let o = &r["ops"][op];
+        let n = u(o, "requests");
+        assert!(n > 0, "{context}: no {op}: {}", r["ops"]);
+        assert_eq!(u(o, "hits") + u(o, "misses"), n, "{context} {op}");
+        sum += n;
+        let so = &o["server_observed"];
+        if counted_apart.contains(op) {
+            assert_eq!(u(so, "delta"), n, "{context} {op}: {so}");
+            assert_eq!(so["matches"], true, "{context} {op}: {so}");
+        } else {
+            assert!(
+                so.is_null(),
+                "{context} {op}: the server counts it with others: {so}"
+            );
+        }
+    }
+    assert_eq!(sum, u(r, "requests"), "{context}");
+    // Most updates and deletes find a row; every insert takes a new key.
+    for op in ["update", "delete"] {
+        let o = &r["ops"][op];
+        if !o.is_null() {
+            assert!(
+                u(o, "hits") * 10 > u(o, "requests") * 7,
+                "{context} {op}: {o}"
+            );
+        }
+    }
+    let ins = &r["ops"]["insert"];
+    if !ins.is_null() {
+        assert_eq!(u(ins, "hits"), u(ins, "requests"), "{context}: {ins}");
+    }
+}
+
+/// A read-your-writes run over 500 keys, where most reads follow a write of the same key by the
+/// same connection: 0 errors, and both rows written and misses of deleted rows were read.
+fn assert_reads_own_writes(url: &str, reload: &dyn Fn(), context: &str) {
+    for p in ["1", "16"] {
+        reload();
+        let (code, doc, err) = run_json(&[
+            url, "-n", "20000", "--keys", "1-500", "--mix", VERIFY_MIX, "--verify", "-c", "4",
+            "-p", p,
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 0, "{context} -p {p}: {err} {}", r["error_samples"]);
+        assert_eq!(u(r, "error_total"), 0, "{context} -p {p}");
+        let read = &r["ops"]["read"];
+        assert!(
+            u(read, "hits") > 1000 && u(read, "misses") > 1000,
+            "{context}: {read}"
+        );
+        assert_eq!(u(&r["ops"]["insert"], "misses"), 0, "{context}");
+    }
+    // The rows written are really stored, and really checked: a read-only --verify run expects
+    // the loaded rows and finds the written ones.
+    let (code, doc, _) = run_json(&[url, "-n", "2000", "--keys", "1-500", "--verify"]);
+    assert_eq!(code, 1, "{context}");
+    assert!(u(&doc["runs"][0], "errors.verify") > 200, "{context}");
+}
+
+/// memcached text commands on a fresh connection, each `noreply`, then `version` to know they
+/// were all done.
+fn memcached_noreply(
+    hostport: &str,
+    commands: impl Iterator<Item = String>,
+) -> std::io::Result<()> {
+    let mut s = TcpStream::connect(hostport)?;
+    let mut buf = String::new();
+    for c in commands {
+        buf.push_str(&c);
+        buf.push_str(" noreply\r\n");
+    }
+    buf.push_str("version\r\n");
+    s.write_all(buf.as_bytes())?;
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 256];
+    while !got.ends_with(b"\r\n") {
+        match s.read(&mut chunk)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => got.extend_from_slice(&chunk[..n]),
+        }
+    }
+    match got.starts_with(b"VERSION") {
+        true => Ok(()),
+        false => Err(std::io::Error::other(
+            String::from_utf8_lossy(&got).into_owned(),
+        )),
+    }
+}
+
+/// This process's memcached key namespace; its keys are deleted when dropped.
+struct McKeys {
+    url: String,
+    hostport: String,
+    prefix: String,
+}
+
+impl McKeys {
+    fn new(base: &str, name: &str) -> McKeys {
+        let prefix = format!("w17{name}{}:", std::process::id());
+        McKeys {
+            url: format!("{base}/?prefix={prefix}"),
+            hostport: base
+                .trim_start_matches("memcache://")
+                .trim_end_matches('/')
+                .to_string(),
+            prefix,
+        }
+    }
+}
+
+impl Drop for McKeys {
+    fn drop(&mut self) {
+        // The loaded rows and the inserted ones above them (inserts start at ROWS + 1).
+        let p = self.prefix.clone();
+        let done = memcached_noreply(
+            &self.hostport,
+            (1..=ROWS + 50_000).map(|id| format!("delete {p}{id}")),
+        );
+        if let Err(e) = done {
+            eprintln!("could not delete the test's keys {p}*: {e}");
+        }
+    }
+}
+
+#[test]
+fn memcached_conserves_every_op() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let keys = McKeys::new(&base, "c");
+    prepare(&keys.url, ROWS);
+    let keys_arg = format!("1-{ROWS}");
+    let (code, doc, err) = run_json(&[
+        &keys.url, "-n", "20000", "--mix", MIX, "--keys", &keys_arg, "-c", "4", "-p", "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 20000);
+    // update (replace) and insert (add) both count in cmd_set: their sum is the total's rest.
+    assert_conserved(r, &["read", "delete"], &["update", "insert"], "memcached");
+    // With one storage command in the mix, cmd_set is its own count.
+    let (code, doc, err) = run_json(&[
+        &keys.url,
+        "-n",
+        "5000",
+        "--mix",
+        "read=50,upsert=50",
+        "--keys",
+        &keys_arg,
+        "-p",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_conserved(
+        &doc["runs"][0],
+        &["read", "upsert"],
+        &[],
+        "memcached upsert",
+    );
+}
+
+#[test]
+fn memcached_reads_its_own_writes_at_depth_1_and_16() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let keys = McKeys::new(&base, "v");
+    // Each run starts from the loaded rows: no key deleted or inserted by the one before.
+    let reload = || {
+        let p = keys.prefix.clone();
+        memcached_noreply(
+            &keys.hostport,
+            (501..=20_000).map(|id| format!("delete {p}{id}")),
+        )
+        .expect("memcached deletes");
+        prepare(&keys.url, 500);
+    };
+    assert_reads_own_writes(&keys.url, &reload, "memcached");
+}
+
+/// Redis database [`REDIS_DB`], emptied when dropped.
+struct RedisDb(String);
+
+impl RedisDb {
+    fn new(base: &str) -> RedisDb {
+        redis_cli(&["-n", REDIS_DB, "FLUSHDB"]);
+        RedisDb(format!("{base}/{REDIS_DB}"))
+    }
+}
+
+impl Drop for RedisDb {
+    fn drop(&mut self) {
+        redis_cli(&["-n", REDIS_DB, "FLUSHDB"]);
+    }
+}
+
+#[test]
+fn redis_conserves_every_op() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    prepare(&db.0, ROWS);
+    let keys_arg = format!("1-{ROWS}");
+    let (code, doc, err) = run_json(&[
+        &db.0, "-n", "20000", "--mix", MIX, "--keys", &keys_arg, "-c", "4", "-p", "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 20000);
+    assert_conserved(r, &["read", "update", "insert", "delete"], &[], "redis");
+    // Update (SET XX) and upsert (SET) share cmdstat_set.
+    let (code, doc, err) = run_json(&[
+        &db.0,
+        "-n",
+        "5000",
+        "--mix",
+        "update=50,upsert=50",
+        "--keys",
+        &keys_arg,
+        "-p",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_conserved(&doc["runs"][0], &[], &["update", "upsert"], "redis set");
+}
+
+#[test]
+fn redis_reads_its_own_writes_at_depth_1_and_16() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    let reload = || {
+        redis_cli(&["-n", REDIS_DB, "FLUSHDB"]);
+        prepare(&db.0, 500);
+    };
+    assert_reads_own_writes(&db.0, &reload, "redis");
+}
