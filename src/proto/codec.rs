@@ -131,7 +131,7 @@ pub fn outcome<'b>(
         }
         Reply::Miss => Ok(Outcome::Miss),
         Reply::Written(_) => Err(LookupError::server(
-            "the server answered a lookup as a write (HTTP 201, 204 or 412)",
+            "the server answered a lookup with the reply to a write",
         )),
     }
 }

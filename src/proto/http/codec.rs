@@ -746,7 +746,7 @@ mod tests {
             );
             // A write's status (201) to a GET says so rather than its number.
             assert!(
-                e.message.contains(&status[..3]) || e.message.contains("as a write"),
+                e.message.contains(&status[..3]) || e.message.contains("the reply to a write"),
                 "{}",
                 e.message
             );
