@@ -8,7 +8,6 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,33 +56,12 @@ fn assert_tls(r: &Value, verified: &str, context: &str) {
     assert_eq!(r["tls"]["verified"], verified, "{context}");
 }
 
-/// `-n 20000`: every request answered and the server's own counter saw exactly 20,000.
 fn conserve(url: &str, source: &str, verified: &str, extra: &[&str]) -> Value {
-    let mut args = vec![url, "-n", "20000", "--keys", KEYS, "-c", "8"];
-    args.extend_from_slice(extra);
-    let (code, doc, err) = run_json(&args);
-    assert_eq!(code, 0, "{url}: {err}");
-    let r = &doc["runs"][0];
-    assert_tls(r, verified, url);
-    assert_eq!(u(r, "hits"), 20000, "{url}: {r}");
-    assert_server_saw(r, source, 20000, url);
-    assert_eq!(r["server_observed"]["matches"], true, "{url}");
-    assert_schema_valid(&doc);
-    doc
+    conserve_20000(url, source, extra, |r| assert_tls(r, verified, url))
 }
 
-/// `--verify` over all 100,000 keys, in order: every row checked, no error.
 fn verify(url: &str, verified: &str, extra: &[&str]) {
-    let mut args = vec![
-        url, "-n", "100000", "--keys", KEYS, "--dist", "seq", "--verify", "-c", "8",
-    ];
-    args.extend_from_slice(extra);
-    let (code, doc, err) = run_json(&args);
-    assert_eq!(code, 0, "{url}: {err}");
-    let r = &doc["runs"][0];
-    assert_tls(r, verified, url);
-    assert_eq!(u(r, "hits"), 100_000, "{url}: {r}");
-    assert_eq!(u(r, "error_total"), 0, "{url}: {r}");
+    verify_100000(url, extra, |r| assert_tls(r, verified, url))
 }
 
 #[test]
@@ -246,20 +224,9 @@ impl Https {
 
     /// hits + misses from serve's `GET /stats`, plain, behind the terminator.
     fn lookups(&self) -> u64 {
-        let mut s = TcpStream::connect(("127.0.0.1", self.serve_port)).unwrap();
+        let s = TcpStream::connect(("127.0.0.1", self.serve_port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"GET /stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut reply = String::new();
-        let _ = s.read_to_string(&mut reply);
-        let n = |name: &str| -> u64 {
-            reply
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no {name} in /stats: {reply}"))
-        };
-        n("hits ") + n("misses ")
+        serve_lookups(s)
     }
 }
 

@@ -7,7 +7,6 @@
 mod common;
 use common::*;
 
-use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -23,34 +22,12 @@ fn assert_unix(r: &Value, socket: &str, context: &str) {
     assert_eq!(r["socket"], socket, "{context}");
 }
 
-/// `-n 20000` against `url`: every request answered, and the server's own counter (read over
-/// the same socket) saw exactly 20,000. Returns the result document.
 fn conserve(url: &str, source: &str, socket: &str, extra: &[&str]) -> Value {
-    let mut args = vec![url, "-n", "20000", "--keys", KEYS, "-c", "8"];
-    args.extend_from_slice(extra);
-    let (code, doc, err) = run_json(&args);
-    assert_eq!(code, 0, "{url}: {err}");
-    let r = &doc["runs"][0];
-    assert_unix(r, socket, url);
-    assert_eq!(u(r, "hits"), 20000, "{url}: {r}");
-    assert_server_saw(r, source, 20000, url);
-    assert_eq!(r["server_observed"]["matches"], true, "{url}");
-    assert_schema_valid(&doc);
-    doc
+    conserve_20000(url, source, extra, |r| assert_unix(r, socket, url))
 }
 
-/// `--verify` over all 100,000 keys, in order: every row checked, no error.
 fn verify(url: &str, socket: &str, extra: &[&str]) {
-    let mut args = vec![
-        url, "-n", "100000", "--keys", KEYS, "--dist", "seq", "--verify", "-c", "8",
-    ];
-    args.extend_from_slice(extra);
-    let (code, doc, err) = run_json(&args);
-    assert_eq!(code, 0, "{url}: {err}");
-    let r = &doc["runs"][0];
-    assert_unix(r, socket, url);
-    assert_eq!(u(r, "hits"), 100_000, "{url}: {r}");
-    assert_eq!(u(r, "error_total"), 0, "{url}: {r}");
+    verify_100000(url, extra, |r| assert_unix(r, socket, url))
 }
 
 /// `loadgen prepare URL` for the keys these tests read (memcached_unix starts empty, and a
@@ -180,20 +157,9 @@ impl Drop for ServedUnix {
 
 /// hits + misses from the server's `GET /stats`, over its socket.
 fn served_lookups(path: &Path) -> u64 {
-    let mut s = UnixStream::connect(path).unwrap();
+    let s = UnixStream::connect(path).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut reply = String::new();
-    let _ = s.read_to_string(&mut reply);
-    let n = |name: &str| -> u64 {
-        reply
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in /stats: {reply}"))
-    };
-    n("hits ") + n("misses ")
+    serve_lookups(s)
 }
 
 #[test]

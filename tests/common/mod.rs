@@ -173,6 +173,53 @@ pub fn assert_server_saw(run: &Value, source: &str, n: u64, context: &str) {
     assert_eq!(u(o, "delta"), n, "{context}: {o}");
 }
 
+/// `-n 20000` over keys 1-100000 against `url`: every request answered, and the server's own
+/// counter saw exactly 20,000; `check` asserts how the run connected. Returns the document.
+pub fn conserve_20000(url: &str, source: &str, extra: &[&str], check: impl Fn(&Value)) -> Value {
+    let mut args = vec![url, "-n", "20000", "--keys", "1-100000", "-c", "8"];
+    args.extend_from_slice(extra);
+    let (code, doc, err) = run_json(&args);
+    assert_eq!(code, 0, "{url}: {err}");
+    let r = &doc["runs"][0];
+    check(r);
+    assert_eq!(u(r, "hits"), 20000, "{url}: {r}");
+    assert_server_saw(r, source, 20000, url);
+    assert_eq!(r["server_observed"]["matches"], true, "{url}");
+    assert_schema_valid(&doc);
+    doc
+}
+
+/// `--verify` over all keys 1-100000, in order: every row checked, no error; `check` asserts how
+/// the run connected.
+pub fn verify_100000(url: &str, extra: &[&str], check: impl Fn(&Value)) {
+    let mut args = vec![
+        url, "-n", "100000", "--keys", "1-100000", "--dist", "seq", "--verify", "-c", "8",
+    ];
+    args.extend_from_slice(extra);
+    let (code, doc, err) = run_json(&args);
+    assert_eq!(code, 0, "{url}: {err}");
+    let r = &doc["runs"][0];
+    check(r);
+    assert_eq!(u(r, "hits"), 100_000, "{url}: {r}");
+    assert_eq!(u(r, "error_total"), 0, "{url}: {r}");
+}
+
+/// hits + misses from `loadgen serve`'s `GET /stats`, over a connected stream (TCP or Unix).
+pub fn serve_lookups(mut s: impl std::io::Read + std::io::Write) -> u64 {
+    s.write_all(b"GET /stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    let n = |name: &str| -> u64 {
+        reply
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /stats: {reply}"))
+    };
+    n("hits ") + n("misses ")
+}
+
 /// A PostgreSQL login role with a password of our own and SELECT on usr (created once, its
 /// password set on every call, so reruns work). `admin_url`: the servers.sh superuser URL.
 pub fn pg_role_with_password(admin_url: &str, role: &str, password: &str) {
