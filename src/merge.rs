@@ -33,7 +33,8 @@
 //! - client CPU: times summed, per-request CPU recomputed, utilization the highest of any
 //!   generator (the one closest to saturation), `saturated` if any was.
 //!
-//! Files whose workloads differ (key range, distribution, query mode, SQL, `--mix`) are refused;
+//! Files whose workloads differ (key range, distribution, query mode, SQL, `--mix`, `--txn`) are
+//! refused;
 //! differing connection counts or pipeline depths only warn. Settings of the merged file:
 //! connections, threads, `requests` and `rate` summed, the rest from the first file. `machine`
 //! sums the cores and lists the hostnames; `instance` is `merged(a,b,...)`, naming each input by
@@ -174,7 +175,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         Some(format!("{what} differ ({})", all.join(", ")))
     };
     // Different workloads: a merged latency distribution or QPS would describe nothing real.
-    let refuse: [(&str, &Field); 5] = [
+    let refuse: [(&str, &Field); 6] = [
         ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
         ("key distributions (--dist)", &|x| {
             x.file.settings.dist.clone()
@@ -189,6 +190,9 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
                 .mix
                 .clone()
                 .unwrap_or_else(|| "read=100".into())
+        }),
+        ("writes per transaction (--txn)", &|x| {
+            x.file.settings.txn.unwrap_or(1).to_string()
         }),
     ];
     for (what, f) in refuse {

@@ -534,9 +534,21 @@ fn a_writing_mix_shows_each_op_and_the_durability_as_the_json_has_them() {
     let mut pg = doc.clone();
     pg["runs"][0]["durability"] = serde_json::json!({"synchronous_commit": "off", "fsync": "on",
         "wal_sync_method": "fdatasync"});
+    // And the error kinds of writes, in the card and in the op's row.
+    for path in ["/runs/0", "/runs/0/ops/update"] {
+        let v = pg.pointer_mut(path).unwrap();
+        v["errors"]["deadlock"] = serde_json::json!(2);
+        v["error_total"] = serde_json::json!(u(v, "error_total") + 2);
+        v["requests"] = serde_json::json!(u(v, "requests") + 2);
+    }
     std::fs::write(d.join("pg.json"), serde_json::to_vec(&pg).unwrap()).unwrap();
     ok(&lg(&d, &["report", "pg.json"]), "report");
     let dom = open(browser, &d.join("pg.html"));
+    let (_, errors) = element(&dom, "errors-0");
+    assert!(errors.ends_with("(deadlock 2)"), "{errors}");
+    assert_shown(&dom, "op-0-update-errors", &serde_json::json!(2));
+    let after = &dom[dom.find(r#"id="op-0-update-errors""#).unwrap()..];
+    assert!(after[..after.find("</td>").unwrap()].contains("(deadlock 2)"));
     let want = "fsync=on, synchronous_commit=off, wal_sync_method=fdatasync";
     assert_eq!(element(&dom, "durability-0").1, want);
     assert_eq!(

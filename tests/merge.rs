@@ -766,10 +766,11 @@ fn per_op_results_of_a_writing_mix_merge_exactly() {
         "{err}"
     );
 
-    // Different mixes (a read-only part included) are different workloads.
-    for other in [Some("read=90,update=10"), None] {
+    // Different mixes (a read-only part included) or transaction sizes are different workloads.
+    for other in [Some("read=90,update=10"), None, Some("txn")] {
         let mut c = b.clone();
         match other {
+            Some("txn") => c["settings"]["txn"] = json!(4),
             Some(mix) => c["settings"]["mix"] = json!(mix),
             None => drop(c["settings"].as_object_mut().unwrap().remove("mix")),
         }
@@ -777,10 +778,12 @@ fn per_op_results_of_a_writing_mix_merge_exactly() {
         let (code, m, err) = merge(&[&pa, &pc]);
         assert_eq!(code, 2, "{other:?}: {err}");
         assert!(m.is_none());
-        assert!(
-            err.contains("cannot merge") && err.contains("--mix"),
-            "{err}"
-        );
+        let flag = if other == Some("txn") {
+            "--txn"
+        } else {
+            "--mix"
+        };
+        assert!(err.contains("cannot merge") && err.contains(flag), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }

@@ -45,7 +45,7 @@
       `${s.warmup_s}s warm-up, keys ${s.keys} ${s.dist}, ${s.mode} mode` +
       `${s.verify ? ', verify' : ''}${rate}, seed ${s.seed}, timeout ${s.timeout_ms}ms, ` +
       `interval ${s.interval_ms}ms${s.query ? ', query: ' + s.query : ''}` +
-      `${s.mix ? ', mix ' + s.mix : ''}`;
+      `${s.mix ? ', mix ' + s.mix : ''}${s.txn ? ', ' + s.txn + ' writes per transaction' : ''}`;
   }
 
   function header(R) {
