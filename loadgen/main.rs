@@ -442,6 +442,11 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
         p.seconds,
         loadgen::report::text::thousands((p.rows as f64 / p.seconds.max(1e-9)) as u64)
     );
+    println!(
+        "ids 1..{} hold the data set's rows and nothing outside them is left (rows a write run \
+         inserted are gone): a write run starts from here; to reset after one, prepare again",
+        a.rows
+    );
     Ok(0)
 }
 
