@@ -8,7 +8,7 @@
 #   LOADGEN_BIN       use this binary instead of `cargo build --release` + target/release/loadgen
 #   BENCH_SOAK_SECONDS=600  length of the soak run (not part of `all`: it takes ten minutes)
 #   BENCH_SEED_N=20000  inserts per step of the writes section's seed table (`writes` is not part
-#                       of `all`: it takes about 10 minutes, most of it inserts with fsync on)
+#                       of `all`: about 6 minutes here, more on a disk with slower fsync)
 #
 # Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
 # have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
