@@ -155,6 +155,10 @@ fn a_writing_sweep_prints_each_write_ops_rate_and_time_per_10k_as_the_json_has_t
         .lines()
         .position(|l| l.trim_start().starts_with("connections"))
         .unwrap_or_else(|| panic!("no sweep table: {stdout}"));
+    assert!(
+        stdout.contains(", 20,000 requests per step after 0s warm-up"),
+        "{stdout}"
+    );
     let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
     assert_eq!(
         cols(stdout.lines().nth(head).unwrap())[..8],

@@ -70,11 +70,15 @@ fn pct_line(name: &str, p: &Percentiles) -> String {
 pub fn render(file: &ResultFile) -> String {
     let mut out = String::new();
     let s = &file.settings;
-    let stop = match (s.duration_s, s.requests) {
+    let mut stop = match (s.duration_s, s.requests) {
         (_, Some(n)) => format!("{} requests", thousands(n)),
         (Some(d), _) => format!("{d}s"),
         _ => String::new(),
     };
+    // -n and -d apply to each step of a sweep, for every target.
+    if !file.sweeps.is_empty() && !stop.is_empty() {
+        stop.push_str(" per step");
+    }
     let rate = s
         .rate
         .map(|r| format!(", fixed rate {r}/s ({})", s.arrival))
@@ -606,6 +610,10 @@ mod tests {
         let settings = text.lines().next().unwrap();
         assert!(
             settings.starts_with("settings   connections swept: 1,2,4 x 1 in flight"),
+            "{text}"
+        );
+        assert!(
+            settings.contains(", 5s per step after 1s warm-up"),
             "{text}"
         );
         assert!(!settings.contains("16 connections"), "{text}");
