@@ -75,6 +75,10 @@ pub fn pg_config(url: &TargetUrl, ep: &Endpoint, timeout: Duration) -> tokio_pos
         .unwrap_or(user);
     c.dbname(&db);
     c.application_name("loadgen");
+    // libpq's `options`: server settings for every session, e.g. `-c synchronous_commit=off`.
+    if let Some(o) = url.param("options") {
+        c.options(o);
+    }
     c.connect_timeout(timeout);
     c
 }
@@ -90,6 +94,7 @@ impl PgTarget {
         "sslrootcert",
         "sslcert",
         "sslkey",
+        "options",
     ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {
