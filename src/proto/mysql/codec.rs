@@ -1,5 +1,7 @@
 //! MySQL / MariaDB binary protocol for one prepared lookup: a COM_STMT_EXECUTE per key, the
-//! binary result set parsed in place, with no allocation unless a reply is an error.
+//! binary result set parsed in place, with no allocation unless a reply is an error. Writes
+//! execute their own prepared statements (`writes`) and are answered with an OK packet whose
+//! affected rows are the rows changed.
 //! The handshake and COM_STMT_PREPARE live in `wire_driver`.
 //!
 //! The server reads commands off the socket one after the other and answers each in order, so
@@ -8,11 +10,14 @@
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
 use crate::dataset;
+use crate::mix::Op;
 use crate::outcome::LookupError;
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
+/// An UPDATE's affected rows are the rows it found, not only those whose values changed.
+pub const CLIENT_FOUND_ROWS: u64 = 1 << 1;
 pub const CLIENT_CONNECT_WITH_DB: u64 = 1 << 3;
 pub const CLIENT_PROTOCOL_41: u64 = 1 << 9;
 pub const CLIENT_SSL: u64 = 1 << 11;
@@ -63,6 +68,8 @@ pub struct MyCodec {
     shape: Shape,
     /// The type byte of each result column, from the prepare's column definitions.
     types: Vec<u8>,
+    /// The prepared statement of each write op (`Op::index`), where the mix has it.
+    writes: [u32; Op::COUNT],
 }
 
 impl MyCodec {
@@ -84,7 +91,27 @@ impl MyCodec {
             template: t,
             shape,
             types: types.to_vec(),
+            writes: [0; Op::COUNT],
         }
+    }
+
+    /// The codec, with the statement id each write op of the mix was prepared as.
+    pub fn with_writes(mut self, ids: &[(Op, u32)]) -> MyCodec {
+        for &(op, id) in ids {
+            self.writes[op.index()] = id;
+        }
+        self
+    }
+
+    /// The COM_STMT_EXECUTE of a write: its statement, then its parameters (`writes::bind`).
+    fn encode_write(&self, req: &Request, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_EXECUTE]); // length patched below
+        out.extend_from_slice(&self.writes[req.op.index()].to_le_bytes());
+        out.extend_from_slice(&[0, 1, 0, 0, 0]); // no cursor; iteration count 1
+        super::writes::bind(req.op, req.key, req.version, out);
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 3].copy_from_slice(&len.to_le_bytes()[..3]);
     }
 
     fn parse<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
@@ -94,6 +121,8 @@ impl MyCodec {
             seq: 1,
         };
         let mut first_row: Option<(&[u8], u64)> = None;
+        // Rows an OK without a result set says the statement changed (a write's reply).
+        let mut affected = 0;
         // Stateless: a partial reply is parsed again from its start on the next call; a hit is
         // ~70 bytes with cached metadata, so that is cheaper than carrying state across reads.
         // One pass of this loop per result; more than one only after SERVER_MORE_RESULTS_EXISTS.
@@ -103,8 +132,11 @@ impl MyCodec {
             };
             let status = match p[0] {
                 0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
-                // No result set (a --query that is not a SELECT): no row.
-                0x00 => ok_status(p)?,
+                // No result set: a write, or a --query that is not a SELECT (no row).
+                0x00 => {
+                    affected = lenenc(&p[1..]).map_or(0, |(n, _)| n);
+                    ok_status(p)?
+                }
                 _ => {
                     let (columns, rest) = lenenc(p)
                         .filter(|&(n, _)| (1..=MAX_COLUMNS).contains(&n))
@@ -150,6 +182,8 @@ impl MyCodec {
             }
         }
         let reply = match first_row {
+            // CLIENT_FOUND_ROWS: an update counts the rows it found, changed or not.
+            None if affected > 0 => Reply::Written(affected),
             None => Reply::Miss,
             Some((row, columns)) => {
                 Reply::Row(RowView::Cells(MyCells::new(row, columns, &self.types)))
@@ -164,6 +198,9 @@ impl Codec for MyCodec {
 
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        if req.op.writes() {
+            return self.encode_write(req, out);
+        }
         out.extend_from_slice(&self.template);
         let end = out.len();
         out[end - 8..].copy_from_slice(&req.key.to_le_bytes());
@@ -819,6 +856,34 @@ mod tests {
             );
             assert_eq!(dec(&mut c, &r[..r.len() - 1], 4, true).unwrap(), None);
         }
+    }
+
+    #[test]
+    fn writes_execute_their_statement_and_ok_says_the_rows_changed() {
+        let mut c = MyCodec::new(1, LEAN, USR).with_writes(&[(Op::Delete, 7)]);
+        let mut out = Vec::new();
+        let del = Request {
+            op: Op::Delete,
+            key: 9,
+            version: 1,
+        };
+        c.encode(&del, &mut out);
+        assert_eq!(&out[4..9], &[COM_STMT_EXECUTE, 7, 0, 0, 0]);
+        // OK: affected rows 1, last insert id 0, status, warnings.
+        let one = Stream::new().packet(&[0x00, 1, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&one, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == one.len()));
+        assert_eq!(
+            dec(&mut c, &one, 9, false).unwrap_err().kind,
+            ErrorKind::Server
+        );
+        let none = Stream::new().packet(&[0x00, 0, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&none, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Miss)) if n == none.len()));
+        // An upsert that updated: 2 rows (MySQL's count for ON DUPLICATE KEY UPDATE).
+        let two = Stream::new().packet(&[0x00, 2, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&two, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(2))) if n == two.len()));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod plugins;
 pub mod prepare;
 pub mod ssl;
 pub mod wire_driver;
+pub mod writes;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
