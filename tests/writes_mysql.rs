@@ -329,3 +329,33 @@ fn sql_user_write_statements_are_checked() {
         "{err}"
     );
 }
+
+#[test]
+fn an_insert_over_a_present_row_is_a_duplicate_on_every_path() {
+    let (Some(wire), Some(lib), Some(hs)) = (my_url("wire"), my_url("mysql_async"), hs_write_url())
+    else {
+        return;
+    };
+    let _rows = SqlRows::load();
+    let _hs_rows = load(&hs, 500);
+    for (url, from) in [(&wire, SQL_FIRST), (&lib, SQL_FIRST), (&hs, FIRST)] {
+        let (code, doc, err) = run_json(&[
+            url,
+            "-n",
+            "200",
+            "--mix",
+            "insert=100",
+            "--insert-from",
+            &from.to_string(),
+            "-c",
+            "2",
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 1, "{url}: {err}");
+        let ins = &r["ops"]["insert"];
+        assert_eq!(u(ins, "errors.duplicate"), 200, "{url}: {ins}");
+        assert_eq!(u(ins, "error_total"), 200, "{url}: {ins}");
+        let sample = r["error_samples"].to_string();
+        assert!(sample.contains("121") || sample.contains("1062"), "{sample}");
+    }
+}

@@ -543,10 +543,11 @@ impl Conn for MysqlConn {
                 outcome(Reply::from_cells(cells), &req, self.verify)
             }
             Ok(Answered::Written(n)) => outcome(Reply::<NoCells>::Written(n), &req, self.verify),
-            Err(mysql_async::Error::Server(s)) => Err(LookupError::server(format!(
-                "{} (error {})",
-                s.message, s.code
-            ))),
+            Err(mysql_async::Error::Server(s)) => Err(LookupError::new(
+                super::error::kind(s.code),
+                false,
+                format!("{} (error {})", s.message, s.code),
+            )),
             Err(e) => Err(LookupError::io(e.to_string())),
         }
     }

@@ -11,7 +11,7 @@
 
 use crate::dataset;
 use crate::mix::Op;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
@@ -131,7 +131,9 @@ impl MyCodec {
                 return Ok(None);
             };
             let status = match p[0] {
-                0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
+                0xFF => {
+                    return server_error(p).map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
+                }
                 // No result set: a write, or a --query that is not a SELECT (no row).
                 0x00 => {
                     affected = lenenc(&p[1..]).map_or(0, |(n, _)| n);
@@ -171,7 +173,10 @@ impl MyCodec {
                             // Binary rows start with 0x00, so 0xFE can only be the end.
                             0xFE if self.shape.deprecate_eof => break ok_status(p)?,
                             0xFE => break eof_status(p)?,
-                            0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
+                            0xFF => {
+                                return server_error(p)
+                                    .map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
+                            }
                             _ => return Err(bad("a binary row", p)),
                         }
                     }
@@ -298,16 +303,16 @@ impl std::fmt::Display for ServerError {
     }
 }
 
-/// An ERR reply to a lookup: the message of a non-fatal server error, or a fatal error when the
-/// server is ending the session.
-fn server_error(p: &[u8]) -> Result<String, LookupError> {
+/// An ERR reply to a request: the kind and message of a non-fatal server error, or a fatal
+/// error when the server is ending the session.
+fn server_error(p: &[u8]) -> Result<(ErrorKind, String), LookupError> {
     let e = ServerError::parse(p).ok_or_else(|| bad("an error packet", p))?;
     if e.ends_session() {
         return Err(LookupError::io(format!(
             "the server ended the session: {e}"
         )));
     }
-    Ok(e.to_string())
+    Ok((super::error::kind(e.code), e.to_string()))
 }
 
 /// Status flags of an OK packet (header 0x00, or 0xFE at the end of a result set):
@@ -808,6 +813,15 @@ mod tests {
             assert_eq!(e.message, "Table 'loadgen.nope' doesn't exist (error 1146)");
             let got = dec(&mut c, &buf[n..], 9, true).unwrap();
             assert_eq!(got, Some((buf.len() - n, Outcome::Hit)));
+        }
+    }
+
+    #[test]
+    fn errors_are_counted_by_the_kind_their_code_says() {
+        for (code, kind) in [(1062, ErrorKind::Duplicate), (1213, ErrorKind::Deadlock)] {
+            let (_, e) = dec_err(&mut MyCodec::new(1, LEAN, USR), &error(code, "x"), 1, false);
+            assert_eq!(e.kind, kind);
+            assert_eq!(e.message, format!("x (error {code})"));
         }
     }
 

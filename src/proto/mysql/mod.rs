@@ -3,6 +3,7 @@
 
 pub mod async_driver;
 pub mod codec;
+pub mod error;
 pub mod handshake;
 pub mod plugins;
 pub mod prepare;

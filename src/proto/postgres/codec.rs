@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::decimal;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
@@ -152,6 +152,7 @@ const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
 
 fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
     Reply::Server(
+        ErrorKind::Server,
         "skipped by the server: an earlier lookup in the same pipelined batch failed".into(),
     )
 }
@@ -272,7 +273,10 @@ impl Codec for PgCodec {
                     }
                     if !last {
                         self.answered(true);
-                        return Ok(Some((end, Reply::Server(e.to_string()))));
+                        return Ok(Some((
+                            end,
+                            Reply::Server(super::error::kind(&e.code), e.to_string()),
+                        )));
                     }
                     error = Some(e);
                 }
@@ -286,7 +290,7 @@ impl Codec for PgCodec {
                     let reply = if skipped_here {
                         skipped()
                     } else if let Some(e) = error {
-                        Reply::Server(e.to_string())
+                        Reply::Server(super::error::kind(&e.code), e.to_string())
                     } else {
                         self.reply(row, tag)
                     };

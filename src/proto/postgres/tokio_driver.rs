@@ -297,10 +297,10 @@ impl Conn for PgConn {
             }
             Err(e) => {
                 let fatal = self.client.is_closed();
-                let kind = if fatal {
-                    ErrorKind::Io
-                } else {
-                    ErrorKind::Server
+                let kind = match e.as_db_error() {
+                    _ if fatal => ErrorKind::Io,
+                    Some(db) => super::error::kind(db.code().code()),
+                    None => ErrorKind::Server,
                 };
                 Err(LookupError::new(kind, fatal, explain(&e, "lookup")))
             }
