@@ -356,6 +356,51 @@ fn an_insert_over_a_present_row_is_a_duplicate_on_every_path() {
         assert_eq!(u(ins, "errors.duplicate"), 200, "{url}: {ins}");
         assert_eq!(u(ins, "error_total"), 200, "{url}: {ins}");
         let sample = r["error_samples"].to_string();
-        assert!(sample.contains("121") || sample.contains("1062"), "{sample}");
+        assert!(
+            sample.contains("121") || sample.contains("1062"),
+            "{sample}"
+        );
+    }
+}
+
+#[test]
+fn sql_deadlocks_inside_txn_groups_are_counted_and_the_run_goes_on() {
+    for driver in ["wire", "mysql_async"] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let _rows = SqlRows::load();
+        // Two connections updating the same two keys two per transaction: one takes 1 then 2
+        // while the other takes 2 then 1, and InnoDB kills one of them.
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-n",
+            "3000",
+            "--mix",
+            "update=100",
+            "--txn",
+            "2",
+            "--keys",
+            "80000001-80000002",
+            "-c",
+            "2",
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 1, "{driver}: {err}");
+        assert_eq!(doc["settings"]["txn"], 2);
+        let upd = &r["ops"]["update"];
+        assert!(u(upd, "errors.deadlock") > 0, "{driver}: {upd}");
+        assert_eq!(
+            u(upd, "error_total"),
+            u(upd, "errors.deadlock"),
+            "{driver}: {upd}"
+        );
+        assert!(
+            u(upd, "hits") > u(upd, "errors.deadlock"),
+            "{driver}: {upd}"
+        );
+        assert_eq!(u(upd, "requests"), 3000);
+        let so = &upd["server_observed"];
+        assert_eq!(u(so, "delta"), 3000, "{driver}: {so}");
     }
 }

@@ -47,6 +47,8 @@ pub struct MysqlTarget {
     verify: bool,
     /// The statement of each write op of the mix, prepared on every connection.
     writes: Vec<(Op, String)>,
+    /// `--txn`: writes per transaction.
+    txn: usize,
 }
 
 /// mysql_async options for a URL, with its TLS. mysql_async has no PREFERRED (given TLS
@@ -317,6 +319,7 @@ impl MysqlTarget {
             simple,
             verify: plan.verify,
             writes: writes::statements(plan).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 }
@@ -339,6 +342,9 @@ pub struct MysqlConn {
     writes: [Option<Statement>; Op::COUNT],
     simple: Option<(String, String)>,
     verify: bool,
+    /// `--txn`: writes per transaction, and the writes sent in the open one (0: none open).
+    txn: usize,
+    open: usize,
     in_flight: Option<(
         Request,
         LocalBoxFuture<'static, (mysql_async::Conn, Answer)>,
@@ -414,6 +420,8 @@ impl Target for MysqlTarget {
             writes,
             simple: self.simple.clone(),
             verify: self.verify,
+            txn: self.txn,
+            open: 0,
             in_flight: None,
         })
     }
@@ -428,6 +436,11 @@ impl Target for MysqlTarget {
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// BEGIN and COMMIT around each group of writes (`MysqlConn::send`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
         Ok(())
     }
 
@@ -513,12 +526,37 @@ impl Conn for MysqlConn {
         };
         let write = req.op.writes().then(|| write_params(req));
         let sql = self.simple.as_ref().map(|(a, b)| format!("{a}{key}{b}"));
+        // --txn: mysql_async's Transaction borrows the connection for its life, which this
+        // connection's in-flight future cannot hold across requests; BEGIN and COMMIT as
+        // statements are the same transaction to the server.
+        let grouped = self.txn > 1 && write.is_some();
+        let begin = grouped && self.open == 0;
+        if grouped {
+            self.open = (self.open + 1) % self.txn;
+        }
+        let commit = grouped && self.open == 0;
         let fut: LocalBoxFuture<'static, (mysql_async::Conn, Answer)> = Box::pin(async move {
             let r = match (write, sql) {
-                (Some(params), _) => match conn.exec_drop(&stmt, params).await {
-                    Ok(()) => Ok(Answered::Written(conn.affected_rows())),
-                    Err(e) => Err(e),
-                },
+                (Some(params), _) => {
+                    let mut r = match begin {
+                        true => conn.query_drop("BEGIN").await,
+                        false => Ok(()),
+                    };
+                    if r.is_ok() {
+                        r = conn.exec_drop(&stmt, params).await;
+                    }
+                    let n = conn.affected_rows();
+                    if r.is_ok() && commit {
+                        r = conn.query_drop("COMMIT").await;
+                    }
+                    let deadlock = |r: &Result<(), mysql_async::Error>| matches!(r, Err(mysql_async::Error::Server(s)) if super::error::kind(s.code) == ErrorKind::Deadlock);
+                    if grouped && deadlock(&r) {
+                        // The group is over (InnoDB rolled a deadlock's transaction back; a lock
+                        // wait timeout only the statement): the next write begins a fresh one.
+                        let _ = conn.query_drop("ROLLBACK").await;
+                    }
+                    r.map(|()| Answered::Written(n))
+                }
                 (None, Some(sql)) => conn.query_first(sql).await.map(Answered::Row),
                 (None, None) => conn.exec_first(&stmt, (key,)).await.map(Answered::Row),
             };
@@ -537,6 +575,11 @@ impl Conn for MysqlConn {
         let (conn, r) = fut.await;
         self.in_flight = None;
         self.conn = Some(conn);
+        if let Err(mysql_async::Error::Server(s)) = &r {
+            if super::error::kind(s.code) == ErrorKind::Deadlock {
+                self.open = 0; // the group is over (`send`)
+            }
+        }
         match r {
             Ok(Answered::Row(row)) => {
                 let cells = row.as_ref().map(cells);

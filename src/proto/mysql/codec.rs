@@ -13,6 +13,7 @@ use crate::dataset;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::mysql::txn::{self, Groups};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
@@ -70,6 +71,8 @@ pub struct MyCodec {
     types: Vec<u8>,
     /// The prepared statement of each write op (`Op::index`), where the mix has it.
     writes: [u32; Op::COUNT],
+    /// `--txn N` above 1: the writes' transaction groups.
+    groups: Option<Groups>,
 }
 
 impl MyCodec {
@@ -92,7 +95,14 @@ impl MyCodec {
             shape,
             types: types.to_vec(),
             writes: [0; Op::COUNT],
+            groups: None,
         }
+    }
+
+    /// The codec, grouping writes `n` per transaction (`txn`).
+    pub fn with_txn(mut self, n: usize) -> MyCodec {
+        self.groups = Groups::new(n);
+        self
     }
 
     /// The codec, with the statement id each write op of the mix was prepared as.
@@ -203,6 +213,65 @@ impl Codec for MyCodec {
 
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        if let Some(mut g) = self.groups.take() {
+            g.encode(req.op.writes(), out, |out| self.encode_one(req, out));
+            self.groups = Some(g);
+            return;
+        }
+        self.encode_one(req, out);
+    }
+
+    fn decode<'b>(
+        &'b mut self,
+        buf: &'b [u8],
+        _key: u64,
+    ) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
+        let Some(g) = &self.groups else {
+            return self.decode_one(buf);
+        };
+        // The request's reply with its commands' replies around it, all or nothing.
+        let (flags, _) = g.front();
+        let mut pos = 0;
+        let mut failed = None;
+        for _ in 0..txn::replies_before(flags) {
+            let Some((n, e)) = control_reply(&buf[pos..])? else {
+                return Ok(None);
+            };
+            pos += n;
+            failed = failed.or(e);
+        }
+        let (n, own) = match self.decode_one(&buf[pos..])? {
+            None => return Ok(None),
+            Some((n, Reply::Server(kind, _))) => (n, Some(kind)),
+            Some((n, _)) => (n, None),
+        };
+        let mut end = pos + n;
+        if flags & txn::COMMIT != 0 {
+            let Some((n, e)) = control_reply(&buf[end..])? else {
+                return Ok(None);
+            };
+            end += n;
+            failed = failed.or(e);
+        }
+        let kind = own.or(failed.as_ref().map(|(k, _)| *k));
+        if let Some(g) = self.groups.as_mut() {
+            g.answered(kind);
+        }
+        // Parsed again to be borrowed from here on; it was complete above.
+        let reply = match (self.decode_one(&buf[pos..])?, failed) {
+            (Some((_, r @ Reply::Server(..))), _) => r,
+            (_, Some((kind, message))) => Reply::Server(kind, message),
+            (Some((_, r)), None) => r,
+            (None, None) => return Err(LookupError::protocol("MySQL reply lost in a transaction")),
+        };
+        Ok(Some((end, reply)))
+    }
+}
+
+impl MyCodec {
+    /// One request, without the commands of a transaction group.
+    #[inline]
+    fn encode_one(&self, req: &Request, out: &mut Vec<u8>) {
         if req.op.writes() {
             return self.encode_write(req, out);
         }
@@ -211,11 +280,8 @@ impl Codec for MyCodec {
         out[end - 8..].copy_from_slice(&req.key.to_le_bytes());
     }
 
-    fn decode<'b>(
-        &'b mut self,
-        buf: &'b [u8],
-        _key: u64,
-    ) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
+    /// One request's reply, without the replies of a transaction group's commands.
+    fn decode_one<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
         match self.parse(buf) {
             // Each packet is bounded; a reply of many packets is bounded here.
             Ok(None) if buf.len() >= MAX_FRAME => Err(LookupError::protocol(
@@ -223,6 +289,27 @@ impl Codec for MyCodec {
             )),
             other => other,
         }
+    }
+}
+
+/// A server error's kind and message.
+type Failed = (ErrorKind, String);
+
+/// The reply to a COM_QUERY of a transaction group (BEGIN, COMMIT, ROLLBACK): its length, and
+/// None for an OK or the error.
+fn control_reply(buf: &[u8]) -> Result<Option<(usize, Option<Failed>)>, LookupError> {
+    let mut r = Packets {
+        buf,
+        pos: 0,
+        seq: 1,
+    };
+    let Some(p) = r.next_packet()? else {
+        return Ok(None);
+    };
+    match p[0] {
+        0x00 => Ok(Some((r.pos, None))),
+        0xFF => server_error(p).map(|e| Some((r.pos, Some(e)))),
+        _ => Err(bad("an OK packet (BEGIN, COMMIT or ROLLBACK)", p)),
     }
 }
 
@@ -305,7 +392,7 @@ impl std::fmt::Display for ServerError {
 
 /// An ERR reply to a request: the kind and message of a non-fatal server error, or a fatal
 /// error when the server is ending the session.
-fn server_error(p: &[u8]) -> Result<(ErrorKind, String), LookupError> {
+fn server_error(p: &[u8]) -> Result<Failed, LookupError> {
     let e = ServerError::parse(p).ok_or_else(|| bad("an error packet", p))?;
     if e.ends_session() {
         return Err(LookupError::io(format!(
@@ -898,6 +985,44 @@ mod tests {
         let two = Stream::new().packet(&[0x00, 2, 0, 2, 0, 0, 0]).0;
         let got = c.decode(&two, 9).unwrap();
         assert!(matches!(got, Some((n, Reply::Written(2))) if n == two.len()));
+    }
+
+    #[test]
+    fn txn_groups_take_their_commands_replies_with_the_writes() {
+        let mut c = MyCodec::new(1, LEAN, USR)
+            .with_writes(&[(Op::Update, 2)])
+            .with_txn(2);
+        let upd = |key| Request {
+            op: Op::Update,
+            key,
+            version: 1,
+        };
+        let mut out = Vec::new();
+        for key in [5, 6, 7] {
+            c.encode(&upd(key), &mut out);
+        }
+        let ok = |rows: u8| Stream::new().packet(&[0x00, rows, 0, 2, 0, 0, 0]).0;
+        // BEGIN + update 5; update 6 + COMMIT; BEGIN + update 7 (a deadlock).
+        let first = [ok(0), ok(1)].concat();
+        let second = [ok(1), ok(0)].concat();
+        let third = [ok(0), error(1213, "Deadlock found")].concat();
+        let all = [&first[..], &second, &third].concat();
+        let got = c.decode(&all[..first.len() - 1], 5).unwrap();
+        assert!(got.is_none(), "a group's reply is whole or nothing");
+        let got = c.decode(&all, 5).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == first.len()));
+        let rest = &all[first.len()..];
+        let got = c.decode(rest, 6).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == second.len()));
+        let got = c.decode(&rest[second.len()..], 7).unwrap();
+        assert!(matches!(
+            got,
+            Some((_, Reply::Server(ErrorKind::Deadlock, _)))
+        ));
+        // The deadlock ended the open group: the next write rolls back and begins afresh.
+        out.clear();
+        c.encode(&upd(8), &mut out);
+        assert!(out.starts_with(b"\x09\0\0\0\x03ROLLBACK\x06\0\0\0\x03BEGIN"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod handshake;
 pub mod plugins;
 pub mod prepare;
 pub mod ssl;
+pub mod txn;
 pub mod wire_driver;
 pub mod writes;
 

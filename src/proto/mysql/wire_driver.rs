@@ -45,6 +45,8 @@ pub struct MyWireTarget {
     opts: MyOpts,
     /// The statement of each write op of the mix, prepared on every connection.
     writes: Vec<(Op, String)>,
+    /// `--txn`: writes per transaction.
+    txn: usize,
 }
 
 impl MyWireTarget {
@@ -88,6 +90,7 @@ impl MyWireTarget {
             },
             opts,
             writes: writes::statements(plan).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 
@@ -204,7 +207,9 @@ impl MyWireTarget {
         }
         Ok(StreamConn::new(
             s.sock,
-            MyCodec::new(p.statement_id, shape, &types).with_writes(&ids),
+            MyCodec::new(p.statement_id, shape, &types)
+                .with_writes(&ids)
+                .with_txn(self.txn),
             self.verify,
         ))
     }
@@ -348,6 +353,11 @@ impl Target for MyWireTarget {
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// BEGIN and COMMIT pipelined with the writes (`txn`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
         Ok(())
     }
 
