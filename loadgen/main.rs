@@ -140,7 +140,8 @@ struct RunArgs {
     /// (reads of the mix ride along); 1 is autocommit, every write its own transaction.
     #[arg(long, default_value_t = 1)]
     txn: usize,
-    /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1].
+    /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
+    /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
     query_update: Option<String>,
     /// SQL for inserts, $1..$4: key, user_name, user_email, created [default: INSERT INTO usr ...].

@@ -104,6 +104,24 @@ pub struct Share {
 }
 
 impl Plan {
+    /// The statement of every write op of the mix, for a SQL target: the user's where given
+    /// (`check`ed), else the target's `default`.
+    pub fn write_statements(
+        &self,
+        default: impl Fn(crate::mix::Op) -> &'static str,
+        check: impl Fn(crate::mix::Op, &str) -> Result<(), String>,
+    ) -> Result<Vec<(crate::mix::Op, String)>, String> {
+        let given = |op| self.write_queries.iter().find(|(o, _)| *o == op);
+        self.mix
+            .ops()
+            .filter(|o| o.writes())
+            .map(|op| match given(op) {
+                Some((_, sql)) => check(op, sql).map(|()| (op, sql.clone())),
+                None => Ok((op, default(op).to_string())),
+            })
+            .collect()
+    }
+
     /// Checks the rules that no single flag parser can see. Err is the one-line message.
     pub fn validate(&self) -> Result<(), String> {
         if self.connections == 0 {

@@ -1,8 +1,10 @@
-//! Writes (`--mix`) through HandlerSocket's write port, on the real MariaDB: inserts and the
-//! key reads counted by the server (Handler_write, Handler_read_key) exactly as loadgen counted
-//! them, read-your-writes `--verify` at depth 1 and 16, and the read port refused in preflight.
-//! The rows written are this file's own (user_id above 70000000, loaded here through
-//! HandlerSocket and deleted after): the shared ids 1..1000000 are never touched.
+//! Writes (`--mix`) on the real MariaDB: SQL on both drivers (wire and mysql_async) and
+//! HandlerSocket's write port. Each op counted by the server exactly as loadgen counted it
+//! (Com_update/insert/delete; HandlerSocket: Handler_write, Handler_read_key), read-your-writes
+//! `--verify` at depth 1 and 16, duplicates and deadlocks counted by kind, the durability
+//! settings in the result, and HandlerSocket's read port refused in preflight.
+//! The rows written are this file's own, loaded here and deleted after: HandlerSocket's above
+//! 70000000, SQL's above 80000000. The shared ids 1..1000000 are never touched.
 
 mod common;
 use common::*;
@@ -10,14 +12,42 @@ use common::*;
 const FIRST: u64 = 70_000_001;
 const ROWS: u64 = 10_000;
 
+/// Runs `sql` as root over the socket; its output.
+fn mariadb_root(sql: &str) -> String {
+    let sock = std::env::var("LOADGEN_MY_SOCKET").expect("LOADGEN_MY_SOCKET (servers.sh env)");
+    let out = Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-S",
+            &sock,
+            "-u",
+            "root",
+            "-N",
+            "loadgen",
+            "-e",
+            sql,
+        ])
+        .env_remove("MYSQL_PWD")
+        .output()
+        .expect("mariadb client runs");
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// This file's rows, deleted when dropped.
 struct OwnRows;
 
 impl Drop for OwnRows {
     fn drop(&mut self) {
-        mariadb_root("DELETE FROM loadgen.usr WHERE user_id > 70000000");
+        mariadb_root(HS_ROWS);
     }
 }
+
+const HS_ROWS: &str = "DELETE FROM usr WHERE user_id > 70000000 AND user_id <= 80000000";
 
 /// The write port's URL, with the MariaDB URL that reads the server's counters.
 fn hs_write_url() -> Option<String> {
@@ -28,7 +58,7 @@ fn hs_write_url() -> Option<String> {
 
 /// Deletes this file's rows, then inserts ids FIRST..FIRST+rows-1 through HandlerSocket.
 fn load(url: &str, rows: u64) -> OwnRows {
-    mariadb_root("DELETE FROM loadgen.usr WHERE user_id > 70000000");
+    mariadb_root(HS_ROWS);
     let (code, doc, err) = run_json(&[
         url,
         "-n",
@@ -143,5 +173,233 @@ fn the_read_port_and_upserts_are_refused_in_preflight() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(says), "{err}");
+    }
+}
+
+/// The SQL tests' rows: ids 80000001..80000000+SQL_ROWS as loaded, inserts above them.
+const SQL_FIRST: u64 = 80_000_001;
+const SQL_ROWS: u64 = 10_000;
+const SQL_KEYS: &str = "80000001-80010000";
+const SQL_MIX: &str = "read=50,update=30,insert=10,delete=10";
+
+/// The SQL tests' rows, deleted when dropped.
+struct SqlRows;
+
+impl SqlRows {
+    /// Deletes every row above 80000000, then loads ids 80000001..80010000 as `prepare` would.
+    fn load() -> SqlRows {
+        mariadb_root(&format!(
+            "DELETE FROM usr WHERE user_id > 80000000; \
+             INSERT INTO usr SELECT seq, CONCAT('user', seq), CONCAT('user', seq, '@example.com'), \
+             TIMESTAMPADD(SECOND, seq, '2010-02-03 11:22:33') FROM seq_{SQL_FIRST}_to_{}",
+            SQL_FIRST + SQL_ROWS - 1
+        ));
+        SqlRows
+    }
+}
+
+impl Drop for SqlRows {
+    fn drop(&mut self) {
+        mariadb_root("DELETE FROM usr WHERE user_id > 80000000");
+    }
+}
+
+fn mariadb_value(sql: &str) -> u64 {
+    let text = mariadb_root(sql);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{sql}: {text}"))
+}
+
+/// The MariaDB URL with `?driver=`, plain (the counters are the same over TLS: tests/mysql_tls.rs).
+fn my_url(driver: &str) -> Option<String> {
+    let url = server("LOADGEN_MY_URL")?;
+    Some(format!("{url}?driver={driver}&ssl-mode=DISABLED"))
+}
+
+#[test]
+fn sql_conserves_every_op_on_both_drivers() {
+    for (driver, p) in [("wire", "8"), ("mysql_async", "1")] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let _rows = SqlRows::load();
+        let (code, doc, err) = run_json(&[
+            &url, "-n", "20000", "--mix", SQL_MIX, "--keys", SQL_KEYS, "-c", "4", "-p", p,
+        ]);
+        assert_eq!(code, 0, "{driver}: {err}");
+        let r = &doc["runs"][0];
+        assert_eq!(r["driver"], driver);
+        assert_eq!(u(r, "error_total"), 0, "{driver}: {}", r["error_samples"]);
+        assert_ops_conserved(r, &["read", "update", "insert", "delete"], driver);
+        let so = &r["server_observed"];
+        assert_eq!(
+            (u(so, "delta"), &so["matches"]),
+            (20000, &true.into()),
+            "{so}"
+        );
+        // Inserts start above the loaded rows (max(user_id) + 1) and each one is a row.
+        let ins = &r["ops"]["insert"];
+        assert_eq!(u(ins, "hits"), u(ins, "requests"), "{driver}: {ins}");
+        let inserted = mariadb_value(&format!(
+            "SELECT COUNT(*) FROM usr WHERE user_id > {}",
+            SQL_FIRST + SQL_ROWS - 1
+        ));
+        assert_eq!(inserted, u(ins, "hits"), "{driver}");
+        // An update that finds its row is a hit, one that finds none a miss (a deleted key).
+        let upd = &r["ops"]["update"];
+        assert!(
+            u(upd, "hits") * 10 > u(upd, "requests") * 8,
+            "{driver}: {upd}"
+        );
+        let durability = &r["durability"];
+        for setting in ["innodb_flush_log_at_trx_commit", "sync_binlog"] {
+            let v = durability[setting].as_str().unwrap_or_default();
+            assert!(v.parse::<u64>().is_ok(), "{driver} {setting}: {durability}");
+        }
+    }
+}
+
+#[test]
+fn sql_reads_its_own_writes() {
+    let keys = format!("{SQL_FIRST}-{}", SQL_FIRST + 499);
+    for (driver, p) in [("wire", "1"), ("wire", "16"), ("mysql_async", "1")] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let _rows = SqlRows::load();
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-n",
+            "10000",
+            "--keys",
+            &keys,
+            "--mix",
+            "read=50,update=20,insert=10,delete=10,upsert=10",
+            "--verify",
+            "-c",
+            "4",
+            "-p",
+            p,
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 0, "{driver} -p {p}: {err} {}", r["error_samples"]);
+        assert_eq!(u(r, "error_total"), 0, "{driver} -p {p}");
+        let read = &r["ops"]["read"];
+        assert!(u(read, "hits") > 1000 && u(read, "misses") > 300, "{read}");
+        // Insert and upsert are both Com_insert: neither has a count of its own.
+        for op in OPS {
+            let o = &r["ops"][op];
+            let so = &o["server_observed"];
+            match op {
+                "insert" | "upsert" => assert!(so.is_null(), "{driver} {op}: {o}"),
+                _ => assert_eq!(
+                    u(so, "delta"),
+                    u(o, "requests"),
+                    "{driver} -p {p} {op}: {o}"
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn sql_user_write_statements_are_checked() {
+    let Some(url) = my_url("wire") else {
+        return;
+    };
+    let out = run(&[
+        "run",
+        &url,
+        "-n",
+        "10",
+        "--mix",
+        "update=1",
+        "--query-update",
+        "UPDATE usr SET user_name = 'x' WHERE user_id = ?",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "--query-update for MySQL needs exactly 2 ?, in this order: user_name, the key"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_insert_over_a_present_row_is_a_duplicate_on_every_path() {
+    let (Some(wire), Some(lib), Some(hs)) = (my_url("wire"), my_url("mysql_async"), hs_write_url())
+    else {
+        return;
+    };
+    let _rows = SqlRows::load();
+    let _hs_rows = load(&hs, 500);
+    for (url, from) in [(&wire, SQL_FIRST), (&lib, SQL_FIRST), (&hs, FIRST)] {
+        let (code, doc, err) = run_json(&[
+            url,
+            "-n",
+            "200",
+            "--mix",
+            "insert=100",
+            "--insert-from",
+            &from.to_string(),
+            "-c",
+            "2",
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 1, "{url}: {err}");
+        let ins = &r["ops"]["insert"];
+        assert_eq!(u(ins, "errors.duplicate"), 200, "{url}: {ins}");
+        assert_eq!(u(ins, "error_total"), 200, "{url}: {ins}");
+        let sample = r["error_samples"].to_string();
+        assert!(
+            sample.contains("121") || sample.contains("1062"),
+            "{sample}"
+        );
+    }
+}
+
+#[test]
+fn sql_deadlocks_inside_txn_groups_are_counted_and_the_run_goes_on() {
+    for driver in ["wire", "mysql_async"] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let _rows = SqlRows::load();
+        // Two connections updating the same two keys two per transaction: one takes 1 then 2
+        // while the other takes 2 then 1, and InnoDB kills one of them.
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-n",
+            "3000",
+            "--mix",
+            "update=100",
+            "--txn",
+            "2",
+            "--keys",
+            "80000001-80000002",
+            "-c",
+            "2",
+        ]);
+        let r = &doc["runs"][0];
+        assert_eq!(code, 1, "{driver}: {err}");
+        assert_eq!(doc["settings"]["txn"], 2);
+        let upd = &r["ops"]["update"];
+        assert!(u(upd, "errors.deadlock") > 0, "{driver}: {upd}");
+        assert_eq!(
+            u(upd, "error_total"),
+            u(upd, "errors.deadlock"),
+            "{driver}: {upd}"
+        );
+        assert!(
+            u(upd, "hits") > u(upd, "errors.deadlock"),
+            "{driver}: {upd}"
+        );
+        assert_eq!(u(upd, "requests"), 3000);
+        let so = &upd["server_observed"];
+        assert_eq!(u(so, "delta"), 3000, "{driver}: {so}");
     }
 }

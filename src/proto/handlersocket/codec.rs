@@ -542,7 +542,8 @@ impl Codec for HsCodec {
         };
         if self.writes {
             // A find-modify answers `0\t1\t<rows changed>`, an insert `0\t1`; an insert over a
-            // row already there fails with handler error 121 (duplicate key): nothing written.
+            // row already there fails with handler error 121 (HA_ERR_FOUND_DUPP_KEY, and only
+            // that): a `duplicate`, as MariaDB's own 1062 is over SQL.
             match (resp.code, resp.num_cols, resp.first_row()) {
                 (0, 1, None) => return Ok(Some((n, Reply::Written(1)))),
                 (0, 1, Some(rows)) => {
@@ -555,7 +556,8 @@ impl Codec for HsCodec {
                     }
                 }
                 (1, _, _) if resp.message() == Some(b"121") => {
-                    return Ok(Some((n, Reply::Written(0))))
+                    let e = HsError::from_response(&resp).to_string();
+                    return Ok(Some((n, Reply::Server(ErrorKind::Duplicate, e))));
                 }
                 _ => {}
             }
@@ -743,16 +745,16 @@ mod tests {
             c.encode(&req(op), &mut out);
             assert_eq!(String::from_utf8_lossy(&out), want, "{op:?}");
         }
-        for (reply, want) in [
-            (&b"0\t1\n"[..], 1),
-            (b"0\t1\t1\n", 1),
-            (b"0\t1\t0\n", 0),
-            (b"1\t1\t121\n", 0),
-        ] {
+        for (reply, want) in [(&b"0\t1\n"[..], 1), (b"0\t1\t1\n", 1), (b"0\t1\t0\n", 0)] {
             let (n, got) = c.decode(reply, 42).unwrap().unwrap();
             assert_eq!(n, reply.len());
             assert!(matches!(got, Reply::Written(w) if w == want), "{reply:?}");
         }
+        let (_, got) = c.decode(b"1\t1\t121\n", 42).unwrap().unwrap();
+        assert!(
+            matches!(&got, Reply::Server(ErrorKind::Duplicate, m) if m.contains("121")),
+            "{got:?}"
+        );
         // Reads still come back as rows and misses; other errors stay errors.
         let (_, got) = c.decode(b"0\t3\n", 42).unwrap().unwrap();
         assert!(matches!(got, Reply::Miss));

@@ -18,12 +18,15 @@ use mysql_async::{
     Statement, Value,
 };
 
+use crate::dataset;
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::proto::codec::{outcome, Cell, Reply, Request};
+use crate::proto::codec::{outcome, Cell, NoCells, Reply, Request};
 use crate::proto::mysql::codec::time_cell;
 use crate::proto::mysql::plugins::unspoken;
 use crate::proto::mysql::ssl::{no_tls_on_server, server_said, tls_options};
+use crate::proto::mysql::writes::{self, Param};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{self, Endpoint, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions};
 use crate::url::TargetUrl;
@@ -42,6 +45,10 @@ pub struct MysqlTarget {
     sql: String,
     simple: Option<(String, String)>,
     verify: bool,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Vec<(Op, String)>,
+    /// `--txn`: writes per transaction.
+    txn: usize,
 }
 
 /// mysql_async options for a URL, with its TLS. mysql_async has no PREFERRED (given TLS
@@ -66,6 +73,67 @@ impl MyOpts {
             (r, _) => r,
         };
         r.map_err(|e| self.explain(&e))
+    }
+
+    /// The server's count of a run whose writes are `writes` (none: a read-only run): every
+    /// execute (Com_stmt_execute), or in `--mode simple` (`simple`) the text lookups
+    /// (Com_select) beside the executes of the writes; per op as `writes::server_count` says.
+    pub async fn server_count(
+        &self,
+        simple: bool,
+        writes: &[(Op, String)],
+    ) -> Result<ServerCount, String> {
+        let reads = simple.then_some("Com_select");
+        if writes.is_empty() {
+            let name = reads.unwrap_or("Com_stmt_execute");
+            let v = global_status(self, name).await?;
+            return Ok(ServerCount::reads(v, format!("global status {name}")));
+        }
+        let names = writes::counter_names("Com_stmt_execute", reads, writes);
+        let values = global_statuses(self, &names).await?;
+        Ok(writes::server_count(&names, &values, reads, writes))
+    }
+
+    /// Where inserts start (`writes::next_id_sql`), over a connection of its own.
+    pub async fn insert_from(&self, writes: &[(Op, String)]) -> Result<Option<u64>, String> {
+        let Some(sql) = writes::next_id_sql(writes) else {
+            return Ok(None);
+        };
+        let mut c = self.conn().await?;
+        let next: Option<u64> = c.query_first(sql).await.map_err(|e| self.explain(&e))?;
+        let _ = c.disconnect().await;
+        next.map(Some)
+            .ok_or_else(|| "the max(user_id) query returned no row".into())
+    }
+
+    /// The server's `writes::DURABILITY` settings; a setting that cannot be read says why.
+    pub async fn durability(&self) -> Vec<(String, String)> {
+        let read = async {
+            let mut c = self.conn().await?;
+            let rows: Vec<(String, String)> = c
+                .query(format!(
+                    "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('{}')",
+                    writes::DURABILITY.join("', '")
+                ))
+                .await
+                .map_err(|e| self.explain(&e))?;
+            let _ = c.disconnect().await;
+            Ok::<_, String>(rows)
+        };
+        match read.await {
+            Ok(rows) => writes::DURABILITY
+                .iter()
+                .map(|name| {
+                    let v = rows.iter().find(|(n, _)| n.eq_ignore_ascii_case(name));
+                    let v = v.map_or_else(
+                        || "unknown (the server does not show it)".into(),
+                        |(_, v)| v.clone(),
+                    );
+                    (name.to_string(), v)
+                })
+                .collect(),
+            Err(e) => vec![("unknown".into(), e)],
+        }
     }
 
     /// One line for a mysql_async error, TLS handshake failures in the transport's words.
@@ -123,6 +191,8 @@ pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Resul
         .db_name(db)
         .prefer_socket(false)
         .stmt_cache_size(16)
+        // An update that finds its row is a hit even when it writes the value the row has.
+        .client_found_rows(true)
         .tcp_nodelay(true)
         .conn_ttl(None)
         .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10))
@@ -248,11 +318,19 @@ impl MysqlTarget {
             sql,
             simple,
             verify: plan.verify,
+            writes: writes::statements(plan).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 }
 
-type Answer = Result<Option<Row>, mysql_async::Error>;
+/// A lookup's first row, or the rows a write changed.
+enum Answered {
+    Row(Option<Row>),
+    Written(u64),
+}
+
+type Answer = Result<Answered, mysql_async::Error>;
 
 /// The connection lives inside the in-flight query future while a query runs, so a dropped
 /// `recv` (the request loop's select) never abandons a half-read reply: the next `recv` polls
@@ -260,8 +338,13 @@ type Answer = Result<Option<Row>, mysql_async::Error>;
 pub struct MysqlConn {
     conn: Option<mysql_async::Conn>,
     stmt: Statement,
+    /// The prepared statement of each write op of the mix (`Op::index`).
+    writes: [Option<Statement>; Op::COUNT],
     simple: Option<(String, String)>,
     verify: bool,
+    /// `--txn`: writes per transaction, and the writes sent in the open one (0: none open).
+    txn: usize,
+    open: usize,
     in_flight: Option<(
         Request,
         LocalBoxFuture<'static, (mysql_async::Conn, Answer)>,
@@ -307,11 +390,38 @@ impl Target for MysqlTarget {
             }
         }
         let stmt = conn.prep(&self.sql).await.map_err(fail)?;
+        let mut writes: [Option<Statement>; Op::COUNT] = Default::default();
+        for (op, sql) in &self.writes {
+            let what = format!("--query-{}", op.name());
+            let w = conn.prep(sql).await.map_err(|e| {
+                LookupError::new(
+                    ErrorKind::Connect,
+                    true,
+                    format!("{what}: {}", self.opts.explain(&e)),
+                )
+            })?;
+            let want = writes::params(*op).len();
+            if w.num_params() as usize != want {
+                return Err(LookupError::new(
+                    ErrorKind::Connect,
+                    true,
+                    format!(
+                        "{what} has {} parameters; it must have {want}: {}",
+                        w.num_params(),
+                        writes::describe(*op)
+                    ),
+                ));
+            }
+            writes[op.index()] = Some(w);
+        }
         Ok(MysqlConn {
             conn: Some(conn),
             stmt,
+            writes,
             simple: self.simple.clone(),
             verify: self.verify,
+            txn: self.txn,
+            open: 0,
             in_flight: None,
         })
     }
@@ -324,23 +434,28 @@ impl Target for MysqlTarget {
         1
     }
 
+    /// Every write op, with its prepared statement (`writes`).
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// BEGIN and COMMIT around each group of writes (`MysqlConn::send`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        self.opts.insert_from(&self.writes).await
+    }
+
+    async fn durability(&self) -> Vec<(String, String)> {
+        self.opts.durability().await
+    }
+
+    /// --mode simple reads with text queries (Com_select); writes are always executes.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let name = if self.simple.is_some() {
-            "Com_select"
-        } else {
-            "Com_stmt_execute"
-        };
-        let v = global_status(&self.opts, name).await?;
-        Ok(Some(ServerCount {
-            ops: Vec::new(),
-            value: v,
-            source: if self.simple.is_some() {
-                "global status Com_select"
-            } else {
-                "global status Com_stmt_execute"
-            }
-            .into(),
-        }))
+        let simple = self.simple.is_some();
+        self.opts.server_count(simple, &self.writes).await.map(Some)
     }
 }
 
@@ -368,15 +483,30 @@ async fn session_tls(
 /// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
 /// Com_stmt_execute or Handler_read_key itself).
 pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, String> {
+    global_statuses(opts, &[name]).await.map(|v| v[0])
+}
+
+/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment.
+pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, String> {
     let addr = endpoint_of(&opts.opts);
     let mut c = opts.conn().await?;
-    let row: Option<(String, String)> = c
-        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+    let rows: Vec<(String, String)> = c
+        .query(format!(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('{}')",
+            names.join("', '")
+        ))
         .await
         .map_err(|e| opts.explain(&e))?;
     let _ = c.disconnect().await;
-    row.and_then(|(_, v)| v.parse().ok())
-        .ok_or_else(|| format!("{addr}: no global status {name}"))
+    names
+        .iter()
+        .map(|name| {
+            rows.iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.parse().ok())
+                .ok_or_else(|| format!("{addr}: no global status {name}"))
+        })
+        .collect()
 }
 
 impl Conn for MysqlConn {
@@ -385,12 +515,50 @@ impl Conn for MysqlConn {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        let stmt = self.stmt.clone();
+        let stmt = match req.op.writes() {
+            true => self.writes[req.op.index()].clone(),
+            false => Some(self.stmt.clone()),
+        };
+        let Some(stmt) = stmt else {
+            // Never: every write op of the mix is prepared on connect.
+            self.conn = Some(conn);
+            return;
+        };
+        let write = req.op.writes().then(|| write_params(req));
         let sql = self.simple.as_ref().map(|(a, b)| format!("{a}{key}{b}"));
+        // --txn: mysql_async's Transaction borrows the connection for its life, which this
+        // connection's in-flight future cannot hold across requests; BEGIN and COMMIT as
+        // statements are the same transaction to the server.
+        let grouped = self.txn > 1 && write.is_some();
+        let begin = grouped && self.open == 0;
+        if grouped {
+            self.open = (self.open + 1) % self.txn;
+        }
+        let commit = grouped && self.open == 0;
         let fut: LocalBoxFuture<'static, (mysql_async::Conn, Answer)> = Box::pin(async move {
-            let r = match sql {
-                Some(sql) => conn.query_first(sql).await,
-                None => conn.exec_first(&stmt, (key,)).await,
+            let r = match (write, sql) {
+                (Some(params), _) => {
+                    let mut r = match begin {
+                        true => conn.query_drop("BEGIN").await,
+                        false => Ok(()),
+                    };
+                    if r.is_ok() {
+                        r = conn.exec_drop(&stmt, params).await;
+                    }
+                    let n = conn.affected_rows();
+                    if r.is_ok() && commit {
+                        r = conn.query_drop("COMMIT").await;
+                    }
+                    let deadlock = |r: &Result<(), mysql_async::Error>| matches!(r, Err(mysql_async::Error::Server(s)) if super::error::kind(s.code) == ErrorKind::Deadlock);
+                    if grouped && deadlock(&r) {
+                        // The group is over (InnoDB rolled a deadlock's transaction back; a lock
+                        // wait timeout only the statement): the next write begins a fresh one.
+                        let _ = conn.query_drop("ROLLBACK").await;
+                    }
+                    r.map(|()| Answered::Written(n))
+                }
+                (None, Some(sql)) => conn.query_first(sql).await.map(Answered::Row),
+                (None, None) => conn.exec_first(&stmt, (key,)).await.map(Answered::Row),
             };
             (conn, r)
         });
@@ -407,18 +575,43 @@ impl Conn for MysqlConn {
         let (conn, r) = fut.await;
         self.in_flight = None;
         self.conn = Some(conn);
+        if let Err(mysql_async::Error::Server(s)) = &r {
+            if super::error::kind(s.code) == ErrorKind::Deadlock {
+                self.open = 0; // the group is over (`send`)
+            }
+        }
         match r {
-            Ok(row) => {
+            Ok(Answered::Row(row)) => {
                 let cells = row.as_ref().map(cells);
                 outcome(Reply::from_cells(cells), &req, self.verify)
             }
-            Err(mysql_async::Error::Server(s)) => Err(LookupError::server(format!(
-                "{} (error {})",
-                s.message, s.code
-            ))),
+            Ok(Answered::Written(n)) => outcome(Reply::<NoCells>::Written(n), &req, self.verify),
+            Err(mysql_async::Error::Server(s)) => Err(LookupError::new(
+                super::error::kind(s.code),
+                false,
+                format!("{} (error {})", s.message, s.code),
+            )),
             Err(e) => Err(LookupError::io(e.to_string())),
         }
     }
+}
+
+/// The parameters of a write, in the order of its statement's `?`s (`writes::params`).
+fn write_params(req: &Request) -> Vec<Value> {
+    let text = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut v = Vec::with_capacity(32);
+        f(&mut v);
+        Value::Bytes(v)
+    };
+    writes::params(req.op)
+        .iter()
+        .map(|p| match p {
+            Param::Key => Value::UInt(req.key),
+            Param::Name => text(&|o| dataset::write_name(o, req.key, req.version)),
+            Param::Email => text(&|o| dataset::write_email(o, req.key)),
+            Param::Created => text(&|o| dataset::write_created(o, req.key)),
+        })
+        .collect()
 }
 
 /// The cells of a row: text (the simple protocol, or strings in a binary row), dates, NULLs.

@@ -1,5 +1,7 @@
 //! MySQL / MariaDB binary protocol for one prepared lookup: a COM_STMT_EXECUTE per key, the
-//! binary result set parsed in place, with no allocation unless a reply is an error.
+//! binary result set parsed in place, with no allocation unless a reply is an error. Writes
+//! execute their own prepared statements (`writes`) and are answered with an OK packet whose
+//! affected rows are the rows changed.
 //! The handshake and COM_STMT_PREPARE live in `wire_driver`.
 //!
 //! The server reads commands off the socket one after the other and answers each in order, so
@@ -8,11 +10,15 @@
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
 use crate::dataset;
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::mysql::txn::{self, Groups};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
 pub const CLIENT_LONG_PASSWORD: u64 = 1; // MariaDB: CLIENT_MYSQL, "not a MariaDB server/client"
+/// An UPDATE's affected rows are the rows it found, not only those whose values changed.
+pub const CLIENT_FOUND_ROWS: u64 = 1 << 1;
 pub const CLIENT_CONNECT_WITH_DB: u64 = 1 << 3;
 pub const CLIENT_PROTOCOL_41: u64 = 1 << 9;
 pub const CLIENT_SSL: u64 = 1 << 11;
@@ -63,6 +69,10 @@ pub struct MyCodec {
     shape: Shape,
     /// The type byte of each result column, from the prepare's column definitions.
     types: Vec<u8>,
+    /// The prepared statement of each write op (`Op::index`), where the mix has it.
+    writes: [u32; Op::COUNT],
+    /// `--txn N` above 1: the writes' transaction groups.
+    groups: Option<Groups>,
 }
 
 impl MyCodec {
@@ -84,7 +94,34 @@ impl MyCodec {
             template: t,
             shape,
             types: types.to_vec(),
+            writes: [0; Op::COUNT],
+            groups: None,
         }
+    }
+
+    /// The codec, grouping writes `n` per transaction (`txn`).
+    pub fn with_txn(mut self, n: usize) -> MyCodec {
+        self.groups = Groups::new(n);
+        self
+    }
+
+    /// The codec, with the statement id each write op of the mix was prepared as.
+    pub fn with_writes(mut self, ids: &[(Op, u32)]) -> MyCodec {
+        for &(op, id) in ids {
+            self.writes[op.index()] = id;
+        }
+        self
+    }
+
+    /// The COM_STMT_EXECUTE of a write: its statement, then its parameters (`writes::bind`).
+    fn encode_write(&self, req: &Request, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_EXECUTE]); // length patched below
+        out.extend_from_slice(&self.writes[req.op.index()].to_le_bytes());
+        out.extend_from_slice(&[0, 1, 0, 0, 0]); // no cursor; iteration count 1
+        super::writes::bind(req.op, req.key, req.version, out);
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 3].copy_from_slice(&len.to_le_bytes()[..3]);
     }
 
     fn parse<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
@@ -94,6 +131,8 @@ impl MyCodec {
             seq: 1,
         };
         let mut first_row: Option<(&[u8], u64)> = None;
+        // Rows an OK without a result set says the statement changed (a write's reply).
+        let mut affected = 0;
         // Stateless: a partial reply is parsed again from its start on the next call; a hit is
         // ~70 bytes with cached metadata, so that is cheaper than carrying state across reads.
         // One pass of this loop per result; more than one only after SERVER_MORE_RESULTS_EXISTS.
@@ -103,13 +142,13 @@ impl MyCodec {
             };
             let status = match p[0] {
                 0xFF => {
-                    return Ok(Some((
-                        r.pos,
-                        Reply::Server(ErrorKind::Server, server_error(p)?),
-                    )))
+                    return server_error(p).map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
                 }
-                // No result set (a --query that is not a SELECT): no row.
-                0x00 => ok_status(p)?,
+                // No result set: a write, or a --query that is not a SELECT (no row).
+                0x00 => {
+                    affected = lenenc(&p[1..]).map_or(0, |(n, _)| n);
+                    ok_status(p)?
+                }
                 _ => {
                     let (columns, rest) = lenenc(p)
                         .filter(|&(n, _)| (1..=MAX_COLUMNS).contains(&n))
@@ -145,10 +184,8 @@ impl MyCodec {
                             0xFE if self.shape.deprecate_eof => break ok_status(p)?,
                             0xFE => break eof_status(p)?,
                             0xFF => {
-                                return Ok(Some((
-                                    r.pos,
-                                    Reply::Server(ErrorKind::Server, server_error(p)?),
-                                )))
+                                return server_error(p)
+                                    .map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
                             }
                             _ => return Err(bad("a binary row", p)),
                         }
@@ -160,6 +197,8 @@ impl MyCodec {
             }
         }
         let reply = match first_row {
+            // CLIENT_FOUND_ROWS: an update counts the rows it found, changed or not.
+            None if affected > 0 => Reply::Written(affected),
             None => Reply::Miss,
             Some((row, columns)) => {
                 Reply::Row(RowView::Cells(MyCells::new(row, columns, &self.types)))
@@ -174,9 +213,12 @@ impl Codec for MyCodec {
 
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.template);
-        let end = out.len();
-        out[end - 8..].copy_from_slice(&req.key.to_le_bytes());
+        if let Some(mut g) = self.groups.take() {
+            g.encode(req.op.writes(), out, |out| self.encode_one(req, out));
+            self.groups = Some(g);
+            return;
+        }
+        self.encode_one(req, out);
     }
 
     fn decode<'b>(
@@ -184,6 +226,62 @@ impl Codec for MyCodec {
         buf: &'b [u8],
         _key: u64,
     ) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
+        let Some(g) = &self.groups else {
+            return self.decode_one(buf);
+        };
+        // The request's reply with its commands' replies around it, all or nothing.
+        let (flags, _) = g.front();
+        let mut pos = 0;
+        let mut failed = None;
+        for _ in 0..txn::replies_before(flags) {
+            let Some((n, e)) = control_reply(&buf[pos..])? else {
+                return Ok(None);
+            };
+            pos += n;
+            failed = failed.or(e);
+        }
+        let (n, own) = match self.decode_one(&buf[pos..])? {
+            None => return Ok(None),
+            Some((n, Reply::Server(kind, _))) => (n, Some(kind)),
+            Some((n, _)) => (n, None),
+        };
+        let mut end = pos + n;
+        if flags & txn::COMMIT != 0 {
+            let Some((n, e)) = control_reply(&buf[end..])? else {
+                return Ok(None);
+            };
+            end += n;
+            failed = failed.or(e);
+        }
+        let kind = own.or(failed.as_ref().map(|(k, _)| *k));
+        if let Some(g) = self.groups.as_mut() {
+            g.answered(kind);
+        }
+        // Parsed again to be borrowed from here on; it was complete above.
+        let reply = match (self.decode_one(&buf[pos..])?, failed) {
+            (Some((_, r @ Reply::Server(..))), _) => r,
+            (_, Some((kind, message))) => Reply::Server(kind, message),
+            (Some((_, r)), None) => r,
+            (None, None) => return Err(LookupError::protocol("MySQL reply lost in a transaction")),
+        };
+        Ok(Some((end, reply)))
+    }
+}
+
+impl MyCodec {
+    /// One request, without the commands of a transaction group.
+    #[inline]
+    fn encode_one(&self, req: &Request, out: &mut Vec<u8>) {
+        if req.op.writes() {
+            return self.encode_write(req, out);
+        }
+        out.extend_from_slice(&self.template);
+        let end = out.len();
+        out[end - 8..].copy_from_slice(&req.key.to_le_bytes());
+    }
+
+    /// One request's reply, without the replies of a transaction group's commands.
+    fn decode_one<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
         match self.parse(buf) {
             // Each packet is bounded; a reply of many packets is bounded here.
             Ok(None) if buf.len() >= MAX_FRAME => Err(LookupError::protocol(
@@ -191,6 +289,27 @@ impl Codec for MyCodec {
             )),
             other => other,
         }
+    }
+}
+
+/// A server error's kind and message.
+type Failed = (ErrorKind, String);
+
+/// The reply to a COM_QUERY of a transaction group (BEGIN, COMMIT, ROLLBACK): its length, and
+/// None for an OK or the error.
+fn control_reply(buf: &[u8]) -> Result<Option<(usize, Option<Failed>)>, LookupError> {
+    let mut r = Packets {
+        buf,
+        pos: 0,
+        seq: 1,
+    };
+    let Some(p) = r.next_packet()? else {
+        return Ok(None);
+    };
+    match p[0] {
+        0x00 => Ok(Some((r.pos, None))),
+        0xFF => server_error(p).map(|e| Some((r.pos, Some(e)))),
+        _ => Err(bad("an OK packet (BEGIN, COMMIT or ROLLBACK)", p)),
     }
 }
 
@@ -271,16 +390,16 @@ impl std::fmt::Display for ServerError {
     }
 }
 
-/// An ERR reply to a lookup: the message of a non-fatal server error, or a fatal error when the
-/// server is ending the session.
-fn server_error(p: &[u8]) -> Result<String, LookupError> {
+/// An ERR reply to a request: the kind and message of a non-fatal server error, or a fatal
+/// error when the server is ending the session.
+fn server_error(p: &[u8]) -> Result<Failed, LookupError> {
     let e = ServerError::parse(p).ok_or_else(|| bad("an error packet", p))?;
     if e.ends_session() {
         return Err(LookupError::io(format!(
             "the server ended the session: {e}"
         )));
     }
-    Ok(e.to_string())
+    Ok((super::error::kind(e.code), e.to_string()))
 }
 
 /// Status flags of an OK packet (header 0x00, or 0xFE at the end of a result set):
@@ -785,6 +904,15 @@ mod tests {
     }
 
     #[test]
+    fn errors_are_counted_by_the_kind_their_code_says() {
+        for (code, kind) in [(1062, ErrorKind::Duplicate), (1213, ErrorKind::Deadlock)] {
+            let (_, e) = dec_err(&mut MyCodec::new(1, LEAN, USR), &error(code, "x"), 1, false);
+            assert_eq!(e.kind, kind);
+            assert_eq!(e.message, format!("x (error {code})"));
+        }
+    }
+
+    #[test]
     fn error_after_rows_is_a_server_error() {
         let r = Stream::new()
             .header(LEAN, 3)
@@ -829,6 +957,72 @@ mod tests {
             );
             assert_eq!(dec(&mut c, &r[..r.len() - 1], 4, true).unwrap(), None);
         }
+    }
+
+    #[test]
+    fn writes_execute_their_statement_and_ok_says_the_rows_changed() {
+        let mut c = MyCodec::new(1, LEAN, USR).with_writes(&[(Op::Delete, 7)]);
+        let mut out = Vec::new();
+        let del = Request {
+            op: Op::Delete,
+            key: 9,
+            version: 1,
+        };
+        c.encode(&del, &mut out);
+        assert_eq!(&out[4..9], &[COM_STMT_EXECUTE, 7, 0, 0, 0]);
+        // OK: affected rows 1, last insert id 0, status, warnings.
+        let one = Stream::new().packet(&[0x00, 1, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&one, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == one.len()));
+        assert_eq!(
+            dec(&mut c, &one, 9, false).unwrap_err().kind,
+            ErrorKind::Server
+        );
+        let none = Stream::new().packet(&[0x00, 0, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&none, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Miss)) if n == none.len()));
+        // An upsert that updated: 2 rows (MySQL's count for ON DUPLICATE KEY UPDATE).
+        let two = Stream::new().packet(&[0x00, 2, 0, 2, 0, 0, 0]).0;
+        let got = c.decode(&two, 9).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(2))) if n == two.len()));
+    }
+
+    #[test]
+    fn txn_groups_take_their_commands_replies_with_the_writes() {
+        let mut c = MyCodec::new(1, LEAN, USR)
+            .with_writes(&[(Op::Update, 2)])
+            .with_txn(2);
+        let upd = |key| Request {
+            op: Op::Update,
+            key,
+            version: 1,
+        };
+        let mut out = Vec::new();
+        for key in [5, 6, 7] {
+            c.encode(&upd(key), &mut out);
+        }
+        let ok = |rows: u8| Stream::new().packet(&[0x00, rows, 0, 2, 0, 0, 0]).0;
+        // BEGIN + update 5; update 6 + COMMIT; BEGIN + update 7 (a deadlock).
+        let first = [ok(0), ok(1)].concat();
+        let second = [ok(1), ok(0)].concat();
+        let third = [ok(0), error(1213, "Deadlock found")].concat();
+        let all = [&first[..], &second, &third].concat();
+        let got = c.decode(&all[..first.len() - 1], 5).unwrap();
+        assert!(got.is_none(), "a group's reply is whole or nothing");
+        let got = c.decode(&all, 5).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == first.len()));
+        let rest = &all[first.len()..];
+        let got = c.decode(rest, 6).unwrap();
+        assert!(matches!(got, Some((n, Reply::Written(1))) if n == second.len()));
+        let got = c.decode(&rest[second.len()..], 7).unwrap();
+        assert!(matches!(
+            got,
+            Some((_, Reply::Server(ErrorKind::Deadlock, _)))
+        ));
+        // The deadlock ended the open group: the next write rolls back and begins afresh.
+        out.clear();
+        c.encode(&upd(8), &mut out);
+        assert!(out.starts_with(b"\x09\0\0\0\x03ROLLBACK\x06\0\0\0\x03BEGIN"));
     }
 
     #[test]

@@ -13,9 +13,9 @@ use mysql_common::proto::MySerialize;
 use mysql_common::scramble::scramble_native;
 
 use crate::proto::mysql::codec::{
-    CLIENT_CONNECT_WITH_DB, CLIENT_DEPRECATE_EOF, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS,
-    CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_PS_MULTI_RESULTS, CLIENT_SECURE_CONNECTION,
-    CLIENT_SSL, CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
+    CLIENT_CONNECT_WITH_DB, CLIENT_DEPRECATE_EOF, CLIENT_FOUND_ROWS, CLIENT_LONG_PASSWORD,
+    CLIENT_MULTI_RESULTS, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_PS_MULTI_RESULTS,
+    CLIENT_SECURE_CONNECTION, CLIENT_SSL, CLIENT_TRANSACTIONS, MARIADB_CLIENT_CACHE_METADATA,
 };
 use crate::proto::mysql::plugins::{speaker, Speaker, NATIVE_PASSWORD};
 
@@ -71,7 +71,8 @@ pub fn parse_greeting(p: &[u8]) -> Result<Greeting, String> {
 /// loadgen does not parse. CLIENT_DEPRECATE_EOF saves a packet per result set;
 /// MARIADB_CLIENT_CACHE_METADATA (with `cache_metadata`) saves the column definitions on every
 /// execute. CLIENT_LONG_PASSWORD only where the server sets it: to MariaDB that bit means
-/// "a MySQL client" and turns the extended capabilities off.
+/// "a MySQL client" and turns the extended capabilities off. CLIENT_FOUND_ROWS: an update
+/// that finds its row is a hit even when it writes the value the row already has.
 pub fn client_capabilities(
     server: u64,
     with_db: bool,
@@ -83,6 +84,7 @@ pub fn client_capabilities(
     }
     let mut want = required
         | CLIENT_LONG_PASSWORD
+        | CLIENT_FOUND_ROWS
         | CLIENT_PLUGIN_AUTH
         | CLIENT_TRANSACTIONS
         | CLIENT_MULTI_RESULTS

@@ -3,11 +3,14 @@
 
 pub mod async_driver;
 pub mod codec;
+pub mod error;
 pub mod handshake;
 pub mod plugins;
 pub mod prepare;
 pub mod ssl;
+pub mod txn;
 pub mod wire_driver;
+pub mod writes;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

@@ -10,20 +10,20 @@
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
-use crate::proto::mysql::async_driver::{
-    explain_server, global_status, lookup_sql, mysql_opts, MyOpts,
-};
+use crate::proto::mysql::async_driver::{explain_server, lookup_sql, mysql_opts, MyOpts};
 use crate::proto::mysql::codec::{
     column_type, MyCodec, Packets, ServerError, Shape, CLIENT_SSL, COM_STMT_PREPARE,
 };
 use crate::proto::mysql::handshake::{
     auth_step, client_capabilities, handshake_response, native_password, parse_greeting,
-    parse_prepare_ok, ssl_request, AuthStep,
+    parse_prepare_ok, ssl_request, AuthStep, Prepared,
 };
 use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
 use crate::proto::mysql::ssl::ask_tls;
+use crate::proto::mysql::writes;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
@@ -43,6 +43,10 @@ pub struct MyWireTarget {
     /// For the server-side count only (a separate mysql_async connection, off the hot path);
     /// its `tls` is this driver's TLS too (None: plain).
     opts: MyOpts,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Vec<(Op, String)>,
+    /// `--txn`: writes per transaction.
+    txn: usize,
 }
 
 impl MyWireTarget {
@@ -85,6 +89,8 @@ impl MyWireTarget {
                 }
             },
             opts,
+            writes: writes::statements(plan).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 
@@ -171,43 +177,39 @@ impl MyWireTarget {
             Login::Ready(s, caps) => (s, caps),
             Login::Unspoken(plugin) => return Err(fail(not_wire(&plugin))),
         };
-        s.seq = 0;
-        let mut prepare = vec![COM_STMT_PREPARE];
-        prepare.extend_from_slice(self.sql.as_bytes());
-        s.send(&prepare).await?;
-        let reply = s.recv().await?;
-        let p = parse_prepare_ok(&reply)
-            .ok_or_else(|| fail("bad COM_STMT_PREPARE reply from the server"))?;
+        let shape = Shape::of(caps);
+        let (p, types) = s.prepare(&self.sql, shape).await?;
         if p.params != 1 {
             return Err(fail(format!(
                 "--query has {} parameters; it must have exactly one ? for the key",
                 p.params
             )));
         }
-        // Parameter and column definitions: the codec reads a row's cells by the column types.
-        let shape = Shape::of(caps);
-        let mut types = Vec::new();
-        for (defs, columns) in [(p.params, false), (p.columns, true)] {
-            if defs > 0 {
-                for _ in 0..defs {
-                    let def = s.recv().await?;
-                    if columns {
-                        types.push(column_type(&def).ok_or_else(|| {
-                            fail("bad column definition in the COM_STMT_PREPARE reply")
-                        })?);
-                    }
-                }
-                if !shape.deprecate_eof {
-                    s.recv().await?;
-                }
+        let mut ids = Vec::with_capacity(self.writes.len());
+        for (op, sql) in &self.writes {
+            let what = format!("--query-{}", op.name());
+            let (w, _) = s
+                .prepare(sql, shape)
+                .await
+                .map_err(|e| fail(format!("{what}: {}", e.message)))?;
+            let want = writes::params(*op).len();
+            if w.params as usize != want {
+                return Err(fail(format!(
+                    "{what} has {} parameters; it must have {want}: {}",
+                    w.params,
+                    writes::describe(*op)
+                )));
             }
+            ids.push((*op, w.statement_id));
         }
         if !s.rbuf.is_empty() {
             return Err(fail("unexpected bytes from the server after the prepare"));
         }
         Ok(StreamConn::new(
             s.sock,
-            MyCodec::new(p.statement_id, shape, &types),
+            MyCodec::new(p.statement_id, shape, &types)
+                .with_writes(&ids)
+                .with_txn(self.txn),
             self.verify,
         ))
     }
@@ -229,6 +231,39 @@ struct Session {
 }
 
 impl Session {
+    /// COM_STMT_PREPARE of `sql`: the statement, and the type byte of each result column
+    /// (how the codec reads a row's cells).
+    async fn prepare(
+        &mut self,
+        sql: &str,
+        shape: Shape,
+    ) -> Result<(Prepared, Vec<u8>), LookupError> {
+        self.seq = 0;
+        let mut prepare = vec![COM_STMT_PREPARE];
+        prepare.extend_from_slice(sql.as_bytes());
+        self.send(&prepare).await?;
+        let reply = self.recv().await?;
+        let p = parse_prepare_ok(&reply)
+            .ok_or_else(|| fail("bad COM_STMT_PREPARE reply from the server"))?;
+        let mut types = Vec::new();
+        for (defs, columns) in [(p.params, false), (p.columns, true)] {
+            if defs > 0 {
+                for _ in 0..defs {
+                    let def = self.recv().await?;
+                    if columns {
+                        types.push(column_type(&def).ok_or_else(|| {
+                            fail("bad column definition in the COM_STMT_PREPARE reply")
+                        })?);
+                    }
+                }
+                if !shape.deprecate_eof {
+                    self.recv().await?;
+                }
+            }
+        }
+        Ok((p, types))
+    }
+
     async fn send(&mut self, payload: &[u8]) -> Result<(), LookupError> {
         let mut packet = (payload.len() as u32).to_le_bytes();
         packet[3] = self.seq;
@@ -316,12 +351,25 @@ impl Target for MyWireTarget {
         usize::MAX
     }
 
+    /// Every write op, with its prepared statement (`writes`).
+    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// BEGIN and COMMIT pipelined with the writes (`txn`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        self.opts.insert_from(&self.writes).await
+    }
+
+    async fn durability(&self) -> Vec<(String, String)> {
+        self.opts.durability().await
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let v = global_status(&self.opts, "Com_stmt_execute").await?;
-        Ok(Some(ServerCount {
-            ops: Vec::new(),
-            value: v,
-            source: "global status Com_stmt_execute".into(),
-        }))
+        self.opts.server_count(false, &self.writes).await.map(Some)
     }
 }

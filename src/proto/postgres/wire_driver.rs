@@ -69,7 +69,7 @@ impl PgWireTarget {
             label: url.redacted(),
             counter: PgCounter::new(false),
             tls,
-            writes: writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
+            writes: writes::statements(plan).map_err(SetupError)?,
         })
     }
 

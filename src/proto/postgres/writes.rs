@@ -8,7 +8,8 @@ use std::io::Write;
 use crate::proto::postgres::tls::PgTls;
 
 use crate::dataset;
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
+use crate::plan::Plan;
 use crate::proto::postgres::count::calls;
 use crate::proto::postgres::error::explain;
 
@@ -30,15 +31,10 @@ pub fn default_sql(op: Op) -> &'static str {
     }
 }
 
-/// The statement of every write op of `mix`: the user's where given (checked), else the default.
-pub fn statements(mix: &Mix, given: &[(Op, String)]) -> Result<Vec<(Op, String)>, String> {
-    mix.ops()
-        .filter(|o| o.writes())
-        .map(|op| match given.iter().find(|(o, _)| *o == op) {
-            Some((_, sql)) => check(op, sql).map(|()| (op, sql.clone())),
-            None => Ok((op, default_sql(op).to_string())),
-        })
-        .collect()
+/// The statement of every write op of the plan's mix: the user's where given (checked), else
+/// the default.
+pub fn statements(plan: &Plan) -> Result<Vec<(Op, String)>, String> {
+    plan.write_statements(default_sql, check)
 }
 
 /// The server's count per op (`Op::index` order): `reads` for reads, and each write statement's
