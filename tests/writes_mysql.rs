@@ -12,30 +12,9 @@ use common::*;
 const FIRST: u64 = 70_000_001;
 const ROWS: u64 = 10_000;
 
-/// Runs `sql` as root over the socket; its output.
-fn mariadb_root(sql: &str) -> String {
-    let sock = std::env::var("LOADGEN_MY_SOCKET").expect("LOADGEN_MY_SOCKET (servers.sh env)");
-    let out = Command::new("mariadb")
-        .args([
-            "--no-defaults",
-            "-S",
-            &sock,
-            "-u",
-            "root",
-            "-N",
-            "loadgen",
-            "-e",
-            sql,
-        ])
-        .env_remove("MYSQL_PWD")
-        .output()
-        .expect("mariadb client runs");
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Runs `sql` as root in database `loadgen`; its output.
+fn mariadb_loadgen(sql: &str) -> String {
+    mariadb_root(&format!("USE loadgen; {sql}"))
 }
 
 /// This file's rows, deleted when dropped.
@@ -43,7 +22,7 @@ struct OwnRows;
 
 impl Drop for OwnRows {
     fn drop(&mut self) {
-        mariadb_root(HS_ROWS);
+        mariadb_loadgen(HS_ROWS);
     }
 }
 
@@ -58,7 +37,7 @@ fn hs_write_url() -> Option<String> {
 
 /// Deletes this file's rows, then inserts ids FIRST..FIRST+rows-1 through HandlerSocket.
 fn load(url: &str, rows: u64) -> OwnRows {
-    mariadb_root(HS_ROWS);
+    mariadb_loadgen(HS_ROWS);
     let (code, doc, err) = run_json(&[
         url,
         "-n",
@@ -188,7 +167,7 @@ struct SqlRows;
 impl SqlRows {
     /// Deletes every row above 80000000, then loads ids 80000001..80010000 as `prepare` would.
     fn load() -> SqlRows {
-        mariadb_root(&format!(
+        mariadb_loadgen(&format!(
             "DELETE FROM usr WHERE user_id > 80000000; \
              INSERT INTO usr SELECT seq, CONCAT('user', seq), CONCAT('user', seq, '@example.com'), \
              TIMESTAMPADD(SECOND, seq, '2010-02-03 11:22:33') FROM seq_{SQL_FIRST}_to_{}",
@@ -200,12 +179,12 @@ impl SqlRows {
 
 impl Drop for SqlRows {
     fn drop(&mut self) {
-        mariadb_root("DELETE FROM usr WHERE user_id > 80000000");
+        mariadb_loadgen("DELETE FROM usr WHERE user_id > 80000000");
     }
 }
 
 fn mariadb_value(sql: &str) -> u64 {
-    let text = mariadb_root(sql);
+    let text = mariadb_loadgen(sql);
     text.trim()
         .parse()
         .unwrap_or_else(|_| panic!("{sql}: {text}"))
