@@ -270,24 +270,38 @@ fn postgres_conserves_every_op_and_reads_its_own_writes() {
     let Some(url) = server("LOADGEN_PG_URL") else {
         return;
     };
-    let _rows = PgRows::load(&url);
+    pg_conserves_every_op(&url, &url);
+}
+
+#[test]
+fn postgres_tokio_conserves_every_op_and_reads_its_own_writes() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    pg_conserves_every_op(&url, &with(&url, "driver=tokio"));
+}
+
+/// Conservation per op on `target` (`url` with a driver) over the test's own rows, inserts
+/// above them, the durability settings reported, then read-your-writes `--verify`.
+fn pg_conserves_every_op(url: &str, target: &str) {
+    let _rows = PgRows::load(url);
     let (code, doc, err) = run_json(&[
-        &url, "-n", "20000", "--mix", MIX, "--keys", PG_KEYS, "-c", "8", "-p", "4",
+        target, "-n", "20000", "--mix", MIX, "--keys", PG_KEYS, "-c", "8", "-p", "4",
     ]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{target}: {err}");
     let r = &doc["runs"][0];
     assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
-    assert_ops_conserved(r, &["read", "update", "insert", "delete"], "postgres");
+    assert_ops_conserved(r, &["read", "update", "insert", "delete"], target);
     assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
     // Inserts started above the loaded rows: max(user_id) + 1.
-    let max: u64 = psql(&url, "SELECT max(user_id) FROM usr").parse().unwrap();
+    let max: u64 = psql(url, "SELECT max(user_id) FROM usr").parse().unwrap();
     assert!(max > 5_100_000, "{max}");
-    let inserted: u64 = psql(&url, "SELECT count(*) FROM usr WHERE user_id > 5100000")
+    let inserted: u64 = psql(url, "SELECT count(*) FROM usr WHERE user_id > 5100000")
         .parse()
         .unwrap();
     assert_eq!(inserted, u(&r["ops"]["insert"], "hits"));
     // The settings that decide a write's cost, as the server reports them.
-    let sync = psql(&url, "SHOW synchronous_commit");
+    let sync = psql(url, "SHOW synchronous_commit");
     assert_eq!(
         r["durability"]["synchronous_commit"],
         sync.as_str(),
@@ -296,7 +310,7 @@ fn postgres_conserves_every_op_and_reads_its_own_writes() {
     );
     assert!(r["durability"]["wal_sync_method"].is_string());
     assert_schema_valid(&doc);
-    assert_reads_own_writes(&[&url], 5_000_001, "10000", "4");
+    assert_reads_own_writes(&[target], 5_000_001, "10000", "4");
 }
 
 #[test]
@@ -317,4 +331,13 @@ fn postgres_user_write_statements_are_checked() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--query-update must use $2"), "{err}");
+    // The tokio driver's simple mode inlines a lookup's key; it does not write.
+    let tokio = with(&url, "driver=tokio");
+    let out = run(&[
+        "run", &tokio, "-n", "10", "--mix", "update=1", "--mode", "simple",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--mode simple runs lookups only"), "{err}");
 }

@@ -3,24 +3,29 @@
 //! lookup would add pool bookkeeping to the hot path and measure deadpool, not PostgreSQL).
 //! Pipelining: tokio-postgres sends concurrent queries on one connection back to back, so
 //! `--pipeline D` keeps D executions in flight per connection.
+//! Writes (`--mix`) run the wire driver's statements (`writes`) with the same text parameters;
+//! each `execute` is its own Sync, so with autocommit every write is its own transaction.
 
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::BytesMut;
 use deadpool_postgres::{
     ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
 };
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesOrdered, StreamExt};
-use tokio_postgres::types::{FromSql, Type};
+use tokio_postgres::types::{to_sql_checked, Format, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::proto::codec::{outcome, Cell, Reply, Request};
+use crate::proto::codec::{outcome, Cell, NoCells, Reply, Request};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::postgres::tls::PgTls;
+use crate::proto::postgres::writes;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsInfo};
 use crate::url::TargetUrl;
@@ -38,6 +43,8 @@ pub struct PgTarget {
     url: String,
     counter: PgCounter,
     tls: PgTls,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Rc2<Vec<(Op, String)>>,
 }
 
 // Shared across worker threads, read-only.
@@ -123,6 +130,9 @@ impl PgTarget {
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
             tls,
+            writes: Rc2::new(
+                writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
+            ),
         })
     }
 }
@@ -164,11 +174,41 @@ enum KeyType {
 enum Answer {
     Prepared(Option<Row>),
     Simple(Option<SimpleQueryRow>),
+    /// Rows a write changed.
+    Written(u64),
+}
+
+/// A write's parameter, sent as text whatever its column's type: the server parses it, as it
+/// parses the wire driver's (`writes::encode`), so a user's statement may bind any types.
+#[derive(Debug)]
+struct TextParam(Vec<u8>);
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _: &Type) -> Format {
+        Format::Text
+    }
+
+    to_sql_checked!();
 }
 
 pub struct PgConn {
     client: Rc<ClientWrapper>,
     stmt: Statement,
+    /// The prepared statement of each write op of the mix (`Op::index`).
+    writes: [Option<Statement>; Op::COUNT],
     key_type: KeyType,
     simple: Option<Rc2<(String, String)>>,
     verify: bool,
@@ -223,9 +263,18 @@ impl Target for PgTarget {
                 ))
             }
         };
+        let mut prepared: [Option<Statement>; Op::COUNT] = Default::default();
+        for (op, sql) in self.writes.iter() {
+            let s = client.prepare(sql).await.map_err(|e| {
+                let what = format!("--query-{} statement", op.name());
+                LookupError::new(ErrorKind::Connect, true, explain(&e, &what))
+            })?;
+            prepared[op.index()] = Some(s);
+        }
         Ok(PgConn {
             client: Rc::new(client),
             stmt,
+            writes: prepared,
             key_type,
             simple: (self.mode == Mode::Simple).then(|| self.simple.clone()),
             verify: self.verify,
@@ -241,10 +290,37 @@ impl Target for PgTarget {
         self.tls.negotiated()
     }
 
+    /// Every write op, prepared; `--mode simple` inlines a lookup's key only.
+    fn writes(&self, mix: &Mix) -> Result<(), String> {
+        match mix.ops().find(|o| o.writes()) {
+            Some(op) if self.mode == Mode::Simple => Err(format!(
+                "--mix {}: --mode simple runs lookups only, not {}; drop --mode simple to write",
+                mix.name(),
+                op.name()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        writes::insert_from(&self.config, &self.tls, &self.writes).await
+    }
+
+    async fn durability(&self) -> Vec<(String, String)> {
+        writes::durability(&self.config, &self.tls).await
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter
-            .read(&self.config, &self.tls, &self.sql, &self.url)
-            .await
+        let (config, tls) = (&self.config, &self.tls);
+        writes::server_count(
+            &self.counter,
+            config,
+            tls,
+            &self.sql,
+            &self.url,
+            &self.writes,
+        )
+        .await
     }
 }
 
@@ -252,6 +328,21 @@ impl Conn for PgConn {
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let client = self.client.clone();
+        if let Some(stmt) = self.writes[req.op.index()].clone() {
+            let params: Vec<TextParam> = (0..writes::params(req.op))
+                .map(|i| {
+                    let mut v = Vec::with_capacity(32);
+                    writes::value(i, key, req.version, &mut v);
+                    TextParam(v)
+                })
+                .collect();
+            self.in_flight.push_back(Box::pin(async move {
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                client.execute(&stmt, &refs).await.map(Answer::Written)
+            }));
+            return;
+        }
         let fut: LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>> = match &self.simple
         {
             Some(parts) => {
@@ -295,6 +386,7 @@ impl Conn for PgConn {
                 let cells = row.as_ref().map(simple_cells);
                 outcome(Reply::from_cells(cells), req, self.verify)
             }
+            Ok(Answer::Written(n)) => outcome(Reply::<NoCells>::Written(n), req, self.verify),
             Err(e) => {
                 let fatal = self.client.is_closed();
                 let kind = if fatal {

@@ -320,15 +320,7 @@ impl Target for PgWireTarget {
     }
 
     async fn insert_from(&self) -> Result<Option<u64>, String> {
-        if self
-            .writes
-            .iter()
-            .any(|(op, sql)| *op == Op::Insert && sql != writes::default_sql(*op))
-        {
-            // The user's own insert: its table is not known here.
-            return Ok(None);
-        }
-        writes::next_id(&self.config, &self.tls).await.map(Some)
+        writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
 
     async fn durability(&self) -> Vec<(String, String)> {
@@ -336,18 +328,16 @@ impl Target for PgWireTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let reads = self
-            .counter
-            .read(&self.config, &self.tls, &self.sql, &self.label)
-            .await?;
-        match reads {
-            Some(mut c) if !self.writes.is_empty() => {
-                c.ops = writes::counts(&self.config, &self.tls, c.value, &self.writes).await?;
-                c.value = c.ops.iter().sum();
-                Ok(Some(c))
-            }
-            other => Ok(other),
-        }
+        let (config, tls) = (&self.config, &self.tls);
+        writes::server_count(
+            &self.counter,
+            config,
+            tls,
+            &self.sql,
+            &self.label,
+            &self.writes,
+        )
+        .await
     }
 }
 
