@@ -257,6 +257,23 @@ impl PgRows {
         );
         PgRows(url.to_string())
     }
+
+    /// None of the test's rows: every key above 5,000,000 is free to insert.
+    fn none(url: &str) -> PgRows {
+        psql(url, "DELETE FROM usr WHERE user_id > 5000000");
+        PgRows(url.to_string())
+    }
+}
+
+/// Rows above `from`, and the transactions that wrote them: each stamps its rows with its own
+/// xmin, so distinct xmins are commits, counted on these rows alone whatever else the server runs.
+fn pg_commits(url: &str, from: u64) -> (u64, u64) {
+    let got = psql(
+        url,
+        &format!("SELECT count(*), count(DISTINCT xmin::text) FROM usr WHERE user_id > {from}"),
+    );
+    let (rows, xids) = got.split_once('|').expect("two columns");
+    (rows.parse().unwrap(), xids.parse().unwrap())
 }
 
 impl Drop for PgRows {
@@ -340,4 +357,33 @@ fn postgres_user_write_statements_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("--mode simple runs lookups only"), "{err}");
+}
+
+/// Autocommit is one transaction per write, also pipelined: 2,000 inserts at -p 8 are 2,000
+/// commits on both drivers (one Sync per batch would make them 250).
+#[test]
+fn postgres_autocommit_commits_every_write() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    for target in [url.clone(), with(&url, "driver=tokio")] {
+        let _rows = PgRows::none(&url);
+        let (code, doc, err) = run_json(&[
+            &target,
+            "-n",
+            "2000",
+            "--mix",
+            "read=20,insert=80",
+            "--insert-from",
+            "5200001",
+            "-c",
+            "2",
+            "-p",
+            "8",
+        ]);
+        assert_eq!(code, 0, "{target}: {err}");
+        let inserts = u(&doc["runs"][0]["ops"]["insert"], "hits");
+        assert!(inserts > 1400, "{target}: {inserts}");
+        assert_eq!(pg_commits(&url, 5_000_000), (inserts, inserts), "{target}");
+    }
 }
