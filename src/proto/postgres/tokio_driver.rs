@@ -5,6 +5,11 @@
 //! `--pipeline D` keeps D executions in flight per connection.
 //! Writes (`--mix`) run the wire driver's statements (`writes`) with the same text parameters;
 //! each `execute` is its own Sync, so with autocommit every write is its own transaction.
+//! `--txn N`: prepared BEGIN before a transaction's first write and COMMIT after its Nth, sent in
+//! the same poll as the write so they pipeline in order with it (tokio-postgres sends a request
+//! when its future is first polled, and the in-flight queue polls new futures in order). After
+//! an error the server refuses the rest of the transaction (25P02) until its COMMIT, which then
+//! rolls it back; the next write begins a fresh one.
 
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,6 +50,8 @@ pub struct PgTarget {
     tls: PgTls,
     /// The statement of each write op of the mix, prepared on every connection.
     writes: Rc2<Vec<(Op, String)>>,
+    /// Writes per transaction (`--txn`).
+    txn: usize,
 }
 
 // Shared across worker threads, read-only.
@@ -83,6 +90,10 @@ pub fn pg_config(url: &TargetUrl, ep: &Endpoint, timeout: Duration) -> tokio_pos
     c.dbname(&db);
     c.application_name("loadgen");
     c.connect_timeout(timeout);
+    // libpq's `options`: server settings for the session (`-c synchronous_commit=off`).
+    if let Some(o) = url.param("options") {
+        c.options(o);
+    }
     c
 }
 
@@ -93,6 +104,7 @@ impl PgTarget {
         "driver",
         "host",
         "port",
+        "options",
         "sslmode",
         "sslrootcert",
         "sslcert",
@@ -133,6 +145,7 @@ impl PgTarget {
             writes: Rc2::new(
                 writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
             ),
+            txn: 1,
         })
     }
 }
@@ -209,6 +222,11 @@ pub struct PgConn {
     stmt: Statement,
     /// The prepared statement of each write op of the mix (`Op::index`).
     writes: [Option<Statement>; Op::COUNT],
+    /// BEGIN and COMMIT, prepared when writes are grouped (`--txn` above 1).
+    txn: Option<(Statement, Statement)>,
+    /// Writes per transaction, and writes sent of the open one.
+    per_txn: usize,
+    group: usize,
     key_type: KeyType,
     simple: Option<Rc2<(String, String)>>,
     verify: bool,
@@ -271,10 +289,24 @@ impl Target for PgTarget {
             })?;
             prepared[op.index()] = Some(s);
         }
+        let txn = match self.txn {
+            1 => None,
+            _ => {
+                let prepare = |sql| client.prepare(sql);
+                let failed = |e| LookupError::new(ErrorKind::Connect, true, explain(&e, "--txn"));
+                Some((
+                    prepare("BEGIN").await.map_err(failed)?,
+                    prepare("COMMIT").await.map_err(failed)?,
+                ))
+            }
+        };
         Ok(PgConn {
             client: Rc::new(client),
             stmt,
             writes: prepared,
+            txn,
+            per_txn: self.txn,
+            group: 0,
             key_type,
             simple: (self.mode == Mode::Simple).then(|| self.simple.clone()),
             verify: self.verify,
@@ -336,10 +368,34 @@ impl Conn for PgConn {
                     TextParam(v)
                 })
                 .collect();
+            // The transaction's BEGIN goes with its first write, its COMMIT with its last.
+            self.group += 1;
+            let begin = self.txn.as_ref().filter(|_| self.group == 1).map(|t| t.0.clone());
+            let commit = self.txn.as_ref().filter(|_| self.group >= self.per_txn);
+            let commit = commit.map(|t| t.1.clone());
+            if self.group >= self.per_txn {
+                self.group = 0;
+            }
             self.in_flight.push_back(Box::pin(async move {
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-                client.execute(&stmt, &refs).await.map(Answer::Written)
+                let around = |s: Option<Statement>| {
+                    let client = &client;
+                    async move {
+                        match s {
+                            Some(s) => client.execute(&s, &[]).await.map(|_| ()),
+                            None => Ok(()),
+                        }
+                    }
+                };
+                let (b, w, c) = futures_util::join!(
+                    around(begin),
+                    client.execute(&stmt, &refs),
+                    around(commit)
+                );
+                b?;
+                let n = w?;
+                c.map(|()| Answer::Written(n))
             }));
             return;
         }
@@ -387,16 +443,22 @@ impl Conn for PgConn {
                 outcome(Reply::from_cells(cells), req, self.verify)
             }
             Ok(Answer::Written(n)) => outcome(Reply::<NoCells>::Written(n), req, self.verify),
-            Err(e) => {
-                let fatal = self.client.is_closed();
-                let kind = if fatal {
-                    ErrorKind::Io
-                } else {
-                    ErrorKind::Server
-                };
-                Err(LookupError::new(kind, fatal, explain(&e, "lookup")))
-            }
+            Err(e) => Err(request_error(&e, self.client.is_closed())),
         }
+    }
+}
+
+/// A request the server failed, counted by its SQLSTATE's kind and said as the wire driver says
+/// it; or, when the connection is gone, the loss of it.
+fn request_error(e: &tokio_postgres::Error, closed: bool) -> LookupError {
+    match e.as_db_error() {
+        _ if closed => LookupError::new(ErrorKind::Io, true, explain(e, "lookup")),
+        Some(db) => {
+            let code = db.code().code();
+            let message = format!("{} (SQLSTATE {code})", db.message());
+            LookupError::new(ErrorKind::Server, false, message)
+        }
+        None => LookupError::new(ErrorKind::Server, false, explain(e, "lookup")),
     }
 }
 

@@ -85,15 +85,14 @@ impl PgWireTarget {
         };
         let user = self.config.get_user().unwrap_or_default();
         let db = self.config.get_dbname().unwrap_or(user);
-        frontend::startup_message(
-            [
-                ("user", user),
-                ("database", db),
-                ("application_name", "loadgen"),
-                ("client_encoding", "UTF8"),
-            ],
-            &mut s.wbuf,
-        )
+        let options = self.config.get_options().map(|o| ("options", o));
+        let params = [
+            ("user", user),
+            ("database", db),
+            ("application_name", "loadgen"),
+            ("client_encoding", "UTF8"),
+        ];
+        frontend::startup_message(params.into_iter().chain(options), &mut s.wbuf)
         .map_err(|e| fail(format!("bad user or database name: {e}")))?;
         s.send().await?;
         self.authenticate(&mut s, user).await?;
