@@ -136,6 +136,10 @@ struct RunArgs {
     /// Connections (and --instance names) take interleaved keys from there, so they never clash.
     #[arg(long)]
     insert_from: Option<u64>,
+    /// Writes per transaction on SQL targets: each connection groups its writes N at a time
+    /// (reads of the mix ride along); 1 is autocommit, every write its own transaction.
+    #[arg(long, default_value_t = 1)]
+    txn: usize,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1].
     #[arg(long)]
     query_update: Option<String>,
@@ -366,6 +370,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .into_iter()
         .filter_map(|(op, q)| q.clone().map(|q| (op, q)))
         .collect(),
+        txn: a.txn,
     };
     plan.validate()?;
     Ok(plan)

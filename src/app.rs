@@ -96,6 +96,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
         arrival: format!("{:?}", plan.arrival).to_lowercase(),
         query: plan.query.clone(),
         mix: (!plan.mix.read_only()).then(|| plan.mix.name()),
+        txn: (plan.txn > 1).then_some(plan.txn),
     }
 }
 

@@ -24,11 +24,19 @@ pub enum ErrorKind {
     Protocol,
     /// `--verify`: the row returned is not the row derived from the key.
     Verify,
+    /// A server error classed by its code: the key is already there (SQL unique violation).
+    Duplicate,
+    /// A server error classed by its code: a deadlock, or a lock wait that timed out.
+    Deadlock,
+    /// A server error classed by its code: a serialization failure (retry the transaction).
+    Serialization,
+    /// A server error classed by its code: the server or transaction is read-only.
+    Readonly,
 }
 
 impl ErrorKind {
     /// How many kinds there are: the length of every per-kind counter array.
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 10;
 
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::Connect,
@@ -37,6 +45,10 @@ impl ErrorKind {
         ErrorKind::Server,
         ErrorKind::Protocol,
         ErrorKind::Verify,
+        ErrorKind::Duplicate,
+        ErrorKind::Deadlock,
+        ErrorKind::Serialization,
+        ErrorKind::Readonly,
     ];
 
     pub fn index(self) -> usize {
@@ -51,6 +63,10 @@ impl ErrorKind {
             ErrorKind::Server => "server",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Verify => "verify",
+            ErrorKind::Duplicate => "duplicate",
+            ErrorKind::Deadlock => "deadlock",
+            ErrorKind::Serialization => "serialization",
+            ErrorKind::Readonly => "readonly",
         }
     }
 }

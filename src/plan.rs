@@ -55,6 +55,8 @@ pub struct Plan {
     pub instance: Option<String>,
     /// SQL targets: the user's statement per write op (`--query-update` ...).
     pub write_queries: Vec<(crate::mix::Op, String)>,
+    /// `--txn`: writes per transaction on SQL targets; 1 is autocommit, one write each.
+    pub txn: usize,
 }
 
 impl Default for Plan {
@@ -81,6 +83,7 @@ impl Default for Plan {
             insert_from: None,
             instance: None,
             write_queries: Vec::new(),
+            txn: 1,
         }
     }
 }
@@ -131,6 +134,16 @@ impl Plan {
         }
         if self.timeout < Duration::from_millis(1) {
             return Err("--timeout must be at least 1ms".into());
+        }
+        if self.txn == 0 || self.txn > 10_000 {
+            return Err("--txn must be between 1 and 10000 writes per transaction".into());
+        }
+        if self.txn > 1 && self.mix.read_only() {
+            return Err(format!(
+                "--txn {} groups writes, and --mix {} has none: add writes (e.g. --mix read=50,update=50) or leave --txn out",
+                self.txn,
+                self.mix.name()
+            ));
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
@@ -445,11 +458,32 @@ mod tests {
                 },
                 "--interval",
             ),
+            (
+                Plan {
+                    txn: 0,
+                    ..Plan::default()
+                },
+                "--txn",
+            ),
+            (
+                // Nothing to group: the default mix only reads.
+                Plan {
+                    txn: 2,
+                    ..Plan::default()
+                },
+                "has none",
+            ),
         ];
         for (p, flag) in bad {
             let e = p.validate().unwrap_err();
             assert!(e.contains(flag), "{e}");
         }
         assert!(Plan::default().validate().is_ok());
+        let writes = Plan {
+            txn: 5,
+            mix: Mix::parse("read=50,update=50").unwrap(),
+            ..Plan::default()
+        };
+        assert!(writes.validate().is_ok());
     }
 }

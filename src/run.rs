@@ -176,6 +176,7 @@ async fn preflight<T: Target>(
 ) -> Result<(), SetupError> {
     target
         .writes(&plan.mix)
+        .and_then(|()| target.txn(plan.txn))
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(

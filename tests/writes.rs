@@ -387,3 +387,180 @@ fn postgres_autocommit_commits_every_write() {
         assert_eq!(pg_commits(&url, 5_000_000), (inserts, inserts), "{target}");
     }
 }
+
+/// `psql` of rows `from..=to` of the data set (version 0), the test's own.
+fn pg_insert_rows(url: &str, from: u64, to: u64) {
+    psql(
+        url,
+        &format!(
+            "INSERT INTO usr SELECT g, 'user' || g, 'user' || g || '@example.com', \
+             timestamp '2010-02-03 11:22:33' + g * interval '1 second' \
+             FROM generate_series({from}, {to}) g"
+        ),
+    );
+}
+
+/// The drivers and depths the error and transaction tests run on.
+fn pg_targets(url: &str) -> [(String, &'static str); 3] {
+    [
+        (url.to_string(), "1"),
+        (url.to_string(), "8"),
+        (with(url, "driver=tokio"), "8"),
+    ]
+}
+
+/// A run of `target` with `args` at `-c 2 -p p`: its exit code, its document, and the context
+/// for assertions (with stderr).
+fn pg_run(target: &str, p: &str, args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec![target];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-c", "2", "-p", p]);
+    let (code, doc, err) = run_json(&all);
+    (code, doc, format!("{target} -p {p} {args:?}: {err}"))
+}
+
+/// Inserts over rows already there are `duplicate` errors, one per present key, and the other
+/// inserts of the run go on (pipelined too: every autocommitted insert is its own batch).
+#[test]
+fn postgres_duplicate_inserts_are_counted_and_the_run_goes_on() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    for (target, p) in pg_targets(&url) {
+        let _rows = PgRows::none(&url);
+        pg_insert_rows(&url, 5_000_001, 5_000_100);
+        // Keys 5,000,051..5,000,150: the first 50 are there.
+        let args = [
+            "-n",
+            "100",
+            "--mix",
+            "insert=100",
+            "--insert-from",
+            "5000051",
+        ];
+        let (code, doc, context) = pg_run(&target, p, &args);
+        assert_eq!(code, 1, "{context}");
+        let r = &doc["runs"][0];
+        assert_eq!(u(r, "errors.duplicate"), 50, "{context}: {}", r["errors"]);
+        assert_eq!(u(r, "error_total"), 50, "{context}: {}", r["errors"]);
+        assert_eq!(u(&r["ops"]["insert"], "hits"), 50, "{context}");
+        assert!(
+            r["error_samples"].to_string().contains("23505"),
+            "{context}: {}",
+            r["error_samples"]
+        );
+        assert_eq!(pg_commits(&url, 5_000_100), (50, 50), "{context}");
+    }
+}
+
+/// A read-only session (libpq's `options` in the URL) fails every write as `readonly`; the
+/// lookups beside them still hit.
+#[test]
+fn postgres_read_only_writes_are_counted_as_readonly() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let _rows = PgRows::none(&url);
+    pg_insert_rows(&url, 5_000_001, 5_000_100);
+    let ro = with(&url, "options=-c%20default_transaction_read_only%3Don");
+    for (target, p) in pg_targets(&ro) {
+        let args = [
+            "-n",
+            "400",
+            "--mix",
+            "read=50,update=50",
+            "--keys",
+            "5000001-5000100",
+        ];
+        let (code, doc, context) = pg_run(&target, p, &args);
+        assert_eq!(code, 1, "{context}");
+        let r = &doc["runs"][0];
+        let updates = u(&r["ops"]["update"], "requests");
+        assert!(updates > 100, "{context}: {}", r["ops"]);
+        assert_eq!(
+            u(r, "errors.readonly"),
+            updates,
+            "{context}: {}",
+            r["errors"]
+        );
+        assert_eq!(u(r, "error_total"), updates, "{context}");
+        assert_eq!(
+            u(&r["ops"]["read"], "hits"),
+            u(&r["ops"]["read"], "requests"),
+            "{context}"
+        );
+    }
+    // Nothing was written.
+    assert_eq!(pg_commits(&url, 5_000_000), (100, 1));
+}
+
+/// `--txn 5`: each connection commits its writes 5 at a time, counted by the server on the
+/// rows themselves; a connection's last transaction short of 5 writes is rolled back as the
+/// run ends (1,003 inserts per connection: 200 transactions, 1,000 rows).
+#[test]
+fn postgres_txn_5_commits_every_fifth_write() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    for (target, p) in pg_targets(&url) {
+        for (n, rows) in [("2000", 2000), ("2006", 2000)] {
+            let _rows = PgRows::none(&url);
+            let args = [
+                "-n",
+                n,
+                "--mix",
+                "insert=100",
+                "--txn",
+                "5",
+                "--insert-from",
+                "5200001",
+            ];
+            let (code, doc, context) = pg_run(&target, p, &args);
+            assert_eq!(code, 0, "{context}");
+            let r = &doc["runs"][0];
+            assert_eq!(doc["settings"]["txn"], 5, "{context}");
+            assert_eq!(u(&r["ops"]["insert"], "hits"), n.parse::<u64>().unwrap());
+            assert_eq!(pg_commits(&url, 5_000_000), (rows, rows / 5), "{context}");
+        }
+    }
+}
+
+/// Two connections updating two keys in opposite order inside `--txn 2` deadlock; PostgreSQL
+/// aborts one, which is counted as `deadlock`, and the run goes on to its end with the other
+/// writes done. deadlock_timeout is lowered for these sessions so the detector runs at once.
+#[test]
+fn postgres_txn_deadlocks_are_counted_and_the_run_goes_on() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let _rows = PgRows::none(&url);
+    pg_insert_rows(&url, 5_000_001, 5_000_002);
+    let fast = with(&url, "options=-c%20deadlock_timeout%3D20ms");
+    for target in [fast.clone(), with(&fast, "driver=tokio")] {
+        let (code, doc, err) = run_json(&[
+            &target,
+            "-n",
+            "1000",
+            "--mix",
+            "update=100",
+            "--txn",
+            "2",
+            "--keys",
+            "5000001-5000002",
+            "-c",
+            "2",
+        ]);
+        assert_eq!(code, 1, "{target}: {err}");
+        let r = &doc["runs"][0];
+        let deadlocks = u(r, "errors.deadlock");
+        assert!(deadlocks > 0, "{target}: {}", r["errors"]);
+        assert_eq!(u(r, "error_total"), deadlocks, "{target}: {}", r["errors"]);
+        assert!(
+            r["error_samples"].to_string().contains("40P01"),
+            "{target}: {}",
+            r["error_samples"]
+        );
+        assert_eq!(u(r, "requests"), 1000, "{target}");
+        assert!(u(&r["ops"]["update"], "hits") > 500, "{target}");
+    }
+}

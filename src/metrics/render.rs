@@ -85,7 +85,7 @@ const REQUESTS: Family = Family {
 const ERRORS: Family = Family {
     name: "loadgen_errors_total",
     kind: "counter",
-    help: "Failed requests by kind (connect, io, timeout, server, protocol, verify), warm-up included.",
+    help: "Failed requests by kind (connect, io, timeout, server, protocol, verify, duplicate, deadlock, serialization, readonly), warm-up included.",
 };
 const RECONNECTS: Family = Family {
     name: "loadgen_reconnects_total",

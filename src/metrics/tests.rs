@@ -134,7 +134,7 @@ loadgen_build_info{{version=\"{V}\"}} 1
 loadgen_requests_total{{target=\"embedded\",outcome=\"hit\"}} 1000
 loadgen_requests_total{{target=\"embedded\",outcome=\"miss\"}} 50
 loadgen_requests_total{{target=\"embedded\",outcome=\"error\"}} 6
-# HELP loadgen_errors_total Failed requests by kind (connect, io, timeout, server, protocol, verify), warm-up included.
+# HELP loadgen_errors_total Failed requests by kind (connect, io, timeout, server, protocol, verify, duplicate, deadlock, serialization, readonly), warm-up included.
 # TYPE loadgen_errors_total counter
 loadgen_errors_total{{target=\"embedded\",kind=\"connect\"}} 1
 loadgen_errors_total{{target=\"embedded\",kind=\"io\"}} 2
@@ -142,6 +142,10 @@ loadgen_errors_total{{target=\"embedded\",kind=\"timeout\"}} 3
 loadgen_errors_total{{target=\"embedded\",kind=\"server\"}} 0
 loadgen_errors_total{{target=\"embedded\",kind=\"protocol\"}} 0
 loadgen_errors_total{{target=\"embedded\",kind=\"verify\"}} 0
+loadgen_errors_total{{target=\"embedded\",kind=\"duplicate\"}} 0
+loadgen_errors_total{{target=\"embedded\",kind=\"deadlock\"}} 0
+loadgen_errors_total{{target=\"embedded\",kind=\"serialization\"}} 0
+loadgen_errors_total{{target=\"embedded\",kind=\"readonly\"}} 0
 # HELP loadgen_reconnects_total Connections replaced after a failure.
 # TYPE loadgen_reconnects_total counter
 loadgen_reconnects_total{{target=\"embedded\"}} 4
@@ -217,6 +221,10 @@ fn golden_exposition_text_with_known_counts() {
     for line in [
         "loadgen_requests_total{target=\"embedded\",outcome=\"hit\"} 1000",
         "loadgen_errors_total{target=\"embedded\",kind=\"verify\"} 0",
+        "loadgen_errors_total{target=\"embedded\",kind=\"duplicate\"} 0",
+        "loadgen_errors_total{target=\"embedded\",kind=\"deadlock\"} 0",
+        "loadgen_errors_total{target=\"embedded\",kind=\"serialization\"} 0",
+        "loadgen_errors_total{target=\"embedded\",kind=\"readonly\"} 0",
         "loadgen_request_duration_seconds_bucket{target=\"embedded\",le=\"0.002\"} 940",
         "loadgen_request_duration_seconds_bucket{target=\"embedded\",le=\"+Inf\"} 1043",
         "loadgen_request_duration_seconds_count{target=\"embedded\"} 1043",

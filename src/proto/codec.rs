@@ -4,7 +4,7 @@
 
 use crate::dataset;
 use crate::mix::Op;
-use crate::outcome::{LookupError, Outcome};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
 
 pub use crate::dataset::{Cell, RowView};
 
@@ -44,9 +44,10 @@ pub enum Reply<'b, C> {
     Miss,
     /// A write changed this many rows (0 is a miss, as a lookup that finds no row).
     Written(u64),
-    /// The server failed this request and the stream is still in step: a non-fatal `Server`
-    /// error with the server's message. Built on the error path only.
-    Server(String),
+    /// The server failed this request and the stream is still in step: a non-fatal error of
+    /// the kind the server's code says (`Server` when it says nothing more), with the server's
+    /// message. Built on the error path only.
+    Server(ErrorKind, String),
 }
 
 impl<'b, C> Reply<'b, C> {
@@ -112,7 +113,7 @@ pub fn outcome<'b>(
 ) -> Result<Outcome, LookupError> {
     let key = req.key;
     match reply {
-        Reply::Server(message) => Err(LookupError::server(message)),
+        Reply::Server(kind, message) => Err(LookupError::new(kind, false, message)),
         _ if req.op.writes() => match reply {
             Reply::Row(_) | Reply::Written(1..) => Ok(Outcome::Hit),
             _ => Ok(Outcome::Miss),

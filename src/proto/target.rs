@@ -70,6 +70,18 @@ pub trait Target: Send + Sync + 'static {
         }
     }
 
+    /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one
+    /// line saying why not (preflight, exit 2). SQL targets that group writes override it.
+    fn txn(&self, n: usize) -> Result<(), String> {
+        match n {
+            1 => Ok(()),
+            _ => Err(format!(
+                "--txn {n}: this {} target does not group writes into transactions; leave --txn out (every write is its own)",
+                self.kind()
+            )),
+        }
+    }
+
     /// Where inserts start when `--insert-from` is not given: above the keys the server holds
     /// (SQL: max(id) + 1), so a re-run continues; None: above `--keys`.
     fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, String>> {

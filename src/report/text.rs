@@ -211,23 +211,13 @@ pub fn render_run(r: &RunResult) -> String {
         thousands(r.qps.round() as u64),
         if r.interrupted { "  [interrupted]" } else { "" }
     );
-    let errs: Vec<String> = r
-        .errors
-        .iter()
-        .filter(|(_, &v)| v > 0)
-        .map(|(k, v)| format!("{k} {}", thousands(*v)))
-        .collect();
     let _ = writeln!(
         out,
         "outcomes   hits {}  misses {}  errors {}{}{}",
         thousands(r.hits),
         thousands(r.misses),
         thousands(r.error_total),
-        if errs.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", errs.join(", "))
-        },
+        by_kind(&r.errors),
         if r.reconnects > 0 {
             format!("  reconnects {}", r.reconnects)
         } else {
@@ -336,6 +326,19 @@ pub fn render_run(r: &RunResult) -> String {
     out
 }
 
+/// The error kinds that happened, with their counts: ` (duplicate 3, timeout 1)`, or nothing.
+fn by_kind(errors: &std::collections::BTreeMap<String, u64>) -> String {
+    let kinds: Vec<String> = errors
+        .iter()
+        .filter(|(_, &v)| v > 0)
+        .map(|(k, v)| format!("{k} {}", thousands(*v)))
+        .collect();
+    match kinds.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", kinds.join(", ")),
+    }
+}
+
 /// One line per op of a mix that writes: its count, rate, outcomes, latency and the server's
 /// count of it; none for a read-only run.
 fn op_lines(r: &RunResult) -> Vec<String> {
@@ -352,12 +355,13 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 None => String::new(),
             };
             format!(
-                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}  p50 {}  p99 {}  max {}{server}\n",
+                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}  p50 {}  p99 {}  max {}{server}\n",
                 thousands(o.requests),
                 thousands(o.qps.round() as u64),
                 thousands(o.hits),
                 thousands(o.misses),
                 thousands(o.error_total),
+                by_kind(&o.errors),
                 micros(o.latency_us.p50),
                 micros(o.latency_us.p99),
                 micros(o.latency_us.max),

@@ -49,6 +49,9 @@ pub struct Settings {
     /// `--mix` when it writes (`read=90,update=10`); absent for a read-only run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<String>,
+    /// `--txn` when above 1 (writes per transaction); absent for autocommit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn: Option<usize>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

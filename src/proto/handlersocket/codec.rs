@@ -565,7 +565,7 @@ impl Codec for HsCodec {
             return if e.is_auth() {
                 Err(e.into())
             } else {
-                Ok(Some((n, Reply::Server(e.to_string()))))
+                Ok(Some((n, Reply::Server(ErrorKind::Server, e.to_string()))))
             };
         }
         Ok(Some((
@@ -757,7 +757,7 @@ mod tests {
         let (_, got) = c.decode(b"0\t3\n", 42).unwrap().unwrap();
         assert!(matches!(got, Reply::Miss));
         let (_, got) = c.decode(b"2\t1\treadonly\n", 42).unwrap().unwrap();
-        assert!(matches!(got, Reply::Server(_)));
+        assert!(matches!(got, Reply::Server(..)));
     }
 
     #[test]
@@ -904,7 +904,7 @@ mod tests {
 
             let mut c = HsCodec::new(1);
             let le = match c.decode(line, 1) {
-                Ok(Some((n, Reply::Server(m)))) => {
+                Ok(Some((n, Reply::Server(_, m)))) => {
                     assert_eq!(n, line.len());
                     LookupError::server(m)
                 }

@@ -27,7 +27,7 @@ use std::mem::MaybeUninit;
 use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
@@ -414,10 +414,13 @@ impl Codec for HttpCodec {
             // row to update is not there, or the row to insert is).
             201 | 204 => Reply::Written(1),
             412 => Reply::Written(0),
-            s => Reply::Server(format!(
-                "http status {s} {}",
-                String::from_utf8_lossy(head.reason.get(..100).unwrap_or(head.reason))
-            )),
+            s => Reply::Server(
+                ErrorKind::Server,
+                format!(
+                    "http status {s} {}",
+                    String::from_utf8_lossy(head.reason.get(..100).unwrap_or(head.reason))
+                ),
+            ),
         };
         Ok(Some((end, reply)))
     }

@@ -26,7 +26,7 @@ use std::fmt;
 use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
@@ -373,7 +373,9 @@ impl Codec for McCodec {
                     String::from_utf8_lossy(&self.prefix)
                 )))
             }
-            GetReply::ServerError(line) => Reply::Server(format!("memcached: {}", shown(line))),
+            GetReply::ServerError(line) => {
+                Reply::Server(ErrorKind::Server, format!("memcached: {}", shown(line)))
+            }
         };
         Ok(Some((n, reply)))
     }
@@ -459,7 +461,7 @@ mod tests {
             .decode(b"SERVER_ERROR out of memory\r\n", 42)
             .unwrap()
             .unwrap();
-        assert!(matches!(got, Reply::Server(_)));
+        assert!(matches!(got, Reply::Server(..)));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
 use crate::dataset;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
@@ -102,7 +102,12 @@ impl MyCodec {
                 return Ok(None);
             };
             let status = match p[0] {
-                0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
+                0xFF => {
+                    return Ok(Some((
+                        r.pos,
+                        Reply::Server(ErrorKind::Server, server_error(p)?),
+                    )))
+                }
                 // No result set (a --query that is not a SELECT): no row.
                 0x00 => ok_status(p)?,
                 _ => {
@@ -139,7 +144,12 @@ impl MyCodec {
                             // Binary rows start with 0x00, so 0xFE can only be the end.
                             0xFE if self.shape.deprecate_eof => break ok_status(p)?,
                             0xFE => break eof_status(p)?,
-                            0xFF => return Ok(Some((r.pos, Reply::Server(server_error(p)?)))),
+                            0xFF => {
+                                return Ok(Some((
+                                    r.pos,
+                                    Reply::Server(ErrorKind::Server, server_error(p)?),
+                                )))
+                            }
                             _ => return Err(bad("a binary row", p)),
                         }
                     }

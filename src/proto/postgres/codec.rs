@@ -25,7 +25,7 @@
 use std::collections::VecDeque;
 
 use crate::decimal;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
@@ -225,6 +225,7 @@ const FLUSH: [u8; 5] = [b'H', 0, 0, 0, 4];
 
 fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
     Reply::Server(
+        ErrorKind::Server,
         "skipped by the server: an earlier request in the same pipelined batch or transaction failed"
             .into(),
     )
@@ -364,7 +365,10 @@ impl Codec for PgCodec {
                     }
                     if !last {
                         self.answered(stray, last, true);
-                        return Ok(Some((end, Reply::Server(e.to_string()))));
+                        return Ok(Some((
+                            end,
+                            Reply::Server(super::error::kind(&e.code), e.to_string()),
+                        )));
                     }
                     error = Some(e);
                 }
@@ -378,7 +382,7 @@ impl Codec for PgCodec {
                     let reply = if skipped_here {
                         skipped()
                     } else if let Some(e) = error {
-                        Reply::Server(e.to_string())
+                        Reply::Server(super::error::kind(&e.code), e.to_string())
                     } else {
                         self.reply(row, tag)
                     };
@@ -898,8 +902,8 @@ mod tests {
         let (n, reply) = c.decode(buf, 1).unwrap().expect("complete");
         match (reply, want) {
             (Reply::Written(1), "written") => {}
-            (Reply::Server(m), "skipped") if m.contains("skipped") => {}
-            (Reply::Server(m), "failed") if m.contains("40P01") => {}
+            (Reply::Server(ErrorKind::Server, m), "skipped") if m.contains("skipped") => {}
+            (Reply::Server(ErrorKind::Deadlock, m), "failed") if m.contains("40P01") => {}
             (r, _) => panic!("want {want}, got {r:?}"),
         }
         n

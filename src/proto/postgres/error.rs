@@ -3,6 +3,7 @@
 
 use tokio_postgres::error::SqlState;
 
+use crate::outcome::ErrorKind;
 use crate::transport::{self, Endpoint};
 
 /// A one-line, actionable message for a tokio-postgres error. Never contains the password
@@ -59,4 +60,38 @@ pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
         return format!("{message}: create it or name another database in the URL path");
     }
     format!("{message} ({}) while preparing the {what}", code.code())
+}
+
+/// The kind a request's server error is counted as, from its SQLSTATE: the classes a write
+/// mix meets are told apart, everything else is a plain `server` error.
+pub fn kind(code: &str) -> ErrorKind {
+    match code {
+        "23505" => ErrorKind::Duplicate,
+        // deadlock_detected; lock_not_available (lock_timeout, NOWAIT)
+        "40P01" | "55P03" => ErrorKind::Deadlock,
+        "40001" => ErrorKind::Serialization,
+        // read_only_sql_transaction: a standby, or default_transaction_read_only
+        "25006" => ErrorKind::Readonly,
+        _ => ErrorKind::Server,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_a_write_mix_meets_have_their_own_kind() {
+        for (code, want) in [
+            ("23505", ErrorKind::Duplicate),
+            ("40P01", ErrorKind::Deadlock),
+            ("55P03", ErrorKind::Deadlock),
+            ("40001", ErrorKind::Serialization),
+            ("25006", ErrorKind::Readonly),
+            ("42P01", ErrorKind::Server),
+            ("", ErrorKind::Server),
+        ] {
+            assert_eq!(kind(code), want, "{code}");
+        }
+    }
 }

@@ -8,9 +8,10 @@
 //! `--txn N`: prepared BEGIN before a transaction's first write and COMMIT after its Nth, sent in
 //! the same poll as the write so they pipeline in order with it (tokio-postgres sends a request
 //! when its future is first polled, and the in-flight queue polls new futures in order). After
-//! an error the server refuses the rest of the transaction (25P02) until its COMMIT, which then
-//! rolls it back; the next write begins a fresh one.
+//! an error the requests already sent in the transaction are refused (25P02); the next request
+//! sends ROLLBACK and the next write a fresh BEGIN.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -145,7 +146,7 @@ impl PgTarget {
             writes: Rc2::new(
                 writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
             ),
-            txn: 1,
+            txn: plan.txn,
         })
     }
 }
@@ -222,11 +223,17 @@ pub struct PgConn {
     stmt: Statement,
     /// The prepared statement of each write op of the mix (`Op::index`).
     writes: [Option<Statement>; Op::COUNT],
-    /// BEGIN and COMMIT, prepared when writes are grouped (`--txn` above 1).
-    txn: Option<(Statement, Statement)>,
+    /// Prepared when writes are grouped (`--txn` above 1).
+    txn: Option<TxnStatements>,
     /// Writes per transaction, and writes sent of the open one.
     per_txn: usize,
     group: usize,
+    /// Transactions begun; per request in flight, the one it was sent in (0: none).
+    groups: u64,
+    groups_in_flight: VecDeque<u64>,
+    /// The open transaction failed: the next request rolls it back and starts afresh, as the
+    /// wire driver's next request does.
+    rollback: bool,
     key_type: KeyType,
     simple: Option<Rc2<(String, String)>>,
     verify: bool,
@@ -294,10 +301,11 @@ impl Target for PgTarget {
             _ => {
                 let prepare = |sql| client.prepare(sql);
                 let failed = |e| LookupError::new(ErrorKind::Connect, true, explain(&e, "--txn"));
-                Some((
-                    prepare("BEGIN").await.map_err(failed)?,
-                    prepare("COMMIT").await.map_err(failed)?,
-                ))
+                Some(TxnStatements {
+                    begin: prepare("BEGIN").await.map_err(failed)?,
+                    commit: prepare("COMMIT").await.map_err(failed)?,
+                    rollback: prepare("ROLLBACK").await.map_err(failed)?,
+                })
             }
         };
         Ok(PgConn {
@@ -307,6 +315,9 @@ impl Target for PgTarget {
             txn,
             per_txn: self.txn,
             group: 0,
+            groups: 0,
+            groups_in_flight: VecDeque::new(),
+            rollback: false,
             key_type,
             simple: (self.mode == Mode::Simple).then(|| self.simple.clone()),
             verify: self.verify,
@@ -334,6 +345,11 @@ impl Target for PgTarget {
         }
     }
 
+    /// Writes grouped with BEGIN and COMMIT.
+    fn txn(&self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+
     async fn insert_from(&self) -> Result<Option<u64>, String> {
         writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
@@ -356,11 +372,64 @@ impl Target for PgTarget {
     }
 }
 
+/// A request's answer, once its future is done.
+type Answering = LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>>;
+
+/// BEGIN, COMMIT and ROLLBACK, prepared on a connection that groups writes.
+#[derive(Clone)]
+struct TxnStatements {
+    begin: Statement,
+    commit: Statement,
+    rollback: Statement,
+}
+
+impl PgConn {
+    /// `fut` inside the connection's transactions: a ROLLBACK first after a failed one, a
+    /// BEGIN with a transaction's first write, its COMMIT with its Nth. All are sent in the
+    /// request's first poll, in that order; the request's answer is the first failure.
+    fn grouped(&mut self, writes: bool, t: TxnStatements, fut: Answering) -> Answering {
+        let rollback = std::mem::take(&mut self.rollback).then_some(t.rollback);
+        let mut begin = None;
+        let mut commit = None;
+        if writes {
+            if self.group == 0 {
+                self.groups += 1;
+                begin = Some(t.begin);
+            }
+            self.group += 1;
+            if self.group >= self.per_txn {
+                self.group = 0;
+                commit = Some(t.commit);
+            }
+        }
+        if rollback.is_none() && begin.is_none() && commit.is_none() {
+            return fut;
+        }
+        let client = self.client.clone();
+        Box::pin(async move {
+            let run = |s: Option<Statement>| {
+                let client = &client;
+                async move {
+                    match s {
+                        Some(s) => client.execute(&s, &[]).await.map(|_| ()),
+                        None => Ok(()),
+                    }
+                }
+            };
+            let (_, b, answer, c) =
+                futures_util::join!(run(rollback), run(begin), fut, run(commit));
+            b?;
+            let answer = answer?;
+            c.map(|()| answer)
+        })
+    }
+}
+
 impl Conn for PgConn {
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let client = self.client.clone();
-        if let Some(stmt) = self.writes[req.op.index()].clone() {
+        let fut: Answering = if let Some(stmt) = self.writes[req.op.index()].clone() {
             let params: Vec<TextParam> = (0..writes::params(req.op))
                 .map(|i| {
                     let mut v = Vec::with_capacity(32);
@@ -368,71 +437,52 @@ impl Conn for PgConn {
                     TextParam(v)
                 })
                 .collect();
-            // The transaction's BEGIN goes with its first write, its COMMIT with its last.
-            self.group += 1;
-            let begin = self.txn.as_ref().filter(|_| self.group == 1).map(|t| t.0.clone());
-            let commit = self.txn.as_ref().filter(|_| self.group >= self.per_txn);
-            let commit = commit.map(|t| t.1.clone());
-            if self.group >= self.per_txn {
-                self.group = 0;
-            }
-            self.in_flight.push_back(Box::pin(async move {
+            Box::pin(async move {
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-                let around = |s: Option<Statement>| {
-                    let client = &client;
-                    async move {
-                        match s {
-                            Some(s) => client.execute(&s, &[]).await.map(|_| ()),
-                            None => Ok(()),
-                        }
-                    }
+                client.execute(&stmt, &refs).await.map(Answer::Written)
+            })
+        } else if let Some(parts) = &self.simple {
+            // Simple protocol: the key inlined into the text, parsed and planned every time.
+            let sql = format!("{}{key}{}", parts.0, parts.1);
+            Box::pin(async move {
+                let msgs = client.simple_query(&sql).await?;
+                Ok(Answer::Simple(msgs.into_iter().find_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some(r),
+                    _ => None,
+                })))
+            })
+        } else {
+            let stmt = self.stmt.clone();
+            let kt = self.key_type;
+            Box::pin(async move {
+                let r = match kt {
+                    KeyType::I16 => client.query_opt(&stmt, &[&(key as i16)]).await,
+                    KeyType::I32 => client.query_opt(&stmt, &[&(key as i32)]).await,
+                    KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
+                    KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
                 };
-                let (b, w, c) = futures_util::join!(
-                    around(begin),
-                    client.execute(&stmt, &refs),
-                    around(commit)
-                );
-                b?;
-                let n = w?;
-                c.map(|()| Answer::Written(n))
-            }));
-            return;
-        }
-        let fut: LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>> = match &self.simple
-        {
-            Some(parts) => {
-                // Simple protocol: the key inlined into the text, parsed and planned every time.
-                let sql = format!("{}{key}{}", parts.0, parts.1);
-                Box::pin(async move {
-                    let msgs = client.simple_query(&sql).await?;
-                    Ok(Answer::Simple(msgs.into_iter().find_map(|m| match m {
-                        SimpleQueryMessage::Row(r) => Some(r),
-                        _ => None,
-                    })))
-                })
-            }
-            None => {
-                let stmt = self.stmt.clone();
-                let kt = self.key_type;
-                Box::pin(async move {
-                    let r = match kt {
-                        KeyType::I16 => client.query_opt(&stmt, &[&(key as i16)]).await,
-                        KeyType::I32 => client.query_opt(&stmt, &[&(key as i32)]).await,
-                        KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
-                        KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
-                    };
-                    r.map(Answer::Prepared)
-                })
-            }
+                r.map(Answer::Prepared)
+            })
+        };
+        let fut = match &self.txn {
+            Some(t) => self.grouped(req.op.writes(), t.clone(), fut),
+            None => fut,
         };
         self.in_flight.push_back(fut);
+        self.groups_in_flight
+            .push_back(self.groups * u64::from(self.group > 0));
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         let Some(r) = self.in_flight.next().await else {
             return Err(LookupError::protocol("no request in flight"));
         };
+        let group = self.groups_in_flight.pop_front().unwrap_or(0);
+        if r.is_err() && group == self.groups && self.group > 0 {
+            // It failed the open transaction: the rest of it would only be refused (25P02).
+            (self.rollback, self.group) = (true, 0);
+        }
         match r {
             Ok(Answer::Prepared(row)) => {
                 let cells = row.as_ref().map(prepared_cells);
@@ -456,7 +506,7 @@ fn request_error(e: &tokio_postgres::Error, closed: bool) -> LookupError {
         Some(db) => {
             let code = db.code().code();
             let message = format!("{} (SQLSTATE {code})", db.message());
-            LookupError::new(ErrorKind::Server, false, message)
+            LookupError::new(super::error::kind(code), false, message)
         }
         None => LookupError::new(ErrorKind::Server, false, explain(e, "lookup")),
     }

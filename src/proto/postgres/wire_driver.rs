@@ -45,6 +45,8 @@ pub struct PgWireTarget {
     tls: PgTls,
     /// The statement of each write op of the mix, prepared on every connection.
     writes: Vec<(Op, String)>,
+    /// Writes per transaction (`--txn`).
+    txn: usize,
 }
 
 impl PgWireTarget {
@@ -70,6 +72,7 @@ impl PgWireTarget {
             counter: PgCounter::new(false),
             tls,
             writes: writes::statements(&plan.mix, &plan.write_queries).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 
@@ -93,7 +96,7 @@ impl PgWireTarget {
             ("client_encoding", "UTF8"),
         ];
         frontend::startup_message(params.into_iter().chain(options), &mut s.wbuf)
-        .map_err(|e| fail(format!("bad user or database name: {e}")))?;
+            .map_err(|e| fail(format!("bad user or database name: {e}")))?;
         s.send().await?;
         self.authenticate(&mut s, user).await?;
         // ParameterStatus and BackendKeyData (skipped by recv), then ReadyForQuery.
@@ -131,7 +134,7 @@ impl PgWireTarget {
         }
         Ok(StreamConn::new(
             s.sock,
-            PgCodec::new(key_type?, &columns),
+            PgCodec::new(key_type?, &columns).with_txn(self.txn),
             self.verify,
         ))
     }
@@ -315,6 +318,11 @@ impl Target for PgWireTarget {
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Writes grouped in the extended protocol's implicit transaction (`codec`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
         Ok(())
     }
 

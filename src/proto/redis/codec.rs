@@ -14,7 +14,7 @@
 use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
-use crate::outcome::LookupError;
+use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
 
 /// Keys are `usr:<id>`, as memcached stores them.
@@ -43,6 +43,14 @@ fn protocol(what: &str) -> LookupError {
 }
 
 /// At most 200 bytes of `bytes`, lossy UTF-8, for a message.
+/// The kind an error reply is counted as: a replica refuses writes with `-READONLY`.
+fn error_kind(msg: &[u8]) -> ErrorKind {
+    match msg.starts_with(b"READONLY") {
+        true => ErrorKind::Readonly,
+        false => ErrorKind::Server,
+    }
+}
+
 pub fn shown(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes.get(..200).unwrap_or(bytes)).into_owned()
 }
@@ -206,7 +214,7 @@ impl Codec for RedisCodec {
             Resp::Status(b"OK") => Reply::Written(1),
             // DEL's and SETNX's: keys deleted or set
             Resp::Integer(n @ 0..) => Reply::Written(n as u64),
-            Resp::Error(msg) => Reply::Server(format!("redis: {}", shown(msg))),
+            Resp::Error(msg) => Reply::Server(error_kind(msg), format!("redis: {}", shown(msg))),
             Resp::Status(s) => {
                 return Err(protocol(&format!(
                     "`+{}` in reply to GET or SET: the stream is out of step",
