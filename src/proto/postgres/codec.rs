@@ -222,6 +222,8 @@ impl PgCodec {
 const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
 /// Asks the server to send what it has, without ending the transaction.
 const FLUSH: [u8; 5] = [b'H', 0, 0, 0, 4];
+/// Close of the unnamed portal; its CloseComplete ('3') is skipped wherever it comes.
+const CLOSE_PORTAL: [u8; 7] = [b'C', 0, 0, 0, 6, b'P', 0];
 
 fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
     Reply::Server(
@@ -280,6 +282,12 @@ impl Codec for PgCodec {
                 out[start + 1..start + 5].copy_from_slice(&(bind_len + n as i32).to_be_bytes());
                 out[at - 4..at].copy_from_slice(&(n as i32).to_be_bytes());
             }
+        }
+        if self.group > 0 {
+            // Inside a transaction the unnamed portal lives until the next Bind or the commit,
+            // and its executor ends (pg_stat_statements counts the lookup) only then: a
+            // connection's last lookup in its rolled-back last transaction would go uncounted.
+            out.extend_from_slice(&CLOSE_PORTAL);
         }
     }
 
@@ -394,7 +402,7 @@ impl Codec for PgCodec {
                     ))
                 }
                 // Asynchronous messages may arrive at any time.
-                b'N' | b'S' | b'A' => {}
+                b'N' | b'S' | b'A' | b'3' => {}
                 t => {
                     return Err(LookupError::protocol(format!(
                         "unexpected PostgreSQL message '{}' (0x{t:02x}) in a lookup reply",
@@ -946,15 +954,16 @@ mod tests {
         // A lookup rides along in the open transaction.
         c.encode(&Request::read(7), &mut out);
         c.end_batch(&mut out);
-        let r = reply(None);
+        let r = [reply(None), msg(b'3', b"")].concat();
         assert_eq!(
             dec(&mut c, &r, 7, true).unwrap(),
-            Some((r.len() - z.len(), Outcome::Miss))
+            Some((r.len() - z.len() - 5, Outcome::Miss))
         );
         c.encode(&write(3), &mut out);
         c.end_batch(&mut out);
-        assert_eq!(types(&out), b"BEHBEHBEHBES");
-        let r = [updated(), z].concat();
+        assert_eq!(types(&out), b"BEHBEHBECHBES");
+        // The lookup's CloseComplete leads the next reply.
+        let r = [msg(b'3', b""), updated(), z].concat();
         assert_eq!(
             expect(&mut c, &r, "written"),
             r.len(),
