@@ -186,7 +186,7 @@ struct RunArgs {
     /// report [default: the process listening on the target's port, when it is on this machine].
     #[arg(long)]
     server_pid: Option<u32>,
-    /// One closed-loop step per connection count (e.g. 1,2,4,8,16,32,64,128,256): table of QPS, p50, p99 and the peak.
+    /// One closed-loop step per connection count (e.g. 1,2,4,8,16,32,64,128,256): table of QPS, p50, p99 and the peak, and with --mix each write op's rate and time per 10,000; -d/-n apply to each step.
     #[arg(long, value_parser = parse_sweep, conflicts_with_all = ["slo", "rate"])]
     sweep: Option<Counts>,
     /// Find the highest fixed rate whose latency percentile stays under a bound, e.g. p99=1ms (bisection; each step runs -d).
@@ -441,6 +441,11 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
         loadgen::report::text::thousands(p.rows),
         p.seconds,
         loadgen::report::text::thousands((p.rows as f64 / p.seconds.max(1e-9)) as u64)
+    );
+    println!(
+        "ids 1..{} hold the data set's rows and nothing outside them is left (rows a write run \
+         inserted are gone): a write run starts from here; to reset after one, prepare again",
+        a.rows
     );
     Ok(0)
 }

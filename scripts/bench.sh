@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|all|soak]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|all|soak|writes]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
 #   LOADGEN_BIN       use this binary instead of `cargo build --release` + target/release/loadgen
 #   BENCH_SOAK_SECONDS=600  length of the soak run (not part of `all`: it takes ten minutes)
+#   BENCH_SEED_N=20000  inserts per step of the writes section's seed table (`writes` is not part
+#                       of `all`: about 6 minutes here, more on a disk with slower fsync)
 #
 # Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
 # have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
@@ -22,13 +24,13 @@ B=scripts/bench
 LIB="python3 $B/benchlib.py"
 ALL=(pg mysql hs memcache redis unix tls embedded rss)
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
 SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | soak) ;;
+    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | soak | writes) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -48,6 +50,7 @@ for s in "${SECTIONS[@]}"; do
     memcache | soak) servers+=(memcached) ;;
     redis) servers+=(redis) ;;
     unix) servers+=(postgres mariadb) ;;
+    writes) servers+=(postgres mariadb memcached) ;;
   esac
 done
 ((${#servers[@]} == 0)) || scripts/servers.sh up "${servers[@]}" >&2
@@ -57,7 +60,12 @@ if [[ -z ${LOADGEN_BIN:-} ]]; then
   LOADGEN_BIN=target/release/loadgen
 fi
 WORK=$(mktemp -d /tmp/loadgen-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# What a section changed on a server, undone when it ends (`undo`) or, if the script stops
+# first, by the EXIT trap: commands run last first.
+UNDO=()
+undo() { local i; for ((i = ${#UNDO[@]} - 1; i >= 0; i--)); do eval "${UNDO[i]}" || true; done; UNDO=(); }
+trap 'undo; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
 
 echo "loadgen benchmarks  $(date -u '+%Y-%m-%d %H:%M:%S UTC')  ($("$LOADGEN_BIN" --version 2>/dev/null || echo loadgen))"
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
@@ -100,11 +108,17 @@ sysb() { # sysb TSV CELL PAIR CONNS
   $LIB record "$1" "$2" peer "$3" sysbench "$out" "$out.time"
 }
 
-memas() { # memas TSV CELL PAIR CONNS
+memas() { # memas TSV CELL PAIR CONNS [CFG KIND]: gets only, or the mix in CFG (KIND memaslap-mix)
   local out=$WORK/run$((++N))
   timed "$out" -- memcaslap -s "127.0.0.1:$LOADGEN_MC_PORT" -T 2 -c "$4" -t "${SECS}s" -w 1k \
-    -S "$((SECS + 3600))s" -F $B/memaslap-get.cfg
-  $LIB record "$1" "$2" peer "$3" memaslap "$out" "$out.time"
+    -S "$((SECS + 3600))s" -F "${5:-$B/memaslap-get.cfg}"
+  $LIB record "$1" "$2" peer "$3" "${6:-memaslap}" "$out" "$out.time"
+}
+
+sysb_insert() { # sysb_insert TSV CELL PAIR CONNS: sysbench oltp_insert into its own sbtest1
+  local out=$WORK/run$((++N))
+  timed "$out" -- sysbench oltp_insert "${SB_ARGS[@]}" --threads="$4" --time="$SECS" --percentile=99 run
+  $LIB record "$1" "$2" peer "$3" sysbench "$out" "$out.time"
 }
 
 # rb TSV CELL PAIR CONNS DEPTH N: one redis-benchmark run of N GETs of the padded keys in RB_DB.
@@ -311,6 +325,115 @@ bench_soak() {
   done
   wait "$pid" || echo "   loadgen failed: $(tail -1 "$out.err")"
   $LIB soak "$out.rss" "$out.json" "soak: loadgen memcache -c 256 -p 4 -R 20000 for ${secs}s with --metrics, RSS every 10 s"
+}
+
+# ---------------------------------------------------------------- writes
+# Writes against the peers that write: PostgreSQL updates vs pgbench, memcached 90/10 get/set
+# vs memaslap, MariaDB inserts vs sysbench oltp_insert, and the seed table (inserts at 2..40
+# connections with commits synced and not). Everything a section writes is undone when it ends,
+# or when the script exits early (the EXIT trap), so a later --verify read of ids 1..1000000
+# passes: see docs/benchmarks.md "writes".
+psql_as() { psql -X -qAt -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$LOADGEN_PG_PORT" -U loadgen loadgen "$@"; }
+my_root() { env -u MYSQL_PWD mariadb --no-defaults -S "$LOADGEN_MY_SOCKET" -u root -N "$@"; }
+
+# Whether loadgen can run an insert-only mix on URL (it refuses one in preflight, exit 2).
+can_write() { "$LOADGEN_BIN" run "$1" --mix insert=100 -n 1 -q -o - >"$WORK/can-write" 2>&1 || return 1; }
+
+bench_writes() {
+  local -x PGSSLMODE=disable # plain TCP on both sides, as the pg section
+  writes_pg_update
+  writes_memcache
+  writes_mysql_insert
+  writes_seed
+}
+
+# PostgreSQL UPDATE at 16 connections. Both write the same column of the same table, over ids
+# 9,000,001..10,000,000: a copy of the data set's rows made here and deleted afterwards, so the
+# loaded ids 1..1000000 keep their values.
+writes_pg_update() {
+  have pgbench || { skip "writes: pg update" "pgbench not installed"; return; }
+  local tsv=$WORK/pg-update.tsv p
+  UNDO+=("psql_as -c 'DELETE FROM usr WHERE user_id > 1000000' -c 'VACUUM usr'")
+  psql_as -c "INSERT INTO usr SELECT g, 'user' || g, 'user' || g || '@example.com',
+    timestamp '2010-02-03 11:22:33' + g * interval '1 second' FROM generate_series(9000001, 10000000) g" \
+    -c "VACUUM ANALYZE usr"
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $tsv 16 lg $p '$LOADGEN_PG_URL' --mix update=100 --keys 9000001-10000000 -c 16 -t 2" \
+      "pgb $tsv 16 $p $B/pg-update.sql 1 16"
+  done
+  undo
+  $LIB pairs "$tsv" "writes: PostgreSQL UPDATE usr SET user_name = \$2 WHERE user_id = \$1, loadgen --mix update=100 -t 2 vs pgbench -M prepared -j 2 (pg-update.sql), ids uniform in 9,000,001..10,000,000 (updates/s; CPU ms/1k = µs/update)" \
+    loadgen pgbench "ratio >= 1.0"
+}
+
+# memcached, 90% get / 10% set at 16 connections: loadgen over usr:<id> (1,000,000 keys, its
+# rows as values), memaslap over its own 16-byte keys with 51-byte values. loadgen's sets change
+# the values (user<id>v<version>): the rows are loaded again afterwards (loadgen prepare).
+writes_memcache() {
+  have memcaslap || { skip "writes: memcache" "memcaslap (libmemcached-tools) not installed"; return; }
+  local tsv=$WORK/mc-mix.tsv p
+  UNDO+=("'$LOADGEN_BIN' prepare '$LOADGEN_MC_URL' >/dev/null")
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $tsv 16 lg $p '$LOADGEN_MC_URL' --mix read=90,upsert=10 -c 16 -t 2" \
+      "memas $tsv 16 $p 16 $B/memaslap-get90-set10.cfg memaslap-mix"
+  done
+  undo
+  $LIB pairs "$tsv" "writes: memcached 90% get / 10% set, loadgen --mix read=90,upsert=10 -t 2 vs memaslap -T 2 (memaslap-get90-set10.cfg; ops/s = gets + sets; memaslap p99 = log2 bucket upper bound over all its ops)" \
+    loadgen memaslap "ratio >= 1.0"
+}
+
+# MariaDB inserts at 16 connections: loadgen into usr above max(user_id) (deleted afterwards),
+# sysbench oltp_insert into its own table sbtest1 (dropped afterwards).
+writes_mysql_insert() {
+  have sysbench || { skip "writes: mysql insert" "sysbench not installed"; return; }
+  local tsv=$WORK/my-insert.tsv p url="$LOADGEN_MY_URL?ssl-mode=DISABLED"
+  can_write "$url" || { skip "writes: mysql insert" "loadgen cannot insert into MariaDB yet: $(tail -n 1 "$WORK/can-write")"; return; }
+  SB_ARGS=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$LOADGEN_MY_PORT" --mysql-user=loadgen
+    --mysql-password="${MYSQL_PWD:-}" --mysql-db=loadgen --tables=1 --table-size=1000)
+  UNDO+=("sysbench oltp_insert \"\${SB_ARGS[@]}\" cleanup >/dev/null"
+    "my_root -e 'DELETE FROM loadgen.usr WHERE user_id > 1000000'")
+  sysbench oltp_insert "${SB_ARGS[@]}" prepare >"$WORK/sb-prepare" 2>&1 ||
+    { skip "writes: mysql insert" "sysbench prepare failed: $(tail -n 1 "$WORK/sb-prepare")"; undo; return; }
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $tsv 16 lg $p '$url' --mix insert=100 -c 16 -t 2" "sysb_insert $tsv 16 $p 16"
+  done
+  undo
+  $LIB pairs "$tsv" "writes: MariaDB inserts, loadgen --mix insert=100 -t 2 (prepared INSERT into usr) vs sysbench oltp_insert (its sbtest1, plain statements), innodb_flush_log_at_trx_commit=$(my_root -e 'SELECT @@innodb_flush_log_at_trx_commit') (inserts/s)" \
+    loadgen sysbench "ratio >= 1.0"
+}
+
+# The seed table: inserts at 2, 5, 10, 20, 40 connections, BENCH_SEED_N per step, as the 2010
+# blogs. PostgreSQL with synchronous_commit on and off per session (?options=), with fsync on
+# for the section (the servers run with fsync off: ALTER SYSTEM, reload, reset afterwards);
+# MariaDB, when loadgen can write to it, with innodb_flush_log_at_trx_commit 1 and 2 (SET
+# GLOBAL, set back afterwards). The rows inserted are deleted afterwards.
+writes_seed() {
+  local n=${BENCH_SEED_N:-20000} counts=2,5,10,20,40 cols=() flush my="$LOADGEN_MY_URL?ssl-mode=DISABLED" v
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SEED_N: a positive integer" >&2; exit 2; }
+  seed_sweep() { # seed_sweep NAME URL: one sweep into $WORK/seed-NAME.json
+    "$LOADGEN_BIN" run "$2" --mix insert=100 --sweep "$counts" -n "$n" -t 2 --warmup 0 -q \
+      -o "$WORK/seed-$1.json" >"$WORK/seed-$1.out" 2>"$WORK/seed-$1.err" || true
+    cols+=("$1=$WORK/seed-$1.json")
+  }
+  UNDO+=("psql_as -c 'ALTER SYSTEM RESET fsync' -c 'SELECT pg_reload_conf()' >/dev/null"
+    "psql_as -c 'DELETE FROM usr WHERE user_id > 1000000' -c 'VACUUM usr'")
+  psql_as -c "ALTER SYSTEM SET fsync = on" -c "SELECT pg_reload_conf()" >/dev/null
+  sleep 1 # the reload reaches the backends
+  for v in on off; do seed_sweep "pg-sync-$v" "$LOADGEN_PG_URL?options=-c%20synchronous_commit%3D$v"; done
+  undo
+  if can_write "$my"; then
+    flush=$(my_root -e 'SELECT @@innodb_flush_log_at_trx_commit')
+    UNDO+=("my_root -e 'SET GLOBAL innodb_flush_log_at_trx_commit = $flush'"
+      "my_root -e 'DELETE FROM loadgen.usr WHERE user_id > 1000000'")
+    for v in 1 2; do
+      my_root -e "SET GLOBAL innodb_flush_log_at_trx_commit = $v"
+      seed_sweep "mariadb-flush-$v" "$my"
+    done
+    undo
+  else
+    echo "   note: MariaDB left out of the seed table: $(tail -n 1 "$WORK/can-write")"
+  fi
+  $LIB seed "writes: the seed table, inserts at $counts connections, $n per step and target (loadgen --mix insert=100 --sweep $counts -n $n -t 2; PostgreSQL fsync on, synchronous_commit per session)" "${cols[@]}"
 }
 
 for s in "${SECTIONS[@]}"; do "bench_$s"; done

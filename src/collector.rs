@@ -497,6 +497,7 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                 error_total: c.error_total(),
                 latency_us: Percentiles::of(&o.latency),
                 server_observed,
+                histogram: encode_histogram(&o.latency),
             };
             (op.name().to_string(), r)
         })

@@ -24,21 +24,31 @@
 //!   upper bound of the true merged percentile (with a warning);
 //! - `server_observed` is dropped: each generator read the server's counter over its own window,
 //!   which includes the other generators' lookups;
+//! - per op of a mix that writes (`runs[].ops`): counts and errors summed, QPS as the run's, latency
+//!   from the merged per-op histograms (`ops.<op>.histogram`; files from before it give upper
+//!   bounds, with a warning). The server's per-op counts are summed when every part read one and
+//!   the counters were the parts' own: generators that ran one after another, or each against its
+//!   own server (the embedded one). Run together on one server, a part's count exceeds what it
+//!   sent (it holds the others' requests too): the count is dropped, with a warning;
 //! - client CPU: times summed, per-request CPU recomputed, utilization the highest of any
 //!   generator (the one closest to saturation), `saturated` if any was.
 //!
-//! Files whose workloads differ (key range, distribution, query mode, SQL) are refused;
+//! Files whose workloads differ (key range, distribution, query mode, SQL, `--mix`, `--txn`) are
+//! refused;
 //! differing connection counts or pipeline depths only warn. Settings of the merged file:
 //! connections, threads, `requests` and `rate` summed, the rest from the first file. `machine`
 //! sums the cores and lists the hostnames; `instance` is `merged(a,b,...)`, naming each input by
-//! its `instance` or, without one, its file name.
+//! its `instance` or, without one, its file name. A run's durability settings come from the first
+//! file (a warning when the servers reported different ones).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use hdrhistogram::Histogram;
+
 use crate::result::{
-    decode_histogram, encode_histogram, ClientCpu, Machine, Percentiles, RateResult, ResultFile,
-    RunResult, TimelineRow,
+    decode_histogram, encode_histogram, ClientCpu, Machine, OpResult, Percentiles, RateResult,
+    ResultFile, RunResult, ServerObserved, TimelineRow,
 };
 
 /// One input: a name (its instance or file name) and the parsed file.
@@ -165,7 +175,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         Some(format!("{what} differ ({})", all.join(", ")))
     };
     // Different workloads: a merged latency distribution or QPS would describe nothing real.
-    let refuse: [(&str, &Field); 4] = [
+    let refuse: [(&str, &Field); 6] = [
         ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
         ("key distributions (--dist)", &|x| {
             x.file.settings.dist.clone()
@@ -173,6 +183,16 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         ("query modes (--mode)", &|x| x.file.settings.mode.clone()),
         ("queries (--query)", &|x| {
             x.file.settings.query.clone().unwrap_or_default()
+        }),
+        ("mixes (--mix)", &|x| {
+            x.file
+                .settings
+                .mix
+                .clone()
+                .unwrap_or_else(|| "read=100".into())
+        }),
+        ("writes per transaction (--txn)", &|x| {
+            x.file.settings.txn.unwrap_or(1).to_string()
         }),
     ];
     for (what, f) in refuse {
@@ -242,7 +262,6 @@ fn merge_group(
     let label = format!("{} (target #{})", r0.kind, i + 1);
 
     // Latency: one histogram of every sample.
-    let mut hist = crate::recorder::new_histogram();
     for (x, r) in inputs.iter().zip(&runs) {
         if r.histogram.is_empty() {
             return Err(format!(
@@ -251,16 +270,14 @@ fn merge_group(
                 i + 1
             ));
         }
-        let h = decode_histogram(&r.histogram)
-            .map_err(|e| format!("{}: run #{}: {e}", x.name, i + 1))?;
-        hist.add(&h).map_err(|e| {
-            format!(
-                "{}: run #{}: histogram does not merge: {e:?}",
-                x.name,
-                i + 1
-            )
-        })?;
     }
+    let hist = add_histograms(
+        inputs
+            .iter()
+            .zip(&runs)
+            .map(|(x, r)| (x.name.as_str(), r.histogram.as_str())),
+        &format!("run #{}", i + 1),
+    )?;
     let latency_us = Percentiles::of(&hist);
 
     // Windows and QPS.
@@ -275,6 +292,10 @@ fn merge_group(
     let concurrent = common_end - common_start > -1.0;
     let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
     let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
+    let windows = Windows {
+        concurrent,
+        durations: durations.clone(),
+    };
     let (qps, duration_s) = if concurrent {
         let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
         let overlap = (common_end - common_start).max(0.0);
@@ -285,7 +306,7 @@ fn merge_group(
             ));
         }
         (
-            runs.iter().map(|r| r.qps).sum::<f64>(),
+            windows.qps(runs.iter().map(|r| r.qps), answered),
             durations.iter().copied().fold(0.0, f64::max),
         )
     } else {
@@ -293,22 +314,24 @@ fn merge_group(
             "{label}: the generators' measured windows do not overlap (they ran one after another); \
              QPS is total answered / summed windows, not the sum of their QPS"
         ));
-        let total: f64 = durations.iter().sum();
         (
-            if total > 0.0 {
-                answered as f64 / total
-            } else {
-                0.0
-            },
-            total,
+            windows.qps(runs.iter().map(|r| r.qps), answered),
+            durations.iter().sum(),
         )
     };
 
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for r in &runs {
-        for (k, v) in &r.errors {
-            *errors.entry(k.clone()).or_default() += v;
-        }
+    let errors = sum_errors(runs.iter().map(|r| &r.errors));
+    let ops = merge_ops(inputs, &runs, &label, &windows, warnings)?;
+    if runs.iter().any(|r| r.durability != r0.durability) {
+        let all: Vec<String> = inputs
+            .iter()
+            .zip(&runs)
+            .map(|(x, r)| format!("{}: {:?}", x.name, r.durability))
+            .collect();
+        warnings.push(format!(
+            "{label}: the servers reported different durability settings ({}); the merged run shows the first",
+            all.join(", ")
+        ));
     }
     let mut error_samples: Vec<String> = Vec::new();
     for r in &runs {
@@ -438,14 +461,160 @@ fn merge_group(
         rate,
         client_cpu,
         server_observed: None,
-        // Per-op results carry no histogram to merge exactly: a merged file has the totals only.
-        ops: Default::default(),
-        durability: runs
-            .first()
-            .map(|r| r.durability.clone())
-            .unwrap_or_default(),
+        ops,
+        durability: r0.durability.clone(),
         timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
         histogram: encode_histogram(&hist),
+    })
+}
+
+/// How the parts' measured windows combine.
+struct Windows {
+    /// They overlapped: their rates add up.
+    concurrent: bool,
+    durations: Vec<f64>,
+}
+
+impl Windows {
+    /// Merged QPS: the sum of the parts' when they ran together, else total answered over the
+    /// summed windows.
+    fn qps(&self, qps: impl Iterator<Item = f64>, answered: u64) -> f64 {
+        let total: f64 = self.durations.iter().sum();
+        if self.concurrent {
+            qps.sum()
+        } else if total > 0.0 {
+            answered as f64 / total
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One histogram of every part's encoded histogram (`(input name, base64)`); `what` names the
+/// field in errors.
+fn add_histograms<'a>(
+    parts: impl Iterator<Item = (&'a str, &'a str)>,
+    what: &str,
+) -> Result<Histogram<u64>, String> {
+    let mut hist = crate::recorder::new_histogram();
+    for (name, encoded) in parts {
+        let h = decode_histogram(encoded).map_err(|e| format!("{name}: {what}: {e}"))?;
+        hist.add(&h)
+            .map_err(|e| format!("{name}: {what}: histogram does not merge: {e:?}"))?;
+    }
+    Ok(hist)
+}
+
+/// Errors by kind, summed.
+fn sum_errors<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for m in maps {
+        for (k, v) in m {
+            *errors.entry(k.clone()).or_default() += v;
+        }
+    }
+    errors
+}
+
+/// Each op of the group's runs (a mix that writes), merged as the run's totals are.
+fn merge_ops(
+    inputs: &[Input],
+    runs: &[&RunResult],
+    label: &str,
+    windows: &Windows,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<String, OpResult>, String> {
+    let names: BTreeSet<&String> = runs.iter().flat_map(|r| r.ops.keys()).collect();
+    let mut ops = BTreeMap::new();
+    for name in names {
+        let parts: Vec<(&str, &OpResult)> = inputs
+            .iter()
+            .zip(runs)
+            .filter_map(|(x, r)| r.ops.get(name).map(|o| (x.name.as_str(), o)))
+            .collect();
+        let (latency_us, histogram) = if parts.iter().all(|(_, o)| !o.histogram.is_empty()) {
+            let hist = add_histograms(
+                parts.iter().map(|(x, o)| (*x, o.histogram.as_str())),
+                &format!("{label} {name}"),
+            )?;
+            (Percentiles::of(&hist), encode_histogram(&hist))
+        } else {
+            warnings.push(format!(
+                "{label}: a file from an older loadgen has no {name} histogram; the merged {name} \
+                 percentiles are upper bounds (the highest of any generator)"
+            ));
+            (
+                bound(parts.iter().map(|(_, o)| &o.latency_us)),
+                String::new(),
+            )
+        };
+        let errors = sum_errors(parts.iter().map(|(_, o)| &o.errors));
+        let (hits, misses) = (
+            parts.iter().map(|(_, o)| o.hits).sum::<u64>(),
+            parts.iter().map(|(_, o)| o.misses).sum::<u64>(),
+        );
+        let server_observed = if parts.len() == runs.len() {
+            sum_observed(
+                &parts,
+                windows.concurrent,
+                &format!("{label} {name}"),
+                warnings,
+            )
+        } else {
+            None
+        };
+        let op = OpResult {
+            requests: parts.iter().map(|(_, o)| o.requests).sum(),
+            qps: round1(windows.qps(parts.iter().map(|(_, o)| o.qps), hits + misses)),
+            hits,
+            misses,
+            error_total: errors.values().sum(),
+            errors,
+            latency_us,
+            server_observed,
+            histogram,
+        };
+        ops.insert(name.clone(), op);
+    }
+    Ok(ops)
+}
+
+/// The server's counts of one op, summed, when every part read one and each count was the
+/// part's own: a part whose count exceeds what it sent while the parts ran together shared the
+/// server with them, and every part's count holds the others' requests too.
+fn sum_observed(
+    parts: &[(&str, &OpResult)],
+    concurrent: bool,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Option<ServerObserved> {
+    let obs: Vec<&ServerObserved> = parts
+        .iter()
+        .filter_map(|(_, o)| o.server_observed.as_ref())
+        .collect();
+    if obs.len() < parts.len() {
+        return None;
+    }
+    let shared = obs.iter().any(|o| o.delta.is_some_and(|d| d > o.expected));
+    if concurrent && parts.len() > 1 && shared {
+        warnings.push(format!(
+            "{what}: the server's count is left out: the generators ran together on one server, \
+             so each one's count includes the others' requests"
+        ));
+        return None;
+    }
+    let mut notes: Vec<&str> = Vec::new();
+    for n in obs.iter().filter_map(|o| o.note.as_deref()) {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
+    Some(ServerObserved {
+        source: obs[0].source.clone(),
+        delta: obs.iter().map(|o| o.delta).sum(),
+        expected: obs.iter().map(|o| o.expected).sum(),
+        matches: obs.iter().all(|o| o.matches),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
     })
 }
 

@@ -67,6 +67,7 @@ pub async fn sweep(
 ) -> Result<SweepResult, SetupError> {
     let mut steps = Vec::new();
     let (mut label, mut kind) = (String::new(), String::new());
+    let mut durability = std::collections::BTreeMap::new();
     for &c in counts {
         if *control.stop.borrow() {
             break;
@@ -86,9 +87,11 @@ pub async fn sweep(
             p50_us: r.latency_us.p50,
             p99_us: r.latency_us.p99,
             errors: r.error_total,
+            ops: r.ops.iter().map(|(op, o)| (op.clone(), o.qps)).collect(),
         });
         label.clone_from(&r.target);
         kind.clone_from(&r.kind);
+        durability.clone_from(&r.durability);
         runs.push(r);
     }
     let peak = steps.iter().max_by(|a, b| a.qps.total_cmp(&b.qps));
@@ -98,6 +101,7 @@ pub async fn sweep(
         peak_qps: peak.map(|s| s.qps).unwrap_or(0.0),
         peak_connections: peak.map(|s| s.connections).unwrap_or(0),
         steps,
+        durability,
     })
 }
 

@@ -486,6 +486,89 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     assert!(dom.contains("bound 20.00ms"));
 }
 
+/// A mix that writes: the per-op table shows each op's numbers as the JSON has them, the server's
+/// count beside loadgen's, and the durability the server reported; a read-only run's page has
+/// neither.
+#[test]
+fn a_writing_mix_shows_each_op_and_the_durability_as_the_json_has_them() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("mix");
+    const MIX: &str = "read=50,update=30,insert=10,delete=10";
+    let line = format!("run -n 20000 --mix {MIX} --keys 1-100000 -c 4 -p 4 -t 1 -q -o mix.json");
+    ok(&lg_line(&d, &line), "mix run");
+    let doc = read_json(&d.join("mix.json"));
+    let html = std::fs::read_to_string(d.join("mix.html")).unwrap();
+    assert_self_contained(&html);
+    let dom = open(browser, &d.join("mix.html"));
+    assert_runs_shown(&dom, &doc);
+    let ops = doc["runs"][0]["ops"].as_object().unwrap();
+    assert_eq!(ops.len(), 4, "{ops:?}");
+    for (op, o) in ops {
+        let id = |k: &str| format!("op-0-{op}-{k}");
+        for k in ["requests", "qps", "hits", "misses"] {
+            assert_shown(&dom, &id(k), &o[k]);
+        }
+        assert_shown(&dom, &id("errors"), &o["error_total"]);
+        for k in ["p50", "p99", "p999"] {
+            assert_shown(&dom, &id(k), &o["latency_us"][k]);
+        }
+        // The server's count, and loadgen's beside it.
+        let so = &o["server_observed"];
+        assert_shown(&dom, &id("server"), &so["delta"]);
+        let (tag, _) = element(&dom, &id("server"));
+        assert_eq!(attr(tag, "data-expected"), so["expected"].to_string());
+        assert_eq!(attr(tag, "data-matches"), "true", "{tag}");
+    }
+    // Rows in the mix's order, one per op.
+    let table = &dom[dom.find(r#"id="ops-0""#).unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let rows: Vec<&str> = table
+        .split("<tr><td>")
+        .skip(1)
+        .map(|r| &r[..r.find('<').unwrap()])
+        .collect();
+    assert_eq!(rows, ["read", "update", "insert", "delete"]);
+    let (_, settings) = element(&dom, "settings");
+    assert!(settings.contains(&format!(", mix {MIX}")), "{settings}");
+    // The embedded server has no durability settings: the ones a PostgreSQL run reports.
+    let mut pg = doc.clone();
+    pg["runs"][0]["durability"] = serde_json::json!({"synchronous_commit": "off", "fsync": "on",
+        "wal_sync_method": "fdatasync"});
+    // And the error kinds of writes, in the card and in the op's row.
+    for path in ["/runs/0", "/runs/0/ops/update"] {
+        let v = pg.pointer_mut(path).unwrap();
+        v["errors"]["deadlock"] = serde_json::json!(2);
+        v["error_total"] = serde_json::json!(u(v, "error_total") + 2);
+        v["requests"] = serde_json::json!(u(v, "requests") + 2);
+    }
+    std::fs::write(d.join("pg.json"), serde_json::to_vec(&pg).unwrap()).unwrap();
+    ok(&lg(&d, &["report", "pg.json"]), "report");
+    let dom = open(browser, &d.join("pg.html"));
+    let (_, errors) = element(&dom, "errors-0");
+    assert!(errors.ends_with("(deadlock 2)"), "{errors}");
+    assert_shown(&dom, "op-0-update-errors", &serde_json::json!(2));
+    let after = &dom[dom.find(r#"id="op-0-update-errors""#).unwrap()..];
+    assert!(after[..after.find("</td>").unwrap()].contains("(deadlock 2)"));
+    let want = "fsync=on, synchronous_commit=off, wal_sync_method=fdatasync";
+    assert_eq!(element(&dom, "durability-0").1, want);
+    assert_eq!(
+        element(&dom, "ops-0-durability").1,
+        format!("durability {want}")
+    );
+    // A read-only run: no per-op table, no durability.
+    ok(
+        &lg_line(&d, "run -n 2000 --keys 1-1000 -c 2 -t 1 -q -o ro.json"),
+        "read-only run",
+    );
+    let dom = open(browser, &d.join("ro.html"));
+    assert_runs_shown(&dom, &read_json(&d.join("ro.json")));
+    // What the script drew (the page also holds the script's own text).
+    let drawn = &dom[dom.find(r#"<main id="report">"#).unwrap()..dom.find("</main>").unwrap()];
+    for absent in ["Per op", r#"id="ops-0""#, "durability", ", mix "] {
+        assert!(!drawn.contains(absent), "{absent} on a read-only page");
+    }
+}
+
 #[test]
 fn report_reads_the_reference_file_of_an_earlier_version() {
     let Some(browser) = chromium() else { return };

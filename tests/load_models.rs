@@ -126,6 +126,95 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The seed table on the embedded server: with `-n` each step runs exactly that many requests,
+/// and the text table's per-op columns are the JSON's per-op numbers.
+#[test]
+fn a_writing_sweep_prints_each_write_ops_rate_and_time_per_10k_as_the_json_has_them() {
+    let dir = std::env::temp_dir().join(format!("loadgen-sweep-writes-{}", std::process::id()));
+    let path = dir.join("sweep.json");
+    let out = run(&[
+        "run",
+        "--mix",
+        "read=50,update=20,insert=30",
+        "--sweep",
+        "2,5",
+        "-n",
+        "20000",
+        "-o",
+        path.to_str().unwrap(),
+        "-q",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    let steps = doc["sweeps"][0]["steps"].as_array().unwrap();
+    assert_eq!((runs.len(), steps.len()), (2, 2));
+    let head = stdout
+        .lines()
+        .position(|l| l.trim_start().starts_with("connections"))
+        .unwrap_or_else(|| panic!("no sweep table: {stdout}"));
+    assert!(
+        stdout.contains(", 20,000 requests per step after 0s warm-up"),
+        "{stdout}"
+    );
+    let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        cols(stdout.lines().nth(head).unwrap())[..8],
+        [
+            "connections",
+            "qps",
+            "update/s",
+            "10k",
+            "updates",
+            "insert/s",
+            "10k",
+            "inserts"
+        ],
+        "{stdout}"
+    );
+    // "8.00s", "812.35ms", "950.1µs" back to seconds.
+    let secs = |s: &str| -> f64 {
+        let (n, unit) = match s.strip_suffix("ms") {
+            Some(n) => (n, 1e-3),
+            None => match s.strip_suffix("µs") {
+                Some(n) => (n, 1e-6),
+                None => (s.strip_suffix('s').unwrap(), 1.0),
+            },
+        };
+        n.parse::<f64>().unwrap() * unit
+    };
+    for (i, (r, st)) in runs.iter().zip(steps).enumerate() {
+        assert_eq!(u(r, "requests"), 20000, "-n counts per step: {r}");
+        let row = cols(stdout.lines().nth(head + 1 + i).unwrap());
+        assert_eq!(row[0], u(st, "connections").to_string(), "{stdout}");
+        for (op, at) in [("update", 2), ("insert", 4)] {
+            let qps = f(&r["ops"][op], "qps");
+            assert!(qps > 0.0, "{r}");
+            assert_eq!(f(&st["ops"], op), qps, "the step's {op}/s is its run's");
+            assert_eq!(
+                row[at].replace(',', ""),
+                format!("{}", qps.round()),
+                "{stdout}"
+            );
+            let t = secs(&row[at + 1]);
+            let want = 10_000.0 / qps;
+            assert!(
+                (t - want).abs() <= want * 0.005 + 1e-6,
+                "{op}: {t} vs {want}: {stdout}"
+            );
+        }
+        assert_eq!(
+            u(&r["ops"]["read"], "requests")
+                + u(&r["ops"]["update"], "requests")
+                + u(&r["ops"]["insert"], "requests"),
+            20000
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The search's own invariants: the answer is a rate that passed, the bracket holds every
 /// pass below every fail, and the search says why it stopped.
 fn assert_slo_consistent(slo: &serde_json::Value) {

@@ -679,6 +679,115 @@ fn differing_connections_warn_and_merge_and_the_result_merges_again() {
     assert!(err.contains("same key sequences"), "{err}");
 }
 
+/// Two generators of a writing mix (`--instance a` / `b`), each against its own embedded server:
+/// every op's merged counts are the sums, its server count the sum of the parts' (each part's
+/// server counted only its own), its p99 that of one histogram of both parts' samples.
+#[test]
+fn per_op_results_of_a_writing_mix_merge_exactly() {
+    const MIX: &str = "read=50,update=30,insert=10,delete=10";
+    let dir = tmpdir("ops");
+    let gen = |instance: &'static str, seed: &'static str, c: &'static str| {
+        std::thread::spawn(move || {
+            #[rustfmt::skip]
+            let args = [
+                "-n", "12000", "--mix", MIX, "--keys", "1-100000", "-c", c, "-p", "4",
+                "--instance", instance, "--seed", seed,
+            ];
+            run_json(&args)
+        })
+    };
+    let (ha, hb) = (gen("a", "1", "2"), gen("b", "2", "8"));
+    let (ca, a, ea) = ha.join().unwrap();
+    let (cb, b, eb) = hb.join().unwrap();
+    assert_eq!((ca, cb), (0, 0), "a: {ea}\nb: {eb}");
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let (code, m, err) = merge(&[&pa, &pb]);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    assert_schema_valid(&m);
+    assert_eq!(m["settings"]["mix"], MIX);
+    let (ra, rb, rm) = (&a["runs"][0], &b["runs"][0], &m["runs"][0]);
+    let mut sum = 0;
+    for op in ["read", "update", "insert", "delete"] {
+        let (oa, ob, om) = (&ra["ops"][op], &rb["ops"][op], &rm["ops"][op]);
+        assert!(u(oa, "requests") > 0 && u(ob, "requests") > 0, "{op}");
+        for k in ["requests", "hits", "misses", "error_total"] {
+            assert_eq!(u(om, k), u(oa, k) + u(ob, k), "{op} {k}");
+        }
+        sum += u(om, "requests");
+        // Each generator's embedded server counted its own requests only: the sum is the
+        // merged run's count, and still what loadgen sent.
+        let so = &om["server_observed"];
+        assert_eq!(
+            u(so, "delta"),
+            u(&oa["server_observed"], "delta") + u(&ob["server_observed"], "delta"),
+            "{op}: {so}"
+        );
+        assert_eq!(u(so, "delta"), u(om, "requests"), "{op}: {so}");
+        assert_eq!(so["matches"], true, "{op}: {so}");
+        // Latency: one histogram of both parts' samples, read with the hdrhistogram crate.
+        let mut h = raw_hist(oa);
+        h.add(raw_hist(ob)).unwrap();
+        assert_eq!(h.len(), u(om, "requests"), "{op}: every request timed");
+        assert_reads(&om["latency_us"], &h);
+        let p99 = h.value_at_quantile(0.99) as f64 / 1000.0;
+        assert_eq!(f(om, "latency_us.p99"), p99, "{op}");
+    }
+    assert_eq!(sum, u(rm, "requests"));
+    assert_eq!(u(rm, "requests"), 24_000);
+
+    // A merged file merges again: its ops keep their histograms.
+    let pm = write(&dir, "m.json", &m);
+    let (code, m2, err) = merge(&[&pm, &pa]);
+    assert_eq!(code, 0, "{err}");
+    let om2 = &m2.unwrap()["runs"][0]["ops"]["update"];
+    let mut h = raw_hist(&rm["ops"]["update"]);
+    h.add(raw_hist(&ra["ops"]["update"])).unwrap();
+    assert_reads(&om2["latency_us"], &h);
+
+    // Run together against one server, each part's count would hold the other's requests too:
+    // the sum would count them twice, so it is left out, with a warning.
+    let mut shared = a.clone();
+    let so = &mut shared["runs"][0]["ops"]["update"]["server_observed"];
+    so["delta"] = json!(u(&ra["ops"]["update"], "requests") + u(&rb["ops"]["update"], "requests"));
+    let mut b_same = b.clone();
+    b_same["runs"][0]["started_at"] = shared["runs"][0]["started_at"].clone();
+    let (ps, pb2) = (
+        write(&dir, "s.json", &shared),
+        write(&dir, "b2.json", &b_same),
+    );
+    let (code, m3, err) = merge(&[&ps, &pb2]);
+    assert_eq!(code, 0, "{err}");
+    let m3 = m3.unwrap();
+    assert!(m3["runs"][0]["ops"]["update"]["server_observed"].is_null());
+    assert!(!m3["runs"][0]["ops"]["read"]["server_observed"].is_null());
+    assert!(
+        err.contains("update: the server's count is left out"),
+        "{err}"
+    );
+
+    // Different mixes (a read-only part included) or transaction sizes are different workloads.
+    for other in [Some("read=90,update=10"), None, Some("txn")] {
+        let mut c = b.clone();
+        match other {
+            Some("txn") => c["settings"]["txn"] = json!(4),
+            Some(mix) => c["settings"]["mix"] = json!(mix),
+            None => drop(c["settings"].as_object_mut().unwrap().remove("mix")),
+        }
+        let pc = write(&dir, "c.json", &c);
+        let (code, m, err) = merge(&[&pa, &pc]);
+        assert_eq!(code, 2, "{other:?}: {err}");
+        assert!(m.is_none());
+        let flag = if other == Some("txn") {
+            "--txn"
+        } else {
+            "--mix"
+        };
+        assert!(err.contains("cannot merge") && err.contains(flag), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
 /// Java's own HistogramLogProcessor reads the log and finds the run's count and max (optional:
 /// needs java and HdrHistogram's jar, e.g. Debian's libhdrhistogram-java).
 #[test]

@@ -371,7 +371,18 @@ fn scrape_during_linger_counts_every_request() {
         let s = format!("loadgen_requests_total{{target=\"embedded\",outcome=\"{outcome}\"}}");
         assert_eq!(value(&text, &s), Some(0.0), "{s}");
     }
-    for kind in ["connect", "io", "timeout", "server", "protocol", "verify"] {
+    for kind in [
+        "connect",
+        "io",
+        "timeout",
+        "server",
+        "protocol",
+        "verify",
+        "duplicate",
+        "deadlock",
+        "serialization",
+        "readonly",
+    ] {
         let s = format!("loadgen_errors_total{{target=\"embedded\",kind=\"{kind}\"}}");
         assert_eq!(value(&text, &s), Some(0.0), "{s}");
     }

@@ -63,6 +63,27 @@ fn keys_outside_the_loaded_range_are_misses_not_errors() {
     assert_eq!(u(r, "error_total"), 0);
 }
 
+/// libpq's `options` reach the session on both drivers: the lookup finds its rows only when the
+/// setting the URL names is the session's (the server's own default is off).
+#[test]
+fn url_options_set_the_sessions_settings_on_both_drivers() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let query = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1 \
+                 AND current_setting('synchronous_commit') = 'on'";
+    for driver in ["wire", "tokio"] {
+        for (options, hits) in [("&options=-c%20synchronous_commit%3Don", 500), ("", 0)] {
+            let target = with(&url, &format!("driver={driver}{options}"));
+            let (code, doc, err) = run_json(&[&target, "-n", "500", "-c", "2", "--query", query]);
+            assert_eq!(code, 0, "{driver}{options}: {err}");
+            let r = &doc["runs"][0];
+            assert_eq!(u(r, "hits"), hits, "{driver}{options}: {r}");
+            assert_eq!(u(r, "hits") + u(r, "misses"), 500, "{driver}{options}: {r}");
+        }
+    }
+}
+
 #[test]
 fn wrong_password_exits_2_naming_the_cause_without_the_password() {
     let Some(url) = server("LOADGEN_PG_URL") else {

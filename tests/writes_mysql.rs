@@ -6,40 +6,16 @@
 
 mod common;
 use common::*;
-use std::process::Command;
 
 const FIRST: u64 = 70_000_001;
 const ROWS: u64 = 10_000;
-
-fn mariadb_root(sql: &str) {
-    let sock = std::env::var("LOADGEN_MY_SOCKET").expect("LOADGEN_MY_SOCKET (servers.sh env)");
-    let out = Command::new("mariadb")
-        .args([
-            "--no-defaults",
-            "-S",
-            &sock,
-            "-u",
-            "root",
-            "loadgen",
-            "-e",
-            sql,
-        ])
-        .env_remove("MYSQL_PWD")
-        .output()
-        .expect("mariadb client runs");
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// This file's rows, deleted when dropped.
 struct OwnRows;
 
 impl Drop for OwnRows {
     fn drop(&mut self) {
-        mariadb_root("DELETE FROM usr WHERE user_id > 70000000");
+        mariadb_root("DELETE FROM loadgen.usr WHERE user_id > 70000000");
     }
 }
 
@@ -52,7 +28,7 @@ fn hs_write_url() -> Option<String> {
 
 /// Deletes this file's rows, then inserts ids FIRST..FIRST+rows-1 through HandlerSocket.
 fn load(url: &str, rows: u64) -> OwnRows {
-    mariadb_root("DELETE FROM usr WHERE user_id > 70000000");
+    mariadb_root("DELETE FROM loadgen.usr WHERE user_id > 70000000");
     let (code, doc, err) = run_json(&[
         url,
         "-n",

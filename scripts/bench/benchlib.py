@@ -4,11 +4,15 @@
   benchlib.py record TSV CELLS ROLE PAIR KIND OUT TIMEFILE [FACTOR] [PGLOG_PREFIX]
       Append one record per cell in CELLS (comma-separated) for the run whose stdout is OUT
       (stderr in OUT.err) and whose `/usr/bin/time -f '%U %S %M'` line is in TIMEFILE.
-      ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap | redis-benchmark.
+      ROLE: lg | peer.  KIND: loadgen | pgbench | sysbench | memaslap | memaslap-mix (gets
+      and sets) | redis-benchmark.
       FACTOR: lookups per pgbench transaction (pipelined script: 10); redis-benchmark: its -n.
   benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [GOAL [FIRST_COLUMN]]   loadgen-vs-peer table
   benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
   benchlib.py soak RSS_SAMPLES RESULT_JSON TITLE               RSS over a long run
+  benchlib.py seed TITLE NAME=SWEEP_JSON...                    inserts/s and time per 10,000
+      inserts per connection count, per sweep; sweeps in pairs (durable, then not), the second
+      of each pair with its ratio to the first
 
 Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us note.
 CPU is user+sys of the whole client process (GNU time) over every lookup it completed;
@@ -75,18 +79,26 @@ def parse_sysbench(out, err):
     return qps, p99, n, errs, NAN, ""
 
 
-def parse_memaslap(out, err):
+def parse_memaslap(out, err, mixed=False):
     text = out + err
     m = re.search(r"Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", text)
     secs, ops = float(m.group(1)), int(m.group(2))
     misses = int(re.search(r"get_misses: (\d+)", text).group(1))
     # Lookups/s are its gets: its TPS also counts the C x window preload sets, which are not
-    # lookups. CPU per lookup stays over all its ops (the sets cost it CPU too).
+    # lookups. CPU per lookup stays over all its ops (the sets cost it CPU too). A mix counts
+    # the timed gets and sets of its final "Total Statistics" (no preload then).
     gets = int(re.search(r"cmd_get: (\d+)", text).group(1))
     tps = gets / secs
-    # "Log2 Dist" of the final "Get Statistics": rows "E: c(E) c(E+1) ...", bucket E holds
-    # latencies in (2^(E-1), 2^E] µs, so the p99 is known only up to that power of two.
-    block = text.split("Get Statistics (")[-1].split("Total Statistics")[0]
+    if mixed:
+        ops = int(re.findall(r"Total Statistics \((\d+) events\)", text)[-1])
+        tps = ops / secs
+    # "Log2 Dist" of the final "Get Statistics" (a mix: "Total Statistics"): rows "E: c(E)
+    # c(E+1) ...", bucket E holds latencies in (2^(E-1), 2^E] µs, so the p99 is known only up
+    # to that power of two.
+    if mixed:
+        block = text.split("Total Statistics (")[-1]
+    else:
+        block = text.split("Get Statistics (")[-1].split("Total Statistics")[0]
     buckets = []
     for row in re.findall(r"^\s+(\d+):((?:\s+\d+)+)\s*$", block, re.M):
         for i, c in enumerate(row[1].split()):
@@ -125,7 +137,7 @@ def record(args):
         elif kind == "redis-benchmark":
             qps, p99, lookups, errors, worker, note = parse_redis_benchmark(out, err, factor)
         else:
-            qps, p99, lookups, errors, worker, note = parse_memaslap(out, err)
+            qps, p99, lookups, errors, worker, note = parse_memaslap(out, err, kind == "memaslap-mix")
         cpu = (user + sys_) * 1e6 / lookups if lookups else NAN  # µs per lookup = ms per 1k
     except Exception:  # a failed run: keep the reason, show "fail" in the table
         qps = p99 = cpu = worker = NAN
@@ -240,6 +252,41 @@ def soak(samples_path, result_path, title):
           f"(growth {(last - base) / 1024:+.1f} MiB), peak {peak / 1024:.1f} MiB")
 
 
+def seed_table(title, *sweeps):
+    """The 2010 blogs' table: per connection count, inserts/s and the time 10,000 take, per sweep."""
+    names, steps, notes = [], [], []
+    for arg in sweeps:
+        name, path = arg.split("=", 1)
+        names.append(name)
+        try:
+            sw = json.loads(read(path))["sweeps"][0]
+            steps.append({st["connections"]: st for st in sw["steps"]})
+            dur = sw.get("durability", {})
+            notes.append(f"{name}: " + (", ".join(f"{k}={v}" for k, v in sorted(dur.items())) or "no settings reported"))
+            errs = sum(st["errors"] for st in sw["steps"])
+            if errs:
+                notes.append(f"{name}: {errs} errors")
+        except Exception:
+            steps.append({})
+            notes.append(f"{name}: fail: " + last_line(read(path.replace(".json", ".err"))))
+    # Sweeps come in pairs (durable, then not): the second of each pair gets its ratio to the first.
+    counts = sorted({c for s in steps for c in s})
+    header = ["conns"]
+    for i, n in enumerate(names):
+        header += [f"{n} inserts/s", "10k inserts"] + ([f"x {names[i - 1]}"] if i % 2 else [])
+    lines = []
+    for c in counts:
+        row = [str(c)]
+        rates = [s[c]["ops"].get("insert", NAN) if c in s else NAN for s in steps]
+        for i, q in enumerate(rates):
+            row += [fmt(q), f"{10000 / q:.2f} s" if q > 0 else "fail"]
+            if i % 2:
+                ratio = q / rates[i - 1] if rates[i - 1] > 0 else NAN
+                row.append(fmt(ratio, 2) + ("" if math.isnan(ratio) else "x"))
+        lines.append(row)
+    show(title, "", header, lines, notes)
+
+
 if __name__ == "__main__":
     cmd, rest = sys.argv[1], sys.argv[2:]
     if cmd == "record":
@@ -250,5 +297,7 @@ if __name__ == "__main__":
         solo_table(*rest)
     elif cmd == "soak":
         soak(*rest)
+    elif cmd == "seed":
+        seed_table(*rest)
     else:
         sys.exit(__doc__)

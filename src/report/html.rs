@@ -4,8 +4,8 @@
 //! of `default-src 'none'` lets the browser itself refuse any request.
 //!
 //! What is heavy to derive in a browser is derived here: each run's latency spectrum from its
-//! compressed HdrHistogram (which is then left out of the page, so a sweep of many steps stays
-//! small), and long timelines merged to at most [`MAX_POINTS`] points per run.
+//! compressed HdrHistogram (which is then left out of the page, as are the per-op ones, so a
+//! sweep of many steps stays small), and long timelines merged to at most [`MAX_POINTS`] points per run.
 //!
 //! The live page of `--metrics` (`live_page`) is the same style and script around the numbers
 //! of a running run; its script fetches them again from the server that sent it.
@@ -57,6 +57,7 @@ pub fn data_json(file: &ResultFile) -> String {
     let (mut timelines, mut merged) = (Vec::new(), Vec::new());
     for r in &mut shown.runs {
         r.histogram.clear();
+        r.ops.values_mut().for_each(|o| o.histogram.clear());
         let (rows, per) = downsample(&std::mem::take(&mut r.timeline), interval_s, MAX_POINTS);
         let mut c = Columns::default();
         rows.iter().for_each(|r| c.push(r));
@@ -399,6 +400,31 @@ mod tests {
         let f: ResultFile = serde_json::from_value(minimal).expect("the model reads it");
         let html = render(&f);
         assert!(html.contains("\"spectra\":[[]]"));
+    }
+
+    #[test]
+    fn per_op_histograms_stay_out_of_the_page_and_read_only_data_has_no_ops() {
+        let mut f = file(1, 2, 3.0);
+        let h = histogram(10_000, 3.0);
+        let op: crate::result::OpResult = serde_json::from_value(serde_json::json!({
+            "requests": 10_000, "qps": 5000.0, "hits": 9_000, "misses": 1_000,
+            "errors": {"server": 0}, "error_total": 0,
+            "latency_us": crate::result::Percentiles::of(&h),
+            "histogram": encode_histogram(&h)
+        }))
+        .unwrap();
+        let plain = data_of(&render(&f));
+        assert!(plain["result"]["runs"][0].get("ops").is_none());
+        assert!(plain["result"]["runs"][0].get("durability").is_none());
+        f.runs[0].ops.insert("update".into(), op);
+        let d = data_of(&render(&f));
+        let shown = &d["result"]["runs"][0]["ops"]["update"];
+        assert_eq!(shown["requests"], 10_000);
+        assert!(shown.get("histogram").is_none(), "{shown}");
+        assert!(
+            !f.runs[0].ops["update"].histogram.is_empty(),
+            "the file keeps it"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::result::{Percentiles, ResultFile, RunResult, TimelineRow};
+use crate::result::{Percentiles, ResultFile, RunResult, SweepResult, TimelineRow};
 
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -70,11 +70,15 @@ fn pct_line(name: &str, p: &Percentiles) -> String {
 pub fn render(file: &ResultFile) -> String {
     let mut out = String::new();
     let s = &file.settings;
-    let stop = match (s.duration_s, s.requests) {
+    let mut stop = match (s.duration_s, s.requests) {
         (_, Some(n)) => format!("{} requests", thousands(n)),
         (Some(d), _) => format!("{d}s"),
         _ => String::new(),
     };
+    // -n and -d apply to each step of a sweep, for every target.
+    if !file.sweeps.is_empty() && !stop.is_empty() {
+        stop.push_str(" per step");
+    }
     let rate = s
         .rate
         .map(|r| format!(", fixed rate {r}/s ({})", s.arrival))
@@ -112,34 +116,8 @@ pub fn render(file: &ResultFile) -> String {
         }
     }
     for sw in &file.sweeps {
-        let _ = writeln!(out, "\nsweep      {} ({})", sw.target, sw.kind);
-        let _ = writeln!(
-            out,
-            "{:>11}  {:>11}  {:>9}  {:>9}  {:>8}",
-            "connections", "qps", "p50", "p99", "errors"
-        );
-        for st in &sw.steps {
-            let _ = writeln!(
-                out,
-                "{:>11}  {:>11}  {:>9}  {:>9}  {:>8}{}",
-                st.connections,
-                thousands(st.qps.round() as u64),
-                micros(st.p50_us),
-                micros(st.p99_us),
-                thousands(st.errors),
-                if st.connections == sw.peak_connections {
-                    "  <- peak"
-                } else {
-                    ""
-                }
-            );
-        }
-        let _ = writeln!(
-            out,
-            "peak       {} qps at {} connections",
-            thousands(sw.peak_qps.round() as u64),
-            sw.peak_connections
-        );
+        out.push('\n');
+        out.push_str(&sweep_table(sw));
     }
     for slo in &file.slo {
         let _ = writeln!(
@@ -196,6 +174,79 @@ pub fn render(file: &ResultFile) -> String {
     out
 }
 
+/// A sweep's table: one row per connection count. A mix that writes adds, per write op, its
+/// rate and the time 10,000 of them take at that rate (the seed blogs' "time for 10,000 inserts").
+pub fn sweep_table(sw: &SweepResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "sweep      {} ({})", sw.target, sw.kind);
+    if !sw.durability.is_empty() {
+        let _ = writeln!(out, "durability {}", settings_line(&sw.durability));
+    }
+    let writes: Vec<&str> = crate::mix::Op::ALL
+        .iter()
+        .filter(|op| op.writes() && sw.steps.iter().any(|st| st.ops.contains_key(op.name())))
+        .map(|op| op.name())
+        .collect();
+    let mut head = format!("{:>11}  {:>11}", "connections", "qps");
+    for w in &writes {
+        let _ = write!(
+            head,
+            "  {:>11}  {:>11}",
+            format!("{w}/s"),
+            format!("10k {w}s")
+        );
+    }
+    let _ = writeln!(head, "  {:>9}  {:>9}  {:>8}", "p50", "p99", "errors");
+    out.push_str(&head);
+    for st in &sw.steps {
+        let _ = write!(
+            out,
+            "{:>11}  {:>11}",
+            st.connections,
+            thousands(st.qps.round() as u64)
+        );
+        for w in &writes {
+            let qps = st.ops.get(*w).copied().unwrap_or(0.0);
+            let per_10k = if qps > 0.0 {
+                micros(10_000.0 / qps * 1e6)
+            } else {
+                "-".to_string()
+            };
+            let _ = write!(
+                out,
+                "  {:>11}  {:>11}",
+                thousands(qps.round() as u64),
+                per_10k
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {:>9}  {:>9}  {:>8}{}",
+            micros(st.p50_us),
+            micros(st.p99_us),
+            thousands(st.errors),
+            if st.connections == sw.peak_connections {
+                "  <- peak"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "peak       {} qps at {} connections",
+        thousands(sw.peak_qps.round() as u64),
+        sw.peak_connections
+    );
+    out
+}
+
+/// `name=value` pairs, two spaces apart.
+fn settings_line(set: &std::collections::BTreeMap<String, String>) -> String {
+    let set: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    set.join("  ")
+}
+
 pub fn render_run(r: &RunResult) -> String {
     let mut out = String::new();
     let driver = r
@@ -229,12 +280,7 @@ pub fn render_run(r: &RunResult) -> String {
         out.push_str(&line);
     }
     if !r.durability.is_empty() {
-        let set: Vec<String> = r
-            .durability
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let _ = writeln!(out, "durability {}", set.join("  "));
+        let _ = writeln!(out, "durability {}", settings_line(&r.durability));
     }
     if r.rate.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
@@ -570,12 +616,77 @@ mod tests {
             settings.starts_with("settings   connections swept: 1,2,4 x 1 in flight"),
             "{text}"
         );
+        assert!(
+            settings.contains(", 5s per step after 1s warm-up"),
+            "{text}"
+        );
         assert!(!settings.contains("16 connections"), "{text}");
         let plain = render(&file(vec![run("embedded", 1.0)], serde_json::json!([])));
         assert!(
             plain.starts_with("settings   16 connections x 1 in flight"),
             "{plain}"
         );
+    }
+
+    #[test]
+    fn a_writing_sweep_shows_each_write_ops_rate_and_time_per_10k() {
+        let step = |c: u32, insert: f64| {
+            serde_json::json!({"connections": c, "qps": insert + 500.0, "p50_us": 80.0,
+            "p99_us": 900.0, "errors": 0, "ops": {"read": 500.0, "insert": insert}})
+        };
+        let sweep = serde_json::json!({"target": "pg", "kind": "postgres",
+            "steps": [step(2, 1250.0), step(5, 4000.0), step(10, 0.0)], "peak_qps": 4500.0,
+            "peak_connections": 5, "durability": {"synchronous_commit": "on", "fsync": "on"}});
+        let sw: SweepResult = serde_json::from_value(sweep).unwrap();
+        let table = sweep_table(&sw);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1], "durability fsync=on  synchronous_commit=on",
+            "{table}"
+        );
+        let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            cols(lines[2]),
+            [
+                "connections",
+                "qps",
+                "insert/s",
+                "10k",
+                "inserts",
+                "p50",
+                "p99",
+                "errors"
+            ],
+            "{table}"
+        );
+        // 10,000 inserts at 1,250/s take 8 s; at 4,000/s 2.5 s; none done: no time.
+        assert_eq!(
+            cols(lines[3])[..4],
+            ["2", "1,750", "1,250", "8.00s"],
+            "{table}"
+        );
+        assert_eq!(
+            cols(lines[4])[..4],
+            ["5", "4,500", "4,000", "2.50s"],
+            "{table}"
+        );
+        assert_eq!(cols(lines[5])[..4], ["10", "500", "0", "-"], "{table}");
+        // The columns line up under their (right-aligned) headers.
+        for l in &lines[3..6] {
+            let row = l.trim_end_matches("  <- peak");
+            assert_eq!(row.chars().count(), lines[2].chars().count(), "{table}");
+        }
+        assert!(lines[4].ends_with("<- peak"), "{table}");
+        // A read-only sweep keeps its columns.
+        let mut ro = sw.clone();
+        ro.durability.clear();
+        ro.steps.iter_mut().for_each(|st| st.ops.clear());
+        let table = sweep_table(&ro);
+        assert!(
+            !table.contains("insert") && !table.contains("durability"),
+            "{table}"
+        );
+        assert_eq!(cols(table.lines().nth(1).unwrap()).len(), 5, "{table}");
     }
 
     #[test]

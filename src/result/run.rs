@@ -115,6 +115,10 @@ pub struct OpResult {
     /// The server's own count of this op, as `server_observed` (None: it has no such counter).
     #[serde(default)]
     pub server_observed: Option<ServerObserved>,
+    /// This op's latency histogram, as the run's `histogram`: merge combines ops exactly.
+    /// Empty in files from before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub histogram: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,5 +1,7 @@
 //! `--sweep`: one closed-loop step per connection count, per target.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -9,6 +11,10 @@ pub struct SweepStep {
     pub p50_us: f64,
     pub p99_us: f64,
     pub errors: u64,
+    /// Answered requests per second of each op (the step's `runs[].ops[op].qps`), only when
+    /// the mix writes: a read-only sweep keeps its shape.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ops: BTreeMap<String, f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -18,4 +24,7 @@ pub struct SweepResult {
     pub steps: Vec<SweepStep>,
     pub peak_qps: f64,
     pub peak_connections: usize,
+    /// With writes: the server settings that decide a write's cost, as its runs report them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub durability: BTreeMap<String, String>,
 }

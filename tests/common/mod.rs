@@ -254,6 +254,23 @@ pub fn my_user_with_password(user: &str, password: &str) {
     );
 }
 
+/// SQL as MariaDB's root over the servers.sh socket (no default database), its output without
+/// column names; fails the test if the SQL fails.
+pub fn mariadb_root(sql: &str) -> String {
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-N", "-B", "-S", &env("LOADGEN_MY_SOCKET")])
+        .args(["-u", "root", "-e", sql])
+        .env_remove("MYSQL_PWD")
+        .output()
+        .expect("mariadb client runs");
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// `scripts/servers.sh ARGS` (up, pid, ...), its trimmed stdout; fails the test if it fails.
 pub fn servers(args: &[&str]) -> String {
     let out = Command::new("bash")

@@ -50,6 +50,11 @@ impl McTarget {
         &self.endpoint
     }
 
+    /// What every key starts with (`usr:`, or the URL's `?prefix=`).
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
     pub fn codec(&self) -> McCodec {
         McCodec::new(self.prefix.clone()).expect("prefix checked in new")
     }

@@ -3,6 +3,7 @@
 pub mod codec;
 pub mod conn;
 pub mod prepare;
+pub mod prune;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

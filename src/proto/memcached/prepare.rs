@@ -11,7 +11,8 @@ use crate::url::TargetUrl;
 const CHUNK: usize = 1 << 20;
 
 /// Pipelined `set ... noreply` in 1 MiB writes, then a `get` of the last key, whose reply proves
-/// memcached has processed every set before it (replies and commands are in order).
+/// memcached has processed every set before it (replies and commands are in order). Then keys of
+/// the prefix outside the loaded ids (a write run's inserts) are removed: preparing again resets.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let plan = crate::plan::Plan::default();
     let target = McTarget::new(url, &plan).map_err(|e| e.0)?;
@@ -36,7 +37,10 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
     match conn.recv(&last).await {
-        Ok(crate::outcome::Outcome::Hit) => Ok(keys.1 - keys.0 + 1),
+        Ok(crate::outcome::Outcome::Hit) => {
+            super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
+            Ok(keys.1 - keys.0 + 1)
+        }
         Ok(crate::outcome::Outcome::Miss) => {
             Err("memcached did not keep the rows: is it out of memory (-m)?".into())
         }

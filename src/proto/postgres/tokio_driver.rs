@@ -90,11 +90,11 @@ pub fn pg_config(url: &TargetUrl, ep: &Endpoint, timeout: Duration) -> tokio_pos
         .unwrap_or(user);
     c.dbname(&db);
     c.application_name("loadgen");
-    c.connect_timeout(timeout);
-    // libpq's `options`: server settings for the session (`-c synchronous_commit=off`).
+    // libpq's `options`: server settings for every session, e.g. `-c synchronous_commit=off`.
     if let Some(o) = url.param("options") {
         c.options(o);
     }
+    c.connect_timeout(timeout);
     c
 }
 
@@ -105,11 +105,11 @@ impl PgTarget {
         "driver",
         "host",
         "port",
-        "options",
         "sslmode",
         "sslrootcert",
         "sslcert",
         "sslkey",
+        "options",
     ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {

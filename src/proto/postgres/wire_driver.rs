@@ -88,14 +88,17 @@ impl PgWireTarget {
         };
         let user = self.config.get_user().unwrap_or_default();
         let db = self.config.get_dbname().unwrap_or(user);
-        let options = self.config.get_options().map(|o| ("options", o));
-        let params = [
+        let mut params = vec![
             ("user", user),
             ("database", db),
             ("application_name", "loadgen"),
             ("client_encoding", "UTF8"),
         ];
-        frontend::startup_message(params.into_iter().chain(options), &mut s.wbuf)
+        // libpq's `options`: server settings for the session, e.g. `-c synchronous_commit=off`.
+        if let Some(o) = self.config.get_options() {
+            params.push(("options", o));
+        }
+        frontend::startup_message(params, &mut s.wbuf)
             .map_err(|e| fail(format!("bad user or database name: {e}")))?;
         s.send().await?;
         self.authenticate(&mut s, user).await?;

@@ -17,6 +17,7 @@ pub mod conn;
 pub mod count;
 pub mod login;
 pub mod prepare;
+pub mod prune;
 
 pub use conn::RedisTarget;
 

@@ -1,6 +1,7 @@
 //! `loadgen prepare redis://...`: `SET usr:<id> <row>` for every key, pipelined in batches of
 //! about 1 MiB, each batch's `+OK`s counted before the next; then a verified `GET` of the last
-//! key and `DBSIZE` prove the rows are there.
+//! key and `DBSIZE` prove the rows are there. Keys `usr:<id>` outside the loaded ids (a write
+//! run's inserts) are removed, so preparing again resets the data set.
 
 use std::time::Duration;
 
@@ -53,6 +54,7 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
         }
         Err(e) => return Err(e.message),
     }
+    super::prune::outside(&login, &mut conn, keys).await?;
     let rows = keys.1 - keys.0 + 1;
     match login
         .ask(&mut conn, &[b"DBSIZE"], "DBSIZE")

@@ -44,7 +44,8 @@
     return `${conns} x ${s.pipeline} in flight, ${s.threads} threads, ${stop} after ` +
       `${s.warmup_s}s warm-up, keys ${s.keys} ${s.dist}, ${s.mode} mode` +
       `${s.verify ? ', verify' : ''}${rate}, seed ${s.seed}, timeout ${s.timeout_ms}ms, ` +
-      `interval ${s.interval_ms}ms${s.query ? ', query: ' + s.query : ''}`;
+      `interval ${s.interval_ms}ms${s.query ? ', query: ' + s.query : ''}` +
+      `${s.mix ? ', mix ' + s.mix : ''}${s.txn ? ', ' + s.txn + ' writes per transaction' : ''}`;
   }
 
   function header(R) {
@@ -74,9 +75,14 @@
       '</td>';
   }
 
+  // `server 1, timeout 2`: the error kinds that occurred.
+  const errorKinds = errors => Object.entries(errors || {}).filter(e => e[1] > 0)
+    .map(e => e[0] + ' ' + thousands(e[1]));
+  // `synchronous_commit=off, fsync=on`: the server's durability settings of a run that writes.
+  const durabilityText = r => Object.entries(r.durability || {}).map(e => e[0] + '=' + e[1]).join(', ');
+
   function card(r, i, name) {
-    const errs = Object.entries(r.errors || {}).filter(e => e[1] > 0)
-      .map(e => e[0] + ' ' + thousands(e[1]));
+    const errs = errorKinds(r.errors);
     const rows = [];
     const row = (label, td) => rows.push(`<tr><th>${label}</th>${td}</tr>`);
     row('QPS', cell('qps-' + i, r.qps, thousands(r.qps), 'big'));
@@ -88,6 +94,7 @@
       (errs.length ? ' (' + esc(errs.join(', ')) + ')' : ''), r.error_total ? 'bad' : ''));
     if (r.reconnects) row('reconnects', cell('reconnects-' + i, r.reconnects, thousands(r.reconnects)));
     row('server count', serverCell(r, i));
+    if (durabilityText(r)) row('durability', `<td id="durability-${i}">${esc(durabilityText(r))}</td>`);
     const cpu = r.client_cpu;
     row('client CPU', cell('cpu-' + i, cpu.per_request_us,
       `${cpu.per_request_us.toFixed(2)}µs per request, workers ${Math.round(cpu.utilization * 100)}% busy` +
@@ -130,6 +137,47 @@
     return `<section class="card" id="run-${i}"><h3><span class="sw" style="background:${color(i)}">` +
       `</span>${esc(name)}</h3><div class="target">${esc(r.target)} (${esc(r.kind)})</div>` +
       `<table class="kv">${rows.join('')}</table>${samples}</section>`;
+  }
+
+  // ------------------------------------------------------------------ per op of a mix that writes
+  const OPS = ['read', 'update', 'insert', 'delete', 'upsert'];
+
+  // The server's count of one op beside loadgen's; the number shown first is the server's.
+  function opServerCell(s, id) {
+    if (!s || s.delta == null) {
+      return `<td id="${id}" class="note">${s ? 'counter unavailable' : 'not counted'}</td>`;
+    }
+    return `<td id="${id}" data-value="${s.delta}" data-expected="${s.expected}" ` +
+      `data-matches="${s.matches}">${thousands(s.delta)}<span class="note"> (loadgen sent ` +
+      `${thousands(s.expected)}) </span>` +
+      (s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') + '</td>';
+  }
+
+  // One table per run whose mix writes (none for read-only runs: their page is unchanged).
+  function opSection(runs, nm) {
+    const writing = runs.map((r, i) => [r, i]).filter(([r]) => r.ops && Object.keys(r.ops).length);
+    if (!writing.length) return '';
+    let h = '<h2>Per op</h2>';
+    for (const [r, i] of writing) {
+      const dur = durabilityText(r);
+      h += `<h3><span class="sw" style="background:${color(i)}"></span>${esc(nm[i])}</h3>` +
+        (dur ? `<p class="note" id="ops-${i}-durability">durability ${esc(dur)}</p>` : '') +
+        `<div class="scroll"><table class="steps" id="ops-${i}"><tr><th>op</th><th>requests</th>` +
+        '<th>qps</th><th>hits</th><th>misses</th><th>errors</th><th>p50</th><th>p99</th>' +
+        '<th>p99.9</th><th>server count</th></tr>' +
+        OPS.filter(op => r.ops[op]).map(op => {
+          const o = r.ops[op], id = `op-${i}-${op}-`, errs = errorKinds(o.errors);
+          const n = k => cell(id + k, o[k], thousands(o[k]));
+          const lat = (k, q) => cell(id + k, o.latency_us[q], micros(o.latency_us[q]));
+          return `<tr><td>${op}</td>` + n('requests') + n('qps') + n('hits') + n('misses') +
+            cell(id + 'errors', o.error_total, thousands(o.error_total) +
+              (errs.length ? `<span class="note"> (${esc(errs.join(', '))})</span>` : ''),
+            o.error_total ? 'bad' : '') +
+            lat('p50', 'p50') + lat('p99', 'p99') + lat('p999', 'p999') +
+            opServerCell(o.server_observed, id + 'server') + '</tr>';
+        }).join('') + '</table></div>';
+    }
+    return h;
   }
 
   // ------------------------------------------------------------------ scales and charts
@@ -416,7 +464,7 @@
 
   function runSections(runs, nm, spectra, settings, merged) {
     let h = '<h2>Summary</h2><div class="cards">' + runs.map((r, i) => card(r, i, nm[i])).join('') +
-      '</div>';
+      '</div>' + opSection(runs, nm);
     if (runs.length > 1) {
       const base = runs[0].qps;
       h += '<h2>Comparison</h2><div class="charts">' + chartBox('bars-qps', 'Lookups per second') +
