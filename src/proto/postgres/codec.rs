@@ -8,6 +8,18 @@
 //! The cost: a server error aborts the rest of its batch (the server skips to the Sync), so the
 //! codec remembers the size of each batch in flight and answers the skipped lookups with a
 //! server error of their own, keeping the stream in step.
+//!
+//! Writes are not batched that way: a Sync is also the commit of the implicit transaction, so
+//! one Sync for 8 pipelined writes would be one commit (one WAL flush) for what the user asked
+//! to be 8 autocommitted writes. With `--txn 1` every write is a batch of its own with its own
+//! Sync, as pgbench -M prepared sends every statement of its script (libpq's
+//! PQsendQueryPrepared is Bind, Execute, Sync): each write outside BEGIN is one transaction.
+//! `--txn N` keeps the implicit transaction open over N writes instead of sending BEGIN and
+//! COMMIT: no extra statements on the wire or in pg_stat_statements, and after an error the
+//! server has already rolled it back, so the codec only counts the requests the server skips
+//! and sends the Sync before the next request. Its writes go out with a Flush, so each is
+//! answered at once; the Sync goes with the Nth. A connection's last transaction, short of N
+//! writes when the run ends, is rolled back as the connection closes.
 //! The handshake (startup, auth, Parse/Describe) lives in `wire_driver`.
 
 use std::collections::VecDeque;
@@ -84,13 +96,22 @@ pub struct PgCodec {
     template: Vec<u8>,
     /// Offset in `template` of the key value, right after its i32 length.
     value_at: usize,
-    /// Lookups encoded since the last Sync.
-    unsynced: u32,
+    /// Writes per transaction (`--txn`); 1: autocommit, a Sync right after every write.
+    txn: u32,
+    /// Requests encoded since the last Sync: the open batch.
+    open: u32,
+    /// Writes of the open batch's transaction (0: no transaction open).
+    group: u32,
+    /// Something was encoded since the last Sync or Flush.
+    unflushed: bool,
+    /// A request of the open batch failed: the server discards the rest of it, so a Sync goes
+    /// out before the next request (a fresh transaction).
+    resync: bool,
     /// Sizes of the batches written with their Sync and not yet fully answered, oldest first.
     batches: VecDeque<u32>,
-    /// Lookups of the oldest batch still to be answered (0: take the next from `batches`).
-    left: u32,
-    /// A lookup of the current batch failed: the server skips the rest of it up to the Sync.
+    /// Requests answered of the oldest batch (the open one when `batches` is empty).
+    done: u32,
+    /// A request of the oldest batch failed: the server skips the rest of it up to the Sync.
     aborted: bool,
 }
 
@@ -121,11 +142,34 @@ impl PgCodec {
                 .collect(),
             template,
             value_at,
-            unsynced: 0,
+            txn: 1,
+            open: 0,
+            group: 0,
+            unflushed: false,
+            resync: false,
             batches: VecDeque::with_capacity(64),
-            left: 0,
+            done: 0,
             aborted: false,
         }
+    }
+
+    /// Groups writes `txn` at a time into one transaction (`--txn`).
+    pub fn with_txn(mut self, txn: usize) -> PgCodec {
+        self.txn = txn.clamp(1, u32::MAX as usize) as u32;
+        self
+    }
+
+    /// Ends the open batch with a Sync: its implicit transaction commits (or, after an error,
+    /// is over), and the server answers ReadyForQuery.
+    fn sync(&mut self, out: &mut Vec<u8>) {
+        if self.open > 0 {
+            out.extend_from_slice(&SYNC);
+            self.batches.push_back(self.open);
+            self.open = 0;
+        }
+        self.group = 0;
+        self.resync = false;
+        self.unflushed = false;
     }
 
     /// A lookup's reply from its first DataRow, if any; a write's from its CommandComplete
@@ -137,23 +181,55 @@ impl PgCodec {
         }
     }
 
-    /// A reply is complete: the lookup it answered leaves the oldest batch.
-    fn answered(&mut self, aborts_batch: bool) {
-        if self.left == 0 {
-            // Decoding without end_batch (unit tests): every lookup is its own batch.
-            self.left = self.batches.pop_front().unwrap_or(1);
+    /// Where the next reply stands: whether a batch already answered still owes its
+    /// ReadyForQuery (`stray`), whether the reply's request is the last of its batch, and
+    /// whether an earlier request of its batch failed.
+    fn position(&self) -> (bool, bool, bool) {
+        // All of a batch answered before its Sync went out (an error in an open transaction):
+        // its ReadyForQuery comes first.
+        let stray = self.batches.front() == Some(&self.done);
+        let (size, done, aborted) = match stray {
+            true => (self.batches.get(1), 0, false),
+            false => (self.batches.front(), self.done, self.aborted),
+        };
+        let last = match size {
+            Some(&n) => done + 1 == n,
+            // In the open batch its Sync is still to come; with nothing encoded (unit tests)
+            // every request is its own batch.
+            None => self.open == 0,
+        };
+        (stray, last, aborted)
+    }
+
+    /// A reply is complete: the request it answered leaves its batch, and a stray batch before
+    /// it is gone. An error in the open batch asks for a Sync before the next request.
+    fn answered(&mut self, stray: bool, last: bool, fails: bool) {
+        if stray {
+            self.batches.pop_front();
+            (self.done, self.aborted) = (0, false);
         }
-        self.left -= 1;
-        self.aborted = (self.aborted || aborts_batch) && self.left > 0;
+        self.done += 1;
+        self.aborted |= fails;
+        if last {
+            self.batches.pop_front();
+            (self.done, self.aborted) = (0, false);
+        } else if fails && self.batches.is_empty() {
+            self.resync = true;
+        }
     }
 }
 
 const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
+/// Asks the server to send what it has, without ending the transaction.
+const FLUSH: [u8; 5] = [b'H', 0, 0, 0, 4];
+/// Close of the unnamed portal; its CloseComplete ('3') is skipped wherever it comes.
+const CLOSE_PORTAL: [u8; 7] = [b'C', 0, 0, 0, 6, b'P', 0];
 
 fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
     Reply::Server(
         ErrorKind::Server,
-        "skipped by the server: an earlier lookup in the same pipelined batch failed".into(),
+        "skipped by the server: an earlier request in the same pipelined batch or transaction failed"
+            .into(),
     )
 }
 
@@ -163,9 +239,20 @@ impl Codec for PgCodec {
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let key = req.key;
-        self.unsynced += 1;
+        // A write that opens a transaction does not join the lookups before it: one failing
+        // would make the server skip the write.
+        if self.resync || (req.op.writes() && self.group == 0 && self.open > 0) {
+            self.sync(out);
+        }
+        self.open += 1;
+        self.unflushed = true;
         if req.op.writes() {
-            return super::writes::encode(req.op, key, req.version, out);
+            super::writes::encode(req.op, key, req.version, out);
+            self.group += 1;
+            if self.group >= self.txn {
+                self.sync(out);
+            }
+            return;
         }
         let start = out.len();
         let at = start + self.value_at;
@@ -196,13 +283,24 @@ impl Codec for PgCodec {
                 out[at - 4..at].copy_from_slice(&(n as i32).to_be_bytes());
             }
         }
+        if self.group > 0 {
+            // Inside a transaction the unnamed portal lives until the next Bind or the commit,
+            // and its executor ends (pg_stat_statements counts the lookup) only then: a
+            // connection's last lookup in its rolled-back last transaction would go uncounted.
+            out.extend_from_slice(&CLOSE_PORTAL);
+        }
     }
 
     fn end_batch(&mut self, out: &mut Vec<u8>) {
-        if self.unsynced > 0 {
-            out.extend_from_slice(&SYNC);
-            self.batches.push_back(self.unsynced);
-            self.unsynced = 0;
+        if !self.unflushed {
+            return;
+        }
+        if self.group > 0 {
+            // A transaction is open: its replies come now, its Sync with its last write.
+            out.extend_from_slice(&FLUSH);
+            self.unflushed = false;
+        } else {
+            self.sync(out);
         }
     }
 
@@ -211,19 +309,15 @@ impl Codec for PgCodec {
         buf: &'b [u8],
         _key: u64,
     ) -> Result<Decoded<'b, PgCells<'b>>, LookupError> {
-        // The last lookup of a batch owns the batch's ReadyForQuery; the others end at their
+        // The last request of a batch owns the batch's ReadyForQuery; the others end at their
         // CommandComplete (or ErrorResponse).
-        let left = match self.left {
-            0 => self.batches.front().copied().unwrap_or(1),
-            n => n,
-        };
-        let last = left == 1;
-        let skipped_here = self.aborted;
+        let (stray, last, skipped_here) = self.position();
         if skipped_here && !last {
-            // No bytes belong to a skipped lookup; only the batch's last one reads the 'Z'.
-            self.answered(false);
+            // No bytes belong to a skipped request; only the batch's last one reads the 'Z'.
+            self.answered(stray, last, false);
             return Ok(Some((0, skipped())));
         }
+        let mut stray_z = stray;
         let mut pos = 0;
         let mut bound = false;
         let mut done = false;
@@ -250,6 +344,12 @@ impl Codec for PgCodec {
             let open = !skipped_here && error.is_none();
             // After an ErrorResponse the server discards up to our Sync: expect only 'Z'.
             match head[0] {
+                b'Z' if stray_z => stray_z = false,
+                b'2' | b'D' | b'C' | b'E' | b'Z' if stray_z => {
+                    return Err(LookupError::protocol(
+                        "PostgreSQL reply out of step: no ReadyForQuery after a failed transaction",
+                    ))
+                }
                 b'2' if open && !bound => bound = true,
                 b'D' if open && bound && !done => {
                     // A --query may return several rows: a hit, and the first one is verified.
@@ -259,7 +359,7 @@ impl Codec for PgCodec {
                     done = true;
                     tag = body;
                     if !last {
-                        self.answered(false);
+                        self.answered(stray, last, false);
                         return Ok(Some((end, self.reply(row, tag))));
                     }
                 }
@@ -272,7 +372,7 @@ impl Codec for PgCodec {
                         )));
                     }
                     if !last {
-                        self.answered(true);
+                        self.answered(stray, last, true);
                         return Ok(Some((
                             end,
                             Reply::Server(super::error::kind(&e.code), e.to_string()),
@@ -286,7 +386,7 @@ impl Codec for PgCodec {
                             "PostgreSQL reply out of step: ReadyForQuery before CommandComplete",
                         ));
                     }
-                    self.answered(false);
+                    self.answered(stray, last, false);
                     let reply = if skipped_here {
                         skipped()
                     } else if let Some(e) = error {
@@ -302,7 +402,7 @@ impl Codec for PgCodec {
                     ))
                 }
                 // Asynchronous messages may arrive at any time.
-                b'N' | b'S' | b'A' => {}
+                b'N' | b'S' | b'A' | b'3' => {}
                 t => {
                     return Err(LookupError::protocol(format!(
                         "unexpected PostgreSQL message '{}' (0x{t:02x}) in a lookup reply",
@@ -778,6 +878,170 @@ mod tests {
         let (m, e) = testkit::dec_err(&mut c, &buf[n..], 2, true);
         assert_eq!(n + m, buf.len());
         assert!(e.message.contains("skipped"), "{}", e.message);
+    }
+
+    fn write(key: u64) -> Request {
+        Request {
+            op: crate::mix::Op::Update,
+            key,
+            version: 1,
+        }
+    }
+
+    /// The message types of `out`, in order.
+    fn types(out: &[u8]) -> Vec<u8> {
+        let mut t = Vec::new();
+        let mut pos = 0;
+        while pos < out.len() {
+            t.push(out[pos]);
+            pos += 1 + i32::from_be_bytes(out[pos + 1..pos + 5].try_into().unwrap()) as usize;
+        }
+        t
+    }
+
+    /// A write's reply up to its CommandComplete (`UPDATE 1`), without ReadyForQuery.
+    fn updated() -> Vec<u8> {
+        [msg(b'2', b""), msg(b'C', b"UPDATE 1\0")].concat()
+    }
+
+    /// Decodes one reply that must be `want` (a write's Written(1) or a server error), taking `n`
+    /// bytes.
+    fn expect(c: &mut PgCodec, buf: &[u8], want: &str) -> usize {
+        let (n, reply) = c.decode(buf, 1).unwrap().expect("complete");
+        match (reply, want) {
+            (Reply::Written(1), "written") => {}
+            (Reply::Server(ErrorKind::Server, m), "skipped") if m.contains("skipped") => {}
+            (Reply::Server(ErrorKind::Deadlock, m), "failed") if m.contains("40P01") => {}
+            (r, _) => panic!("want {want}, got {r:?}"),
+        }
+        n
+    }
+
+    #[test]
+    fn autocommit_writes_each_get_their_own_sync() {
+        let mut c = PgCodec::new(KeyType::Int4, USR);
+        let mut out = Vec::new();
+        for r in [
+            Request::read(1),
+            write(2),
+            Request::read(3),
+            Request::read(4),
+            write(5),
+        ] {
+            c.encode(&r, &mut out);
+        }
+        c.end_batch(&mut out);
+        // read | write | read read | write: a Sync after every write, and before one when
+        // lookups wait unsynced.
+        assert_eq!(types(&out), b"BESBESBEBESBES");
+        assert_eq!(c.batches, [1, 1, 2, 1]);
+        c.end_batch(&mut out);
+        assert_eq!(types(&out), b"BESBESBEBESBES", "nothing new, nothing added");
+    }
+
+    #[test]
+    fn a_transaction_of_three_flushes_and_syncs_with_its_third_write() {
+        let mut c = PgCodec::new(KeyType::Int4, USR).with_txn(3);
+        let z = msg(b'Z', b"I");
+        let mut out = Vec::new();
+        for k in 1..=2 {
+            c.encode(&write(k), &mut out);
+            c.end_batch(&mut out);
+            c.end_batch(&mut out);
+            let r = updated();
+            assert_eq!(expect(&mut c, &r, "written"), r.len(), "ends at its 'C'");
+        }
+        // A lookup rides along in the open transaction.
+        c.encode(&Request::read(7), &mut out);
+        c.end_batch(&mut out);
+        let r = [reply(None), msg(b'3', b"")].concat();
+        assert_eq!(
+            dec(&mut c, &r, 7, true).unwrap(),
+            Some((r.len() - z.len() - 5, Outcome::Miss))
+        );
+        c.encode(&write(3), &mut out);
+        c.end_batch(&mut out);
+        assert_eq!(types(&out), b"BEHBEHBECHBES");
+        // The lookup's CloseComplete leads the next reply.
+        let r = [msg(b'3', b""), updated(), z].concat();
+        assert_eq!(
+            expect(&mut c, &r, "written"),
+            r.len(),
+            "the third reads the 'Z'"
+        );
+        assert!(c.batches.is_empty() && c.open == 0 && c.group == 0);
+    }
+
+    #[test]
+    fn a_failed_transaction_skips_its_rest_and_syncs_before_the_next_request() {
+        let deadlock = msg(b'E', b"SERROR\0VERROR\0C40P01\0Mdeadlock detected\0\0");
+        let z = msg(b'Z', b"I");
+        // -p 1: the second write of three fails; the next request starts a fresh transaction.
+        let mut c = PgCodec::new(KeyType::Int4, USR).with_txn(3);
+        let mut out = Vec::new();
+        c.encode(&write(1), &mut out);
+        c.end_batch(&mut out);
+        let n = expect(&mut c, &updated(), "written");
+        assert_eq!(n, updated().len());
+        c.encode(&write(2), &mut out);
+        c.end_batch(&mut out);
+        assert_eq!(expect(&mut c, &deadlock, "failed"), deadlock.len());
+        out.clear();
+        c.encode(&write(3), &mut out);
+        c.end_batch(&mut out);
+        assert_eq!(
+            types(&out),
+            b"SBEH",
+            "the failed one's Sync, then a new transaction"
+        );
+        let whole = [z.clone(), updated()].concat();
+        for cut in 0..whole.len() {
+            let mut c2 = PgCodec::new(KeyType::Int4, USR);
+            c2.txn = c.txn;
+            (c2.batches, c2.open, c2.group, c2.done) = (c.batches.clone(), c.open, c.group, c.done);
+            (c2.aborted, c2.resync) = (c.aborted, c.resync);
+            assert!(
+                c2.decode(&whole[..cut], 1).unwrap().is_none(),
+                "cut at {cut}"
+            );
+        }
+        assert_eq!(expect(&mut c, &whole, "written"), whole.len());
+
+        // -p 4: writes 2 and 3 were sent after the one that failed; the server skips them.
+        let mut c = PgCodec::new(KeyType::Int4, USR).with_txn(5);
+        let mut out = Vec::new();
+        for k in 1..=4 {
+            c.encode(&write(k), &mut out);
+        }
+        c.end_batch(&mut out);
+        let buf = deadlock.clone();
+        assert_eq!(expect(&mut c, &buf, "failed"), buf.len());
+        for _ in 2..=4 {
+            assert_eq!(expect(&mut c, b"", "skipped"), 0);
+        }
+        out.clear();
+        c.encode(&write(5), &mut out);
+        c.encode(&write(6), &mut out);
+        c.end_batch(&mut out);
+        assert_eq!(types(&out), b"SBEBEH");
+        let buf = [z.clone(), updated(), updated()].concat();
+        let n = expect(&mut c, &buf, "written");
+        assert_eq!(n, z.len() + updated().len());
+        assert_eq!(expect(&mut c, &buf[n..], "written"), updated().len());
+
+        // The failure is the last write of its transaction: the Sync was sent with it.
+        let mut c = PgCodec::new(KeyType::Int4, USR).with_txn(2);
+        let mut out = Vec::new();
+        c.encode(&write(1), &mut out);
+        c.encode(&write(2), &mut out);
+        c.encode(&write(3), &mut out);
+        c.end_batch(&mut out);
+        assert_eq!(types(&out), b"BEBESBEH");
+        let buf = [updated(), deadlock, z, updated()].concat();
+        let n = expect(&mut c, &buf, "written");
+        let m = expect(&mut c, &buf[n..], "failed");
+        assert_eq!(expect(&mut c, &buf[n + m..], "written"), updated().len());
+        assert!(!c.resync);
     }
 
     #[test]

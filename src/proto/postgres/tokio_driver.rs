@@ -3,24 +3,35 @@
 //! lookup would add pool bookkeeping to the hot path and measure deadpool, not PostgreSQL).
 //! Pipelining: tokio-postgres sends concurrent queries on one connection back to back, so
 //! `--pipeline D` keeps D executions in flight per connection.
+//! Writes (`--mix`) run the wire driver's statements (`writes`) with the same text parameters;
+//! each `execute` is its own Sync, so with autocommit every write is its own transaction.
+//! `--txn N`: prepared BEGIN before a transaction's first write and COMMIT after its Nth, sent in
+//! the same poll as the write so they pipeline in order with it (tokio-postgres sends a request
+//! when its future is first polled, and the in-flight queue polls new futures in order). After
+//! an error the requests already sent in the transaction are refused (25P02); the next request
+//! sends ROLLBACK and the next write a fresh BEGIN.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::BytesMut;
 use deadpool_postgres::{
     ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
 };
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesOrdered, StreamExt};
-use tokio_postgres::types::{FromSql, Type};
+use tokio_postgres::types::{to_sql_checked, Format, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
+use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
-use crate::proto::codec::{outcome, Cell, Reply, Request};
+use crate::proto::codec::{outcome, Cell, NoCells, Reply, Request};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::postgres::tls::PgTls;
+use crate::proto::postgres::writes;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsInfo};
 use crate::url::TargetUrl;
@@ -38,6 +49,10 @@ pub struct PgTarget {
     url: String,
     counter: PgCounter,
     tls: PgTls,
+    /// The statement of each write op of the mix, prepared on every connection.
+    writes: Rc2<Vec<(Op, String)>>,
+    /// Writes per transaction (`--txn`).
+    txn: usize,
 }
 
 // Shared across worker threads, read-only.
@@ -128,6 +143,8 @@ impl PgTarget {
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
             tls,
+            writes: Rc2::new(writes::statements(plan).map_err(SetupError)?),
+            txn: plan.txn,
         })
     }
 }
@@ -169,11 +186,52 @@ enum KeyType {
 enum Answer {
     Prepared(Option<Row>),
     Simple(Option<SimpleQueryRow>),
+    /// Rows a write changed.
+    Written(u64),
+}
+
+/// A write's parameter, sent as text whatever its column's type: the server parses it, as it
+/// parses the wire driver's (`writes::encode`), so a user's statement may bind any types.
+#[derive(Debug)]
+struct TextParam(Vec<u8>);
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _: &Type) -> Format {
+        Format::Text
+    }
+
+    to_sql_checked!();
 }
 
 pub struct PgConn {
     client: Rc<ClientWrapper>,
     stmt: Statement,
+    /// The prepared statement of each write op of the mix (`Op::index`).
+    writes: [Option<Statement>; Op::COUNT],
+    /// Prepared when writes are grouped (`--txn` above 1).
+    txn: Option<TxnStatements>,
+    /// Writes per transaction, and writes sent of the open one.
+    per_txn: usize,
+    group: usize,
+    /// Transactions begun; per request in flight, the one it was sent in (0: none).
+    groups: u64,
+    groups_in_flight: VecDeque<u64>,
+    /// The open transaction failed: the next request rolls it back and starts afresh, as the
+    /// wire driver's next request does.
+    rollback: bool,
     key_type: KeyType,
     simple: Option<Rc2<(String, String)>>,
     verify: bool,
@@ -228,9 +286,36 @@ impl Target for PgTarget {
                 ))
             }
         };
+        let mut prepared: [Option<Statement>; Op::COUNT] = Default::default();
+        for (op, sql) in self.writes.iter() {
+            let s = client.prepare(sql).await.map_err(|e| {
+                let what = format!("--query-{} statement", op.name());
+                LookupError::new(ErrorKind::Connect, true, explain(&e, &what))
+            })?;
+            prepared[op.index()] = Some(s);
+        }
+        let txn = match self.txn {
+            1 => None,
+            _ => {
+                let prepare = |sql| client.prepare(sql);
+                let failed = |e| LookupError::new(ErrorKind::Connect, true, explain(&e, "--txn"));
+                Some(TxnStatements {
+                    begin: prepare("BEGIN").await.map_err(failed)?,
+                    commit: prepare("COMMIT").await.map_err(failed)?,
+                    rollback: prepare("ROLLBACK").await.map_err(failed)?,
+                })
+            }
+        };
         Ok(PgConn {
             client: Rc::new(client),
             stmt,
+            writes: prepared,
+            txn,
+            per_txn: self.txn,
+            group: 0,
+            groups: 0,
+            groups_in_flight: VecDeque::new(),
+            rollback: false,
             key_type,
             simple: (self.mode == Mode::Simple).then(|| self.simple.clone()),
             verify: self.verify,
@@ -246,10 +331,95 @@ impl Target for PgTarget {
         self.tls.negotiated()
     }
 
+    /// Every write op, prepared; `--mode simple` inlines a lookup's key only.
+    fn writes(&self, mix: &Mix) -> Result<(), String> {
+        match mix.ops().find(|o| o.writes()) {
+            Some(op) if self.mode == Mode::Simple => Err(format!(
+                "--mix {}: --mode simple runs lookups only, not {}; drop --mode simple to write",
+                mix.name(),
+                op.name()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes grouped with BEGIN and COMMIT.
+    fn txn(&self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn insert_from(&self) -> Result<Option<u64>, String> {
+        writes::insert_from(&self.config, &self.tls, &self.writes).await
+    }
+
+    async fn durability(&self) -> Vec<(String, String)> {
+        writes::durability(&self.config, &self.tls).await
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        self.counter
-            .read(&self.config, &self.tls, &self.sql, &self.url)
-            .await
+        let (config, tls) = (&self.config, &self.tls);
+        writes::server_count(
+            &self.counter,
+            config,
+            tls,
+            &self.sql,
+            &self.url,
+            &self.writes,
+        )
+        .await
+    }
+}
+
+/// A request's answer, once its future is done.
+type Answering = LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>>;
+
+/// BEGIN, COMMIT and ROLLBACK, prepared on a connection that groups writes.
+#[derive(Clone)]
+struct TxnStatements {
+    begin: Statement,
+    commit: Statement,
+    rollback: Statement,
+}
+
+impl PgConn {
+    /// `fut` inside the connection's transactions: a ROLLBACK first after a failed one, a
+    /// BEGIN with a transaction's first write, its COMMIT with its Nth. All are sent in the
+    /// request's first poll, in that order; the request's answer is the first failure.
+    fn grouped(&mut self, writes: bool, t: TxnStatements, fut: Answering) -> Answering {
+        let rollback = std::mem::take(&mut self.rollback).then_some(t.rollback);
+        let mut begin = None;
+        let mut commit = None;
+        if writes {
+            if self.group == 0 {
+                self.groups += 1;
+                begin = Some(t.begin);
+            }
+            self.group += 1;
+            if self.group >= self.per_txn {
+                self.group = 0;
+                commit = Some(t.commit);
+            }
+        }
+        if rollback.is_none() && begin.is_none() && commit.is_none() {
+            return fut;
+        }
+        let client = self.client.clone();
+        Box::pin(async move {
+            let run = |s: Option<Statement>| {
+                let client = &client;
+                async move {
+                    match s {
+                        Some(s) => client.execute(&s, &[]).await.map(|_| ()),
+                        None => Ok(()),
+                    }
+                }
+            };
+            let (_, b, answer, c) =
+                futures_util::join!(run(rollback), run(begin), fut, run(commit));
+            b?;
+            let answer = answer?;
+            c.map(|()| answer)
+        })
     }
 }
 
@@ -257,40 +427,60 @@ impl Conn for PgConn {
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let client = self.client.clone();
-        let fut: LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>> = match &self.simple
-        {
-            Some(parts) => {
-                // Simple protocol: the key inlined into the text, parsed and planned every time.
-                let sql = format!("{}{key}{}", parts.0, parts.1);
-                Box::pin(async move {
-                    let msgs = client.simple_query(&sql).await?;
-                    Ok(Answer::Simple(msgs.into_iter().find_map(|m| match m {
-                        SimpleQueryMessage::Row(r) => Some(r),
-                        _ => None,
-                    })))
+        let fut: Answering = if let Some(stmt) = self.writes[req.op.index()].clone() {
+            let params: Vec<TextParam> = (0..writes::params(req.op))
+                .map(|i| {
+                    let mut v = Vec::with_capacity(32);
+                    writes::value(i, key, req.version, &mut v);
+                    TextParam(v)
                 })
-            }
-            None => {
-                let stmt = self.stmt.clone();
-                let kt = self.key_type;
-                Box::pin(async move {
-                    let r = match kt {
-                        KeyType::I16 => client.query_opt(&stmt, &[&(key as i16)]).await,
-                        KeyType::I32 => client.query_opt(&stmt, &[&(key as i32)]).await,
-                        KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
-                        KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
-                    };
-                    r.map(Answer::Prepared)
-                })
-            }
+                .collect();
+            Box::pin(async move {
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                client.execute(&stmt, &refs).await.map(Answer::Written)
+            })
+        } else if let Some(parts) = &self.simple {
+            // Simple protocol: the key inlined into the text, parsed and planned every time.
+            let sql = format!("{}{key}{}", parts.0, parts.1);
+            Box::pin(async move {
+                let msgs = client.simple_query(&sql).await?;
+                Ok(Answer::Simple(msgs.into_iter().find_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some(r),
+                    _ => None,
+                })))
+            })
+        } else {
+            let stmt = self.stmt.clone();
+            let kt = self.key_type;
+            Box::pin(async move {
+                let r = match kt {
+                    KeyType::I16 => client.query_opt(&stmt, &[&(key as i16)]).await,
+                    KeyType::I32 => client.query_opt(&stmt, &[&(key as i32)]).await,
+                    KeyType::I64 => client.query_opt(&stmt, &[&(key as i64)]).await,
+                    KeyType::Text => client.query_opt(&stmt, &[&key.to_string()]).await,
+                };
+                r.map(Answer::Prepared)
+            })
+        };
+        let fut = match &self.txn {
+            Some(t) => self.grouped(req.op.writes(), t.clone(), fut),
+            None => fut,
         };
         self.in_flight.push_back(fut);
+        self.groups_in_flight
+            .push_back(self.groups * u64::from(self.group > 0));
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         let Some(r) = self.in_flight.next().await else {
             return Err(LookupError::protocol("no request in flight"));
         };
+        let group = self.groups_in_flight.pop_front().unwrap_or(0);
+        if r.is_err() && group == self.groups && self.group > 0 {
+            // It failed the open transaction: the rest of it would only be refused (25P02).
+            (self.rollback, self.group) = (true, 0);
+        }
         match r {
             Ok(Answer::Prepared(row)) => {
                 let cells = row.as_ref().map(prepared_cells);
@@ -300,16 +490,23 @@ impl Conn for PgConn {
                 let cells = row.as_ref().map(simple_cells);
                 outcome(Reply::from_cells(cells), req, self.verify)
             }
-            Err(e) => {
-                let fatal = self.client.is_closed();
-                let kind = match e.as_db_error() {
-                    _ if fatal => ErrorKind::Io,
-                    Some(db) => super::error::kind(db.code().code()),
-                    None => ErrorKind::Server,
-                };
-                Err(LookupError::new(kind, fatal, explain(&e, "lookup")))
-            }
+            Ok(Answer::Written(n)) => outcome(Reply::<NoCells>::Written(n), req, self.verify),
+            Err(e) => Err(request_error(&e, self.client.is_closed())),
         }
+    }
+}
+
+/// A request the server failed, counted by its SQLSTATE's kind and said as the wire driver says
+/// it; or, when the connection is gone, the loss of it.
+fn request_error(e: &tokio_postgres::Error, closed: bool) -> LookupError {
+    match e.as_db_error() {
+        _ if closed => LookupError::new(ErrorKind::Io, true, explain(e, "lookup")),
+        Some(db) => {
+            let code = db.code().code();
+            let message = format!("{} (SQLSTATE {code})", db.message());
+            LookupError::new(super::error::kind(code), false, message)
+        }
+        None => LookupError::new(ErrorKind::Server, false, explain(e, "lookup")),
     }
 }
 

@@ -45,6 +45,8 @@ pub struct PgWireTarget {
     tls: PgTls,
     /// The statement of each write op of the mix, prepared on every connection.
     writes: Vec<(Op, String)>,
+    /// Writes per transaction (`--txn`).
+    txn: usize,
 }
 
 impl PgWireTarget {
@@ -70,6 +72,7 @@ impl PgWireTarget {
             counter: PgCounter::new(false),
             tls,
             writes: writes::statements(plan).map_err(SetupError)?,
+            txn: plan.txn,
         })
     }
 
@@ -134,7 +137,7 @@ impl PgWireTarget {
         }
         Ok(StreamConn::new(
             s.sock,
-            PgCodec::new(key_type?, &columns),
+            PgCodec::new(key_type?, &columns).with_txn(self.txn),
             self.verify,
         ))
     }
@@ -321,16 +324,13 @@ impl Target for PgWireTarget {
         Ok(())
     }
 
+    /// Writes grouped in the extended protocol's implicit transaction (`codec`).
+    fn txn(&self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+
     async fn insert_from(&self) -> Result<Option<u64>, String> {
-        if self
-            .writes
-            .iter()
-            .any(|(op, sql)| *op == Op::Insert && sql != writes::default_sql(*op))
-        {
-            // The user's own insert: its table is not known here.
-            return Ok(None);
-        }
-        writes::next_id(&self.config, &self.tls).await.map(Some)
+        writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
 
     async fn durability(&self) -> Vec<(String, String)> {
@@ -338,18 +338,16 @@ impl Target for PgWireTarget {
     }
 
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let reads = self
-            .counter
-            .read(&self.config, &self.tls, &self.sql, &self.label)
-            .await?;
-        match reads {
-            Some(mut c) if !self.writes.is_empty() => {
-                c.ops = writes::counts(&self.config, &self.tls, c.value, &self.writes).await?;
-                c.value = c.ops.iter().sum();
-                Ok(Some(c))
-            }
-            other => Ok(other),
-        }
+        let (config, tls) = (&self.config, &self.tls);
+        writes::server_count(
+            &self.counter,
+            config,
+            tls,
+            &self.sql,
+            &self.label,
+            &self.writes,
+        )
+        .await
     }
 }
 

@@ -10,8 +10,9 @@ use crate::proto::postgres::tls::PgTls;
 use crate::dataset;
 use crate::mix::Op;
 use crate::plan::Plan;
-use crate::proto::postgres::count::calls;
+use crate::proto::postgres::count::{calls, PgCounter};
 use crate::proto::postgres::error::explain;
+use crate::proto::target::ServerCount;
 
 const UPDATE: &str = "UPDATE usr SET user_name = $2 WHERE user_id = $1";
 const INSERT: &str =
@@ -56,6 +57,42 @@ pub async fn counts(
     .await
 }
 
+/// The server's count for `Target::server_count`, both drivers: the lookup counter, and with a
+/// mix that writes each op's count beside it (their sum is the total).
+pub async fn server_count(
+    counter: &PgCounter,
+    config: &tokio_postgres::Config,
+    tls: &PgTls,
+    sql: &str,
+    label: &str,
+    statements: &[(Op, String)],
+) -> Result<Option<ServerCount>, String> {
+    match counter.read(config, tls, sql, label).await? {
+        Some(mut c) if !statements.is_empty() => {
+            c.ops = counts(config, tls, c.value, statements).await?;
+            c.value = c.ops.iter().sum();
+            Ok(Some(c))
+        }
+        other => Ok(other),
+    }
+}
+
+/// Where inserts start (`Target::insert_from`), both drivers: above the table's highest
+/// user_id; None for the user's own insert, whose table is not known here.
+pub async fn insert_from(
+    config: &tokio_postgres::Config,
+    tls: &PgTls,
+    statements: &[(Op, String)],
+) -> Result<Option<u64>, String> {
+    if statements
+        .iter()
+        .any(|(op, sql)| *op == Op::Insert && sql != default_sql(*op))
+    {
+        return Ok(None);
+    }
+    next_id(config, tls).await.map(Some)
+}
+
 /// `f` with a connection of its own, closed after.
 async fn with_client<T, F>(
     config: &tokio_postgres::Config,
@@ -72,8 +109,8 @@ where
     r
 }
 
-/// Where inserts start: above the table's highest user_id.
-pub async fn next_id(config: &tokio_postgres::Config, tls: &PgTls) -> Result<u64, String> {
+/// Above the table's highest user_id.
+async fn next_id(config: &tokio_postgres::Config, tls: &PgTls) -> Result<u64, String> {
     const WHAT: &str = "max(user_id) query";
     with_client(config, tls, WHAT, |client| async move {
         client
@@ -163,20 +200,26 @@ pub fn encode(op: Op, key: u64, version: u64, out: &mut Vec<u8>) {
     out.push(0);
     out.extend_from_slice(&[0, 1, 0, 0]); // one parameter format: text, for all
     out.extend_from_slice(&(params(op) as i16).to_be_bytes());
-    param(out, |o| {
-        let _ = write!(o, "{key}");
-    });
-    if params(op) > 1 {
-        param(out, |o| dataset::write_name(o, key, version));
-    }
-    if params(op) > 2 {
-        param(out, |o| dataset::write_email(o, key));
-        param(out, |o| dataset::write_created(o, key));
+    for i in 0..params(op) {
+        param(out, |o| value(i, key, version, o));
     }
     out.extend_from_slice(&[0, 0]); // result formats: default
     let len = (out.len() - start - 1) as i32;
     out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+}
+
+/// The text of parameter `i` (from 0: $1) of a write of (key, version): the key, user_name,
+/// user_email, created, as the statements take them (`params`).
+pub fn value(i: usize, key: u64, version: u64, out: &mut Vec<u8>) {
+    match i {
+        0 => {
+            let _ = write!(out, "{key}");
+        }
+        1 => dataset::write_name(out, key, version),
+        2 => dataset::write_email(out, key),
+        _ => dataset::write_created(out, key),
+    }
 }
 
 /// One parameter: its i32 length, then what `write` appends.
