@@ -9,6 +9,8 @@
 #   BENCH_SOAK_SECONDS=600  length of the soak run (not part of `all`: it takes ten minutes)
 #   BENCH_SEED_N=20000  inserts per step of the writes section's seed table (`writes` is not part
 #                       of `all`: about 6 minutes here, more on a disk with slower fsync)
+#   BENCH_WRITES="pg_update memcache mysql_insert seed"  the writes section's parts, in order
+#   BENCH_SEED_SERVERS="postgres mariadb"  the servers of the seed table
 #
 # Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
 # have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
@@ -341,10 +343,13 @@ can_write() { "$LOADGEN_BIN" run "$1" --mix insert=100 -n 1 -q -o - >"$WORK/can-
 
 bench_writes() {
   local -x PGSSLMODE=disable # plain TCP on both sides, as the pg section
-  writes_pg_update
-  writes_memcache
-  writes_mysql_insert
-  writes_seed
+  local part
+  for part in ${BENCH_WRITES:-pg_update memcache mysql_insert seed}; do
+    case $part in
+      pg_update | memcache | mysql_insert | seed) "writes_$part" ;;
+      *) echo "BENCH_WRITES: unknown part: $part (pg_update, memcache, mysql_insert, seed)" >&2; exit 2 ;;
+    esac
+  done
 }
 
 # PostgreSQL UPDATE at 16 connections. Both write the same column of the same table, over ids
@@ -415,13 +420,18 @@ writes_seed() {
       -o "$WORK/seed-$1.json" >"$WORK/seed-$1.out" 2>"$WORK/seed-$1.err" || true
     cols+=("$1=$WORK/seed-$1.json")
   }
-  UNDO+=("psql_as -c 'ALTER SYSTEM RESET fsync' -c 'SELECT pg_reload_conf()' >/dev/null"
-    "psql_as -c 'DELETE FROM usr WHERE user_id > 1000000' -c 'VACUUM usr'")
-  psql_as -c "ALTER SYSTEM SET fsync = on" -c "SELECT pg_reload_conf()" >/dev/null
-  sleep 1 # the reload reaches the backends
-  for v in on off; do seed_sweep "pg-sync-$v" "$LOADGEN_PG_URL?options=-c%20synchronous_commit%3D$v"; done
-  undo
-  if can_write "$my"; then
+  local servers=" ${BENCH_SEED_SERVERS:-postgres mariadb} "
+  if [[ $servers == *" postgres "* ]]; then
+    UNDO+=("psql_as -c 'ALTER SYSTEM RESET fsync' -c 'SELECT pg_reload_conf()' >/dev/null"
+      "psql_as -c 'DELETE FROM usr WHERE user_id > 1000000' -c 'VACUUM usr'")
+    psql_as -c "ALTER SYSTEM SET fsync = on" -c "SELECT pg_reload_conf()" >/dev/null
+    sleep 1 # the reload reaches the backends
+    for v in on off; do seed_sweep "pg-sync-$v" "$LOADGEN_PG_URL?options=-c%20synchronous_commit%3D$v"; done
+    undo
+  fi
+  if [[ $servers != *" mariadb "* ]]; then
+    :
+  elif can_write "$my"; then
     flush=$(my_root -e 'SELECT @@innodb_flush_log_at_trx_commit')
     UNDO+=("my_root -e 'SET GLOBAL innodb_flush_log_at_trx_commit = $flush'"
       "my_root -e 'DELETE FROM loadgen.usr WHERE user_id > 1000000'")
