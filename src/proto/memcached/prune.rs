@@ -19,25 +19,36 @@ pub async fn outside(endpoint: &Endpoint, prefix: &[u8], keys: (u64, u64)) -> Re
         .await
         .map_err(|e| e.message)?;
     let doomed = listed_outside(&mut sock, prefix, keys).await?;
+    // A chunk's replies are read before the next chunk goes out: written all at once, the
+    // deletes of a large data set fill both socket buffers and neither side reads again.
     let mut buf = Vec::new();
-    for key in &doomed {
-        buf.extend_from_slice(b"delete ");
-        buf.extend_from_slice(key);
-        buf.extend_from_slice(b"\r\n");
-    }
-    sock.write_all(&buf).await.map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(&mut sock);
-    for _ in &doomed {
-        let line = next_line(&mut reader).await?;
-        if line != b"DELETED" && line != b"NOT_FOUND" {
-            return Err(format!(
-                "memcached refused a delete: {}",
-                String::from_utf8_lossy(&line)
-            ));
+    for chunk in doomed.chunks(CHUNK) {
+        buf.clear();
+        for key in chunk {
+            buf.extend_from_slice(b"delete ");
+            buf.extend_from_slice(key);
+            buf.extend_from_slice(b"\r\n");
+        }
+        tokio::time::timeout(STEP, sock.write_all(&buf))
+            .await
+            .map_err(|_| format!("memcached took no deletes for {STEP:?}"))?
+            .map_err(|e| e.to_string())?;
+        let mut reader = BufReader::new(&mut sock);
+        for _ in chunk {
+            let line = next_line(&mut reader).await?;
+            if line != b"DELETED" && line != b"NOT_FOUND" {
+                return Err(format!(
+                    "memcached refused a delete: {}",
+                    String::from_utf8_lossy(&line)
+                ));
+            }
         }
     }
     Ok(doomed.len() as u64)
 }
+
+/// Deletes per write: their replies (`DELETED\r\n`) fit in a socket buffer.
+const CHUNK: usize = 1000;
 
 /// The keys `lru_crawler metadump all` lists that are `<prefix><digits>` outside `keys`.
 async fn listed_outside(
