@@ -296,6 +296,9 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
         while i < b.len() && b[i].is_ascii_digit() {
             i += 1;
         }
+        if i == start {
+            return Err(bad());
+        }
         frac = std::str::from_utf8(&b[start - 1..i])
             .ok()
             .and_then(|t| format!("0{t}").parse::<f64>().ok())
@@ -304,8 +307,18 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
     let offset = match &b[i..] {
         b"Z" | b"z" => 0i64,
         [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let hh = (*h1 - b'0') as i64 * 10 + (*h2 - b'0') as i64;
-            let mm = (*m1 - b'0') as i64 * 10 + (*m2 - b'0') as i64;
+            // Digits only: byte arithmetic on anything else would read `+ab:cd` as hours.
+            let two = |a: u8, b: u8| -> Result<i64, String> {
+                if a.is_ascii_digit() && b.is_ascii_digit() {
+                    Ok((a - b'0') as i64 * 10 + (b - b'0') as i64)
+                } else {
+                    Err(bad())
+                }
+            };
+            let (hh, mm) = (two(*h1, *h2)?, two(*m1, *m2)?);
+            if hh > 23 || mm > 59 {
+                return Err(bad());
+            }
             let o = hh * 3600 + mm * 60;
             if *sign == b'+' {
                 o
@@ -342,6 +355,32 @@ mod tests {
         ] {
             assert!(parse_rfc3339(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn rfc3339_offsets_take_digits_only() {
+        // Letters and punctuation in the offset were read as bytes minus '0': `+ab:cd` was a
+        // 549-hour offset and `+/0:00` overflowed (a panic in debug builds).
+        for bad in [
+            "2010-02-03T11:22:33+ab:cd",
+            "2010-02-03T11:22:33+/0:00",
+            "2010-02-03T11:22:33-0:-00",
+            "2010-02-03T11:22:33+01:0x",
+            "2010-02-03T11:22:33+24:00",
+            "2010-02-03T11:22:33+01:60",
+            "2010-02-03T11:22:33.Z",
+            "2010-02-03T11:22:33.+01:00",
+        ] {
+            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_rfc3339("2010-02-03T01:52:33-09:30").unwrap(),
+            1_265_196_153.0
+        );
+        assert_eq!(
+            parse_rfc3339("2010-02-03T11:22:33+00:00").unwrap(),
+            1_265_196_153.0
+        );
     }
 
     #[test]
