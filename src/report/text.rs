@@ -515,7 +515,13 @@ fn over(r: &RunResult) -> String {
                 "ca" => "certificate chain verified, host name not",
                 _ => "certificate not verified",
             };
-            format!("{} {} ({checked})", t.version, t.cipher)
+            // A URL without sslmode= gets libpq's `prefer`: TLS when offered, nothing checked.
+            let why = if r.kind == "postgres" && !r.target.contains("sslmode=") {
+                ", libpq's default sslmode=prefer"
+            } else {
+                ""
+            };
+            format!("{} {} ({checked}{why})", t.version, t.cipher)
         }
         None => "plain".to_string(),
     };
@@ -593,6 +599,29 @@ mod tests {
             );
         }
         assert!(table.contains("9.02x"), "{table}");
+    }
+
+    #[test]
+    fn unverified_postgres_tls_without_sslmode_names_libpqs_prefer() {
+        let tls = |target: &str, kind: &str| {
+            let mut r = run(target, 1.0);
+            r.kind = kind.into();
+            r.tls = Some(crate::result::TlsUsed {
+                version: "TLSv1.3".into(),
+                cipher: "TLS_AES_256_GCM_SHA384".into(),
+                verified: "none".into(),
+            });
+            over(&r)
+        };
+        let plain_url = tls("postgres://u@127.0.0.1:5432/db", "postgres");
+        assert!(
+            plain_url.ends_with("(certificate not verified, libpq's default sslmode=prefer)"),
+            "{plain_url}"
+        );
+        let asked = tls("postgres://u@127.0.0.1:5432/db?sslmode=require", "postgres");
+        assert!(asked.ends_with("(certificate not verified)"), "{asked}");
+        let redis = tls("rediss://127.0.0.1:6380", "redis");
+        assert!(redis.ends_with("(certificate not verified)"), "{redis}");
     }
 
     #[test]

@@ -246,8 +246,9 @@ impl Target for HsTarget {
     /// (Handler_write, a duplicate too). The key reads are one op's count when the mix has
     /// one of the three.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+        // Without ?mysql= there is nothing to read: say so rather than print no server line.
         let Some(opts) = &self.status else {
-            return Ok(None);
+            return Err("no counter source: add ?mysql=URL to read Handler_read_key".into());
         };
         let status = crate::proto::mysql::async_driver::global_status;
         let reads = status(opts, "Handler_read_key").await?;
