@@ -2,19 +2,65 @@
 # All the tests: fmt, clippy and the import-loop check, unit tests, then integration tests
 # against real servers that this script installs (apt-get, when missing) and starts on loopback
 # via scripts/servers.sh (which also installs Chromium, for the HTML report's tests).
+# Every step and every test file runs even when an earlier one failed; the end prints one
+# summary (which passed, failed or did not run, with the failing tests' names) and the exit code
+# is non-zero when anything failed or did not run.
 # Usage: scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'test.sh: %s\n' "$*" >&2; }
+started=$(date +%s)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+passed=() failed=() notrun=()
 
-# Style and shape first, so such a failure shows before any server starts.
-say "cargo fmt --check"
-cargo fmt --check
-say "cargo clippy (-D warnings)"
-cargo clippy --release --quiet --all-targets -- -D warnings
-say "import loops (scripts/imports.py)"
-python3 scripts/imports.py
+# step NAME CMD...: runs CMD, its output shown as it goes, and records NAME as passed or failed.
+step() {
+  local name=$1
+  shift
+  say "$name"
+  if "$@"; then passed+=("$name"); else failed+=("$name"); fi
+}
+
+# tests NAME CMD...: a cargo test command; a failure lists the failing tests by name, and a run
+# that never got to its `test result:` line (a build error, a crash) is one that did not run.
+tests() {
+  local name=$1 log t0 rc=0 names
+  shift
+  log=$logs/$(echo "$name" | tr -c 'A-Za-z0-9_\n' _).log
+  t0=$(date +%s)
+  say "$name"
+  "$@" 2>&1 | tee "$log" || rc=$?
+  local took=$(($(date +%s) - t0))s
+  names=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | tr '\n' ' ')
+  if ! grep -q '^test result: ' "$log"; then
+    notrun+=("$name ($took; exit $rc, no test result: see its output above)")
+  elif [ "$rc" -ne 0 ] || [ -n "$names" ]; then
+    failed+=("$name ($took): ${names:-exit $rc}")
+  else
+    passed+=("$name ($took)")
+  fi
+}
+
+summary() {
+  local total=$(($(date +%s) - started)) x
+  printf '\ntest.sh: summary after %dm%02ds\n' $((total / 60)) $((total % 60))
+  for x in "${passed[@]}"; do printf '  passed   %s\n' "$x"; done
+  for x in "${failed[@]}"; do printf '  FAILED   %s\n' "$x"; done
+  for x in "${notrun[@]}"; do printf '  NOT RUN  %s\n' "$x"; done
+  if [ ${#failed[@]} -eq 0 ] && [ ${#notrun[@]} -eq 0 ]; then
+    say "all tests passed (${#passed[@]} steps and files)"
+    return 0
+  fi
+  say "${#failed[@]} failed, ${#notrun[@]} did not run, ${#passed[@]} passed"
+  return 1
+}
+
+# Style and shape first, so such a failure shows before any server starts; the tests run anyway.
+step "cargo fmt --check" cargo fmt --check
+step "cargo clippy (-D warnings)" cargo clippy --release --quiet --all-targets -- -D warnings
+step "import loops (scripts/imports.py)" python3 scripts/imports.py
 
 bash scripts/servers.sh up
 bash scripts/servers.sh tools   # headless Chromium opens the HTML reports (tests/html.rs)
@@ -43,9 +89,11 @@ if [ -n "${LOADGEN_REDIS_URL:-}" ]; then
   say "loading Redis"; $lg prepare "$LOADGEN_REDIS_URL" --rows $rows || say "Redis prepare failed"
 fi
 
-say "unit tests"
-cargo test --release --quiet --lib --bins "$@"
-# Integration tests share the servers and read their global counters: one at a time.
-say "integration tests (real servers)"
-cargo test --release --quiet --test '*' "$@" -- --test-threads=1
-say "all tests passed"
+tests "unit tests" cargo test --release --lib --bins "$@"
+# Integration tests share the servers and read their global counters: one file at a time, one
+# test at a time, every file whatever happened to the ones before it.
+for f in tests/*.rs; do
+  t=$(basename "$f" .rs)
+  tests "tests/$t.rs" cargo test --release --test "$t" "$@" -- --test-threads=1
+done
+summary
