@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Local throwaway servers for loadgen tests: PostgreSQL 15, MariaDB 10.11 (+HandlerSocket),
-# memcached, Redis and Prometheus, all on 127.0.0.1, with their state under $LOADGEN_STATE.
+# memcached, Redis and Prometheus, all on 127.0.0.1 (PostgreSQL on 127.0.0.2 too), with their
+# state under $LOADGEN_STATE.
 # PostgreSQL, MariaDB and Redis also listen on a Unix socket there; memcached cannot listen on
 # TCP and a socket at once, so memcached_unix is a second memcached, on a socket only.
 # TLS: a throwaway CA (and a second, "wrong" one that signed nothing) under $LOADGEN_STATE/tls
@@ -12,7 +13,7 @@
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
-#   scripts/servers.sh tools        install the test tools that are no server (chromium: tests/html.rs, socat: tests/tls.rs)
+#   scripts/servers.sh tools        install the test tools that are no server (chromium: tests/html.rs, socat: tests/tls.rs, HdrHistogram.jar: tests/merge.rs)
 #
 # `up` on a server that is stopped (SIGSTOP) or not answering kills it and starts it again;
 # after a SIGKILL it just starts it again on the same data.
@@ -253,7 +254,7 @@ up_postgres() {
     mv "$data.tmp" "$data"
   fi
   cat >"$data/loadgen.conf" <<EOF
-listen_addresses = '127.0.0.1'
+listen_addresses = '127.0.0.1,127.0.0.2'
 port = $PG_PORT
 unix_socket_directories = '$PG_DIR/sock'
 max_connections = 1100
@@ -269,9 +270,11 @@ ssl_key_file = 'loadgen-tls/server.key'
 ssl_ca_file = 'loadgen-tls/ca.crt'
 EOF
   # loadgen_tls may log in over TLS only: hostssl lets it in, hostnossl rejects it by name.
+  # 127.0.0.2 (loopback, a name the certificate does not carry) shows verify-full's host check.
   printf '%s\n' 'local all postgres trust' 'local all all scram-sha-256' \
     'hostnossl all loadgen_tls 127.0.0.1/32 reject' 'hostssl all loadgen_tls 127.0.0.1/32 scram-sha-256' \
-    'host all all 127.0.0.1/32 scram-sha-256' >"$data/pg_hba.conf"
+    'hostnossl all loadgen_tls 127.0.0.2/32 reject' 'hostssl all loadgen_tls 127.0.0.2/32 scram-sha-256' \
+    'host all all 127.0.0.1/32 scram-sha-256' 'host all all 127.0.0.2/32 scram-sha-256' >"$data/pg_hba.conf"
   chown postgres: "$data/loadgen.conf" "$data/pg_hba.conf"
   install -d -o postgres -m 700 "$data/loadgen-tls" && tls_copy "$data/loadgen-tls" postgres
   # Lock files left by a killed postmaster (its pid may linger as an unreaped zombie).
@@ -522,7 +525,9 @@ case $cmd in
     ;;
   tools)
     lock_state
-    ensure_packages chromium socat   # socat: the TLS terminator in front of loadgen serve (tests/tls.rs)
+    # socat: the TLS terminator in front of loadgen serve (tests/tls.rs); libhdrhistogram-java:
+    # Java's HistogramLogProcessor reads an --hdr-log (tests/merge.rs), with a java to run it.
+    ensure_packages chromium socat libhdrhistogram-java openjdk-17-jre-headless
     ;;
   down)
     names "$@"

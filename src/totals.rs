@@ -78,6 +78,7 @@ mod tests {
         let mut a = Recorder::new(0, false);
         let mut b = Recorder::new(1, false);
         let mut all = new_histogram();
+        let mut sorted = Vec::new();
         for i in 0..10_000u64 {
             let (rec, lat) = if i % 3 == 0 {
                 (&mut a, 1_000 + i * 7)
@@ -86,12 +87,31 @@ mod tests {
             };
             rec.record(false, (Op::Read, 0, 0, lat), Ok(Outcome::Hit));
             all.record(lat).unwrap();
+            sorted.push(lat);
         }
         let mut t = Totals::default();
         t += &a.take(0, true);
         t += &b.take(0, true);
         assert_eq!(t.counts.hits, 10_000);
-        assert_eq!(Percentiles::of(&t.latency), Percentiles::of(&all));
+        let p = Percentiles::of(&t.latency);
+        assert_eq!(p, Percentiles::of(&all));
+        // And against the samples themselves, not only another histogram: the nearest rank,
+        // within the histogram's precision (under 0.1%).
+        sorted.sort_unstable();
+        let rank = |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1] as f64;
+        let close = |got_us: f64, want_ns: f64| {
+            assert!(
+                (got_us * 1000.0 - want_ns).abs() <= want_ns * 0.001 + 1.0,
+                "{got_us} µs vs {want_ns} ns"
+            )
+        };
+        assert_eq!(p.count, 10_000);
+        close(p.min, sorted[0] as f64);
+        close(p.max, *sorted.last().unwrap() as f64);
+        close(p.p50, rank(0.50));
+        close(p.p90, rank(0.90));
+        close(p.p99, rank(0.99));
+        close(p.p999, rank(0.999));
         assert_eq!(
             t.latency.value_at_quantile(0.99),
             all.value_at_quantile(0.99)

@@ -140,3 +140,20 @@ fn run_help_names_every_target_that_pipelines() {
         assert!(p.contains(name), "-p help leaves out {name}: {p}");
     }
 }
+
+/// `-d 5s` measures five seconds: the JSON's duration is 5 s within 2%, and the qps is the
+/// requests over that duration.
+#[test]
+fn duration_5s_measures_5_seconds() {
+    let (code, doc, err) = run_json(&["-d", "5s", "--warmup", "0s", "-c", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let d = f(r, "duration_s");
+    assert!((4.9..=5.1).contains(&d), "duration_s {d}");
+    let qps = f(r, "qps");
+    let want = (u(r, "hits") + u(r, "misses")) as f64 / d;
+    assert!(
+        (qps - want).abs() <= want * 0.01 + 1.0,
+        "qps {qps} vs {want}"
+    );
+}

@@ -38,7 +38,7 @@ fn chromium() -> Option<&'static str> {
             return Some(b);
         }
     }
-    if std::env::var("LOADGEN_REQUIRE_SERVERS").is_ok() {
+    if servers_required() {
         panic!("chromium is not installed: scripts/test.sh installs it (apt-get install chromium)");
     }
     eprintln!("skipped: chromium is not installed (scripts/test.sh installs it)");

@@ -788,8 +788,9 @@ fn per_op_results_of_a_writing_mix_merge_exactly() {
     }
 }
 
-/// Java's own HistogramLogProcessor reads the log and finds the run's count and max (optional:
-/// needs java and HdrHistogram's jar, e.g. Debian's libhdrhistogram-java).
+/// Java's own HistogramLogProcessor reads the log and finds the run's count and max. Needs java
+/// and HdrHistogram's jar (Debian's libhdrhistogram-java, which `scripts/servers.sh tools`
+/// installs): under scripts/test.sh a missing one fails the test, a bare `cargo test` skips it.
 #[test]
 fn interval_log_reads_in_javas_histogram_log_processor() {
     let Some(p) = pair() else { return };
@@ -800,7 +801,12 @@ fn interval_log_reads_in_javas_histogram_log_processor() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !java_ok || !Path::new(&jar).is_file() {
-        eprintln!("skipped: needs java and {jar} (apt-get install libhdrhistogram-java)");
+        let why = format!("needs java and {jar} (apt-get install libhdrhistogram-java)");
+        assert!(
+            !servers_required(),
+            "{why}: scripts/servers.sh tools installs them"
+        );
+        eprintln!("skipped: {why}");
         return;
     }
     let out_prefix = p.dir.join("a-java");

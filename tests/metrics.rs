@@ -324,7 +324,7 @@ fn promtool(text: &str) -> Option<(i32, String)> {
     {
         Ok(c) => c,
         Err(_) => {
-            if std::env::var("LOADGEN_REQUIRE_SERVERS").is_ok() {
+            if servers_required() {
                 panic!("promtool is not installed (Debian package prometheus)");
             }
             eprintln!("skipped: promtool is not installed");

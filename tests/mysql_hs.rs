@@ -43,16 +43,12 @@ fn mysql_conservation_against_com_stmt_execute() {
     };
     // The wire driver also pipelined: the server must still count every execute once.
     for (url, depth) in [(&urls[0], "1"), (&urls[0], "8"), (&urls[1], "1")] {
+        let seen = OwnCount::before("global status Com_stmt_execute", url);
         let (code, doc, err) = run_json(&[url, "-n", "20000", "-c", "16", "-p", depth]);
         assert_eq!(code, 0, "{url}: {err}");
         let r = &doc["runs"][0];
         assert_eq!(u(r, "hits"), 20000, "{url}");
-        assert_server_saw(
-            r,
-            "global status Com_stmt_execute",
-            20000,
-            &format!("{url} -p {depth}"),
-        );
+        seen.assert_saw(r, 20000, &format!("{url} -p {depth}"));
         assert_schema_valid(&doc);
     }
 }
@@ -60,12 +56,13 @@ fn mysql_conservation_against_com_stmt_execute() {
 #[test]
 fn hs_conservation_against_handler_read_key() {
     let Some(url) = hs_url() else { return };
+    let seen = OwnCount::before("global status Handler_read_key", &url);
     let (code, doc, err) = run_json(&[&url, "-n", "20000", "-c", "2", "-p", "16"]);
     assert_eq!(code, 0, "{err}");
     assert_no_password(&url, &doc, &err);
     let r = &doc["runs"][0];
     assert_eq!(u(r, "hits"), 20000);
-    assert_server_saw(r, "global status Handler_read_key", 20000, "");
+    seen.assert_saw(r, 20000, "");
 }
 
 #[test]

@@ -136,15 +136,11 @@ fn conservation_over_tls_on_both_drivers() {
     };
     for (d, depth) in [("wire", "1"), ("wire", "8"), ("mysql_async", "1")] {
         let url = with(&url, &format!("driver={d}"));
+        let seen = OwnCount::before("global status Com_stmt_execute", &url);
         let doc = tls_run(&url, "full", &["-n", "20000", "-c", "16", "-p", depth]);
         let r = &doc["runs"][0];
         assert_eq!(u(r, "hits"), 20000, "{url}");
-        assert_server_saw(
-            r,
-            "global status Com_stmt_execute",
-            20000,
-            &format!("{url} -p {depth}"),
-        );
+        seen.assert_saw(r, 20000, &format!("{url} -p {depth}"));
     }
 }
 

@@ -7,10 +7,14 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// CPU seconds of the processes `pidstat ARGS` selects, summed over one-second samples taken
-/// while `during` runs (started one second into pidstat's window, which ends two seconds after
-/// it returns).
-fn pidstat_cpu_s<T>(select: &[&str], during: impl FnOnce() -> T) -> (f64, T) {
+/// CPU seconds of the processes `pidstat ARGS` selects and `keep` accepts (by pid), summed over
+/// one-second samples taken while `during` runs (started one second into pidstat's window,
+/// which ends two seconds after it returns).
+fn pidstat_cpu_s<T>(
+    select: &[&str],
+    keep: impl Fn(u32) -> bool,
+    during: impl FnOnce() -> T,
+) -> (f64, T) {
     let child = Command::new("pidstat")
         .args(["-h", "-u"])
         .args(select)
@@ -24,27 +28,46 @@ fn pidstat_cpu_s<T>(select: &[&str], during: impl FnOnce() -> T) -> (f64, T) {
     std::thread::sleep(Duration::from_millis(2200));
     kill("-INT", &child.id().to_string());
     let text = String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).to_string();
-    // -h: one line per process and second; the header names the %CPU column.
+    // -h: one line per process and second; the header names the PID and %CPU columns.
     let header = text
         .lines()
         .find(|l| l.starts_with('#') && l.contains("%CPU"))
         .unwrap_or_else(|| panic!("no pidstat header in {text}"));
-    let col = header
-        .trim_start_matches('#')
-        .split_whitespace()
-        .position(|c| c == "%CPU")
-        .unwrap();
+    let cols: Vec<&str> = header.trim_start_matches('#').split_whitespace().collect();
+    let col = |name: &str| cols.iter().position(|c| *c == name).unwrap();
+    let (pid_col, cpu_col) = (col("PID"), col("%CPU"));
     let total: f64 = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().nth(col)?.parse::<f64>().ok())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let pid: u32 = f.get(pid_col)?.parse().ok()?;
+            keep(pid).then(|| f.get(cpu_col)?.parse::<f64>().ok())?
+        })
         .sum();
     (total / 100.0, out)
 }
 
+/// The children of `parent` now, from /proc.
+fn children(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}
+
 /// loadgen's server CPU seconds for one run of `url`, and pidstat's over the same window.
-fn both(url: &str, select: &[&str]) -> (f64, f64, serde_json::Value) {
-    let (pidstat, (code, doc, err)) = pidstat_cpu_s(select, || {
+fn both(url: &str, select: &[&str], keep: impl Fn(u32) -> bool) -> (f64, f64, serde_json::Value) {
+    let (pidstat, (code, doc, err)) = pidstat_cpu_s(select, keep, || {
         run_json(&[url, "-d", "4s", "--warmup", "0s", "-c", "8"])
     });
     assert_eq!(code, 0, "{err}");
@@ -70,7 +93,33 @@ fn postgres_server_cpu_matches_pidstat_and_names_the_postmaster() {
         return;
     };
     let postmaster = servers(&["pid", "postgres"]);
-    let (ours, pidstat, r) = both(&url, &["-C", "postgres"]);
+    // The reference is this server's process tree, never every process named postgres on the
+    // machine: the postmaster and each child seen while pidstat samples (backends come and go
+    // with the run's connections, so `pidstat -p` with a list taken up front would miss them).
+    let pm: u32 = postmaster.parse().unwrap();
+    let tree = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::from([
+        pm,
+    ])));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (tree, done) = (tree.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                tree.lock().unwrap().extend(children(pm));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let seen = tree.clone();
+    let (ours, pidstat, r) = both(&url, &["-C", "postgres"], move |pid| {
+        seen.lock().unwrap().contains(&pid)
+    });
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert!(
+        tree.lock().unwrap().len() > 8,
+        "the run's 8 backends were seen"
+    );
     assert_close(ours, pidstat);
     let s = &r["server_cpu"];
     assert_eq!(s["pid"].to_string(), postmaster, "{s}");
@@ -92,7 +141,7 @@ fn memcached_server_cpu_matches_pidstat() {
         return;
     };
     let pid = servers(&["pid", "memcached"]);
-    let (ours, pidstat, r) = both(&url, &["-p", &pid]);
+    let (ours, pidstat, r) = both(&url, &["-p", &pid], |_| true);
     assert_close(ours, pidstat);
     assert_eq!(r["server_cpu"]["process"], "memcached");
 }

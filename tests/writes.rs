@@ -18,7 +18,7 @@ fn embedded_conserves_every_op() {
     let r = &doc["runs"][0];
     assert_eq!(u(r, "requests"), 20000);
     assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
-    assert_ops_conserved(r, &["read", "update", "insert", "delete"], "embedded");
+    assert_ops_conserved(r, &["read", "update", "insert", "delete"], None, "embedded");
     // Every insert took a new key: none found a row there already.
     assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
     assert_eq!(
@@ -38,7 +38,9 @@ fn read_only_results_keep_their_shape() {
     assert!(doc["runs"][0].get("ops").is_none(), "{}", doc["runs"][0]);
     assert!(doc["settings"].get("mix").is_none());
     // An explicit read-only mix is the default.
-    let (_, doc, _) = run_json(&["-n", "2000", "--keys", "1-1000", "--mix", "read=7"]);
+    let (code, doc, err) = run_json(&["-n", "2000", "--keys", "1-1000", "--mix", "read=7"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 2000);
     assert!(doc["runs"][0].get("ops").is_none());
 }
 
@@ -62,6 +64,7 @@ fn assert_reads_own_writes(target: &[&str], first: u64, n: &str, many: &str) {
             "-p",
             p,
         ]);
+        let own = OwnOps::before(target.first().unwrap_or(&"embedded"));
         let (code, doc, err) = run_json(&args);
         let r = &doc["runs"][0];
         let context = format!("{target:?} -c {c} -p {p}");
@@ -78,7 +81,7 @@ fn assert_reads_own_writes(target: &[&str], first: u64, n: &str, many: &str) {
             "{}",
             r["ops"]["read"]
         );
-        assert_ops_conserved(r, &OPS, &context);
+        assert_ops_conserved(r, &OPS, own.as_ref(), &context);
     }
 }
 
@@ -212,6 +215,7 @@ fn a_bad_mix_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("bad --mix"), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
     }
 }
 
@@ -277,13 +281,19 @@ fn postgres_tokio_conserves_every_op_and_reads_its_own_writes() {
 /// above them, the durability settings reported, then read-your-writes `--verify`.
 fn pg_conserves_every_op(url: &str, target: &str) {
     let _rows = PgRows::load(url);
+    let own = OwnOps::before(target);
     let (code, doc, err) = run_json(&[
         target, "-n", "20000", "--mix", MIX, "--keys", PG_KEYS, "-c", "8", "-p", "4",
     ]);
     assert_eq!(code, 0, "{target}: {err}");
     let r = &doc["runs"][0];
     assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
-    assert_ops_conserved(r, &["read", "update", "insert", "delete"], target);
+    assert_ops_conserved(
+        r,
+        &["read", "update", "insert", "delete"],
+        own.as_ref(),
+        target,
+    );
     assert_eq!(u(&r["ops"]["insert"], "misses"), 0);
     // Inserts started above the loaded rows: max(user_id) + 1.
     let max: u64 = psql(url, "SELECT max(user_id) FROM usr").parse().unwrap();
@@ -323,6 +333,7 @@ fn postgres_user_write_statements_are_checked() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--query-update must use $2"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     // The tokio driver's simple mode inlines a lookup's key; it does not write.
     let tokio = with(&url, "driver=tokio");
     let out = run(&[

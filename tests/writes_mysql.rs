@@ -203,6 +203,7 @@ fn sql_conserves_every_op_on_both_drivers() {
             return;
         };
         let _rows = SqlRows::load();
+        let own = OwnOps::before(&url);
         let (code, doc, err) = run_json(&[
             &url, "-n", "20000", "--mix", SQL_MIX, "--keys", SQL_KEYS, "-c", "4", "-p", p,
         ]);
@@ -210,7 +211,12 @@ fn sql_conserves_every_op_on_both_drivers() {
         let r = &doc["runs"][0];
         assert_eq!(r["driver"], driver);
         assert_eq!(u(r, "error_total"), 0, "{driver}: {}", r["error_samples"]);
-        assert_ops_conserved(r, &["read", "update", "insert", "delete"], driver);
+        assert_ops_conserved(
+            r,
+            &["read", "update", "insert", "delete"],
+            own.as_ref(),
+            driver,
+        );
         let so = &r["server_observed"];
         assert_eq!(
             (u(so, "delta"), &so["matches"]),
