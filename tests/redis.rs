@@ -41,6 +41,7 @@ fn verify_100k_keys_at_depth_1_and_16() {
         return;
     };
     for p in ["1", "16"] {
+        let seen = OwnCount::before(SOURCE, &url);
         let (code, doc, err) = run_json(&[
             &url, "-n", "100000", "--keys", "1-100000", "--dist", "seq", "--verify", "-c", "8",
             "-p", p,
@@ -49,7 +50,7 @@ fn verify_100k_keys_at_depth_1_and_16() {
         let r = &doc["runs"][0];
         assert_eq!(u(r, "hits"), 100_000, "-p {p}: {r}");
         assert_eq!(u(r, "error_total"), 0, "-p {p}: {r}");
-        assert_server_saw(r, SOURCE, 100_000, &format!("-p {p}"));
+        seen.assert_saw(r, 100_000, &format!("-p {p}"));
     }
 }
 
@@ -58,6 +59,7 @@ fn keys_past_the_loaded_range_are_misses() {
     let Some(url) = server("LOADGEN_REDIS_URL") else {
         return;
     };
+    let seen = OwnCount::before(SOURCE, &url);
     let (code, doc, err) = run_json(&[
         &url,
         "-n",
@@ -76,7 +78,7 @@ fn keys_past_the_loaded_range_are_misses() {
     let r = &doc["runs"][0];
     assert_eq!((u(r, "hits"), u(r, "misses")), (1000, 1000), "{r}");
     assert_eq!(u(r, "error_total"), 0, "{r}");
-    assert_server_saw(r, SOURCE, 2000, "misses count as GETs");
+    seen.assert_saw(r, 2000, "misses count as GETs");
 }
 
 /// The default user with requirepass's password, and an ACL user of our own.
@@ -114,6 +116,7 @@ fn select_db_reads_that_database() {
         String::from_utf8_lossy(&out.stderr)
     );
     redis_cli(&["-n", "1", "SET", "usr:7", "not the row"]);
+    let seen = OwnCount::before(SOURCE, &url);
     let (code, doc, err) = run_json(&[
         &db1, "-n", "200", "--keys", "1-200", "--dist", "seq", "--verify", "-c", "2",
     ]);
@@ -124,6 +127,8 @@ fn select_db_reads_that_database() {
         (99, 100, 1),
         "{r}"
     );
+    // Every GET reached the server, the one that failed --verify too.
+    assert_eq!(seen.delta(), 200, "db 1: the server's own count");
     assert_server_saw(r, SOURCE, 200, "db 1");
     redis_cli(&["-n", "1", "FLUSHDB"]);
 
