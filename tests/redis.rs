@@ -136,6 +136,7 @@ fn select_db_reads_that_database() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("SELECT 99 failed"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
 /// Every wrong login is a setup failure: exit 2, one line naming the cause, no password in any
