@@ -291,3 +291,29 @@ fn mysql_simple_mode_goes_to_mysql_async() {
     assert_eq!(u(r, "hits"), 2000);
     assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
 }
+
+/// Without `?mysql=` there is no counter to read: the report says so in its server line (and
+/// the JSON's server_observed carries the same note) instead of leaving the line out.
+#[test]
+fn hs_without_mysql_says_why_there_is_no_server_count() {
+    let Some(hs) = server("LOADGEN_HS_URL") else {
+        return;
+    };
+    let out = run(&["run", &hs, "-n", "1000", "-c", "2", "-o", "/dev/null"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("server "))
+        .unwrap_or_else(|| panic!("no server line in {stdout}"));
+    assert!(
+        line.contains("no counter source: add ?mysql=URL to read Handler_read_key"),
+        "{line}"
+    );
+    let (code, doc, err) = run_json(&[&hs, "-n", "1000", "-c", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let so = &doc["runs"][0]["server_observed"];
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(so["note"].as_str().unwrap().contains("?mysql=URL"), "{so}");
+    assert_schema_valid(&doc);
+}
