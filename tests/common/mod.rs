@@ -451,6 +451,17 @@ pub fn with(base: &str, options: &str) -> String {
     format!("{base}{sep}{options}")
 }
 
+/// The one line of a bad-input error on stderr: exactly one, besides the "For more
+/// information, try '--help'." hint clap adds to the errors of the flags it parses.
+pub fn one_error_line(stderr: &str) -> &str {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information, try '--help'"))
+        .collect();
+    assert_eq!(lines.len(), 1, "not one line: {stderr}");
+    lines[0]
+}
+
 /// The counts of every error kind of a run (its `errors` object), added up.
 pub fn error_kinds_sum(r: &Value) -> u64 {
     let errors = r["errors"].as_object().expect("errors is an object");
