@@ -423,6 +423,15 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
     if let Some(e) = out.exporter.take() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
+        if !a.quiet && !e.linger().is_zero() {
+            let until = std::time::SystemTime::now() + e.linger();
+            eprintln!(
+                "loadgen: metrics stay up at http://{}/ for {} (until {}); Ctrl-C ends it sooner",
+                e.local_addr(),
+                humantime::format_duration(e.linger()),
+                humantime::format_rfc3339_seconds(until)
+            );
+        }
         rt.block_on(e.finish());
     }
     // Leave without waiting for the embedded server's threads.
@@ -519,9 +528,21 @@ fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
     print_report(&merged, format, on_stdout);
     if let Some(p) = a.output.filter(|_| !on_stdout) {
         let json = serde_json::to_vec_pretty(&merged).expect("result serializes");
-        loadgen::report::output::write(&p, &json)
+        let dest = loadgen::report::output::Dest::of(&p)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-        eprintln!("loadgen: merged result written to {}", p.display());
+        dest.write(&json)
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        // The HTML report beside a file of our own, as a run writes one (not beside a device).
+        let mut beside = String::new();
+        if dest.is_file() {
+            let html_path = loadgen::report::output::beside(&p, "html");
+            let html = loadgen::report::html::render(&merged);
+            match loadgen::report::output::write(&html_path, html.as_bytes()) {
+                Ok(()) => beside = format!(" (report: {})", html_path.display()),
+                Err(e) => eprintln!("loadgen: cannot write {}: {e}", html_path.display()),
+            }
+        }
+        eprintln!("loadgen: merged result written to {}{beside}", p.display());
     }
     Ok(0)
 }

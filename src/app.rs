@@ -92,6 +92,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
         timeout_ms: plan.timeout.as_millis() as u64,
         interval_ms: plan.interval.as_millis() as u64,
         seed: plan.seed,
+        seeds: None,
         rate: plan.rate,
         arrival: format!("{:?}", plan.arrival).to_lowercase(),
         query: plan.query.clone(),
@@ -131,6 +132,10 @@ pub async fn execute(
         None => None,
     };
     if let Some(e) = &exporter {
+        if opts.progress {
+            let a = e.local_addr();
+            eprintln!("loadgen: metrics at http://{a}/metrics, live page at http://{a}/");
+        }
         e.set_settings(settings_of(plan));
         opts.hooks.push(e.hook());
     }
@@ -318,6 +323,14 @@ async fn execute_targets(
             write_result(&file, opts, dest.as_ref(), &mut saved);
         }
     }
+    // An SLO no rate met is a threshold that failed (an interrupted search decided nothing).
+    if file
+        .slo
+        .iter()
+        .any(|s| s.best_rate.is_none() && s.stopped != "interrupted")
+    {
+        exit_code = 1;
+    }
     if !to_file {
         write_result(&file, opts, dest.as_ref(), &mut saved);
     }
@@ -366,6 +379,8 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
                 Model::Single if opts.targets.len() > 1 => "compare",
                 Model::Single => file.runs.first().map(|r| r.kind.as_str()).unwrap_or("run"),
             };
+            // The default directory is ours to make; a directory the user named is not.
+            let _ = std::fs::create_dir_all("results");
             crate::report::default_path(std::path::Path::new("results"), kind)
         }
     });

@@ -369,7 +369,12 @@ impl<'a> Collector<'a> {
             )),
             ops: op_results(totals, window_s, &server),
             durability: BTreeMap::new(),
-            server_observed: server_observed(server.0, server.1, totals),
+            server_observed: server_observed(
+                server.0,
+                server.1,
+                totals,
+                self.plan.instance.is_some(),
+            ),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
         };
@@ -535,14 +540,20 @@ fn observed(
                 "the server counted {delta} {what}s but loadgen sent {expected} (warm-up included)"
             )
         }),
+        before: None,
+        after: None,
+        shared: false,
     }
 }
 
-/// The server's count against what loadgen sent (warm-up included).
+/// The server's count against what loadgen sent (warm-up included). `shared`: one of several
+/// generators (`--instance`), so the count holds the others' requests and can only be checked
+/// for holding ours; `merge` checks the sum.
 fn server_observed(
     before: Result<Option<ServerCount>, String>,
     after: Result<Option<ServerCount>, String>,
     totals: &Totals,
+    shared: bool,
 ) -> Option<ServerObserved> {
     let connect = totals.counts.errors[ErrorKind::Connect.index()]
         + totals.warm.errors[ErrorKind::Connect.index()];
@@ -550,13 +561,21 @@ fn server_observed(
     match (before, after) {
         (Ok(Some(b)), Ok(Some(a))) => {
             let delta = a.value.saturating_sub(b.value);
-            Some(observed(
-                a.source,
-                delta,
-                &totals.counts,
-                &totals.warm,
-                "lookup",
-            ))
+            let mut o = observed(a.source, delta, &totals.counts, &totals.warm, "lookup");
+            (o.before, o.after) = (Some(b.value), Some(a.value));
+            if shared {
+                let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
+                o.shared = true;
+                o.matches = delta + unsure >= expected;
+                o.note = Some(if o.matches {
+                    "includes the other generators' requests (--instance); `loadgen merge` \
+                     of their results compares the server's count with their sum"
+                        .to_string()
+                } else {
+                    format!("the server counted {delta} lookups, fewer than the {expected} this generator sent")
+                });
+            }
+            Some(o)
         }
         (Ok(None), _) | (_, Ok(None)) => None,
         (Err(e), _) | (_, Err(e)) => Some(ServerObserved {
@@ -565,6 +584,9 @@ fn server_observed(
             expected,
             matches: false,
             note: Some(e),
+            before: None,
+            after: None,
+            shared,
         }),
     }
 }

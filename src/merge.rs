@@ -15,15 +15,20 @@
 //!   summing would invent load that never happened at once, so QPS is total answered / summed
 //!   windows and `duration_s` is the summed windows (with a warning). `started_at` has one-second
 //!   resolution, so windows closer than 1 s count as overlapping.
-//! - the timeline is merged by `t_s` (seconds since each generator's warm-up end): rows with equal
-//!   `t_s` are summed (qps, hits, misses, errors, in-flight, connections, reconnects); their p50/p99
-//!   are the maximum of the rows' (an upper bound: the files hold no per-interval histograms);
+//! - the timeline is merged by wall-clock time: each run's rows are shifted by its window's start
+//!   after the earliest one's, and rows at the same time are summed (qps, hits, misses, errors,
+//!   in-flight, connections, reconnects); their p50/p99 are the maximum of the rows' (an upper
+//!   bound: the files hold no per-interval histograms). Runs one after another follow each other;
 //! - service and lag percentiles: in closed loop service time equals latency, so they come from
 //!   the merged histogram too; for paced runs (`-R`) the files carry no service/lag histogram, so
 //!   count, min, mean and max are exact and p50..p99.9 are the maximum over the generators, an
 //!   upper bound of the true merged percentile (with a warning);
-//! - `server_observed` is dropped: each generator read the server's counter over its own window,
-//!   which includes the other generators' lookups;
+//! - `server_observed`: generators that ran together on one server each read its counter over
+//!   their own window, which holds the others' lookups too; the merged count is the change from
+//!   the earliest read before to the latest read after, against the sum of what they sent.
+//!   Otherwise (one after another, or each its own server) the counts add up;
+//! - `server_cpu`: on one server together, each generator read all of its CPU: charged once (the
+//!   highest reading) over every generator's requests; otherwise the readings add up;
 //! - per op of a mix that writes (`runs[].ops`): counts and errors summed, QPS as the run's, latency
 //!   from the merged per-op histograms (`ops.<op>.histogram`; files from before it give upper
 //!   bounds, with a warning). The server's per-op counts are summed when every part read one and
@@ -36,8 +41,9 @@
 //! Files whose workloads differ (key range, distribution, query mode, SQL, `--mix`, `--txn`) are
 //! refused;
 //! differing connection counts or pipeline depths only warn. Settings of the merged file:
-//! connections, threads, `requests` and `rate` summed, the rest from the first file. `machine`
-//! sums the cores and lists the hostnames; `instance` is `merged(a,b,...)`, naming each input by
+//! connections, threads, `requests` and `rate` summed, `seeds` listing every seed when they
+//! differ, the rest from the first file. `machine` sums the cores of each distinct host and lists
+//! the hostnames; `instance` is `merged(a,b,...)`, naming each input by
 //! its `instance` or, without one, its file name. A run's durability settings come from the first
 //! file (a warning when the servers reported different ones).
 
@@ -48,7 +54,7 @@ use hdrhistogram::Histogram;
 
 use crate::result::{
     decode_histogram, encode_histogram, ClientCpu, Machine, OpResult, Percentiles, RateResult,
-    ResultFile, RunResult, ServerObserved, TimelineRow,
+    ResultFile, RunResult, ServerCpu, ServerObserved, TimelineRow,
 };
 
 /// One input: a name (its instance or file name) and the parsed file.
@@ -115,14 +121,25 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
         .map(|f| f.settings.warmup_s)
         .fold(0.0, f64::max);
 
+    let seeds: Vec<u64> = files.iter().map(|f| f.settings.seed).collect();
+    settings.seeds = seeds.iter().any(|&s| s != seeds[0]).then_some(seeds);
+
+    // Cores per distinct host: two generators on one machine share its cores.
     let mut hostnames: Vec<String> = Vec::new();
-    for f in &files {
+    let mut cores: BTreeMap<&str, usize> = BTreeMap::new();
+    for (n, f) in files.iter().enumerate() {
         if !f.machine.hostname.is_empty() && !hostnames.contains(&f.machine.hostname) {
             hostnames.push(f.machine.hostname.clone());
         }
+        let host = match f.machine.hostname.as_str() {
+            "" => inputs[n].name.as_str(),
+            h => h,
+        };
+        let c = cores.entry(host).or_default();
+        *c = (*c).max(f.machine.cores);
     }
     let machine = Machine {
-        cores: files.iter().map(|f| f.machine.cores).sum(),
+        cores: cores.values().sum(),
         os: first.file.machine.os.clone(),
         hostname: hostnames.join(","),
     };
@@ -287,6 +304,7 @@ fn merge_group(
         .map(|(x, r)| window(x, r))
         .collect::<Result<Vec<_>, _>>()?;
     let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
+    let first_start = wins.iter().map(|w| w.0).fold(f64::MAX, f64::min);
     let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
     // started_at has one-second resolution.
     let concurrent = common_end - common_start > -1.0;
@@ -453,18 +471,131 @@ fn merge_group(
         connect_s: runs.iter().map(|r| r.connect_s).fold(0.0, f64::max),
         connect_failed: runs.iter().map(|r| r.connect_failed).sum(),
         connect_error: runs.iter().find_map(|r| r.connect_error.clone()),
-        // Each generator read the server over its own window: the sum would count it twice.
-        server_cpu: None,
+        server_cpu: merge_server_cpu(inputs, &runs, concurrent, all_requests, &client_cpu),
         latency_us,
         service_us,
         lag_us,
         rate,
         client_cpu,
-        server_observed: None,
+        server_observed: merge_observed(&runs, concurrent, &label, warnings),
         ops,
         durability: r0.durability.clone(),
-        timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
+        timeline: merge_timelines(
+            runs.iter()
+                .zip(&wins)
+                .map(|(r, w)| (r.timeline.as_slice(), w.0 - first_start)),
+        ),
         histogram: encode_histogram(&hist),
+    })
+}
+
+/// The server's CPU charged once. Generators that ran together on one server each read all of
+/// its CPU over their own (overlapping) window: the highest reading stands for it, spread over
+/// every generator's requests. Different servers, or runs one after another: readings add up.
+fn merge_server_cpu(
+    inputs: &[Input],
+    runs: &[&RunResult],
+    concurrent: bool,
+    requests: u64,
+    client: &ClientCpu,
+) -> Option<ServerCpu> {
+    let cpus: Vec<&ServerCpu> = runs.iter().filter_map(|r| r.server_cpu.as_ref()).collect();
+    let first = *cpus.first()?;
+    let readings: Option<Vec<f64>> = cpus.iter().map(|c| c.cpu_s).collect();
+    let (Some(readings), true) = (readings, cpus.len() == runs.len()) else {
+        let note = cpus.iter().find_map(|c| c.note.clone());
+        return Some(ServerCpu {
+            note: note.or_else(|| Some("not every generator read the server's CPU".into())),
+            ..ServerCpu::default()
+        });
+    };
+    let host = |x: &Input| x.file.machine.hostname.clone();
+    let one_server = cpus.iter().zip(inputs).all(|(c, x)| {
+        c.pid.is_some()
+            && c.pid == first.pid
+            && c.process == first.process
+            && host(x) == host(&inputs[0])
+    });
+    let cpu_s = if one_server && concurrent {
+        readings.iter().copied().fold(0.0, f64::max)
+    } else {
+        readings.iter().sum()
+    };
+    let per_request_us = (requests > 0).then(|| cpu_s * 1e6 / requests as f64);
+    let cores = inputs[0].file.machine.cores.max(1) as f64;
+    let cpu_bound_qps = per_request_us
+        .filter(|s| s + client.per_request_us > 0.0)
+        .map(|s| (cores * 1e6 / (s + client.per_request_us)).round());
+    Some(ServerCpu {
+        pid: first.pid.filter(|_| one_server),
+        process: first.process.clone().filter(|_| one_server),
+        cpu_s: Some(round3(cpu_s)),
+        per_request_us: per_request_us.map(round3),
+        cpu_bound_qps,
+        note: None,
+    })
+}
+
+/// The server's count against what the generators sent together. Generators that ran together
+/// on one server each counted the others' requests too: the server's change from the earliest
+/// read before to the latest read after spans every run, and is compared with the sum of what
+/// they sent. Otherwise (runs one after another, or each on its own server) the counts add up.
+fn merge_observed(
+    runs: &[&RunResult],
+    concurrent: bool,
+    label: &str,
+    warnings: &mut Vec<String>,
+) -> Option<ServerObserved> {
+    let obs: Option<Vec<&ServerObserved>> =
+        runs.iter().map(|r| r.server_observed.as_ref()).collect();
+    let obs = obs?;
+    let first = *obs.first()?;
+    if obs
+        .iter()
+        .any(|o| o.delta.is_none() || o.source != first.source)
+    {
+        return None;
+    }
+    let expected: u64 = obs.iter().map(|o| o.expected).sum();
+    let shared = runs.len() > 1
+        && concurrent
+        && runs.iter().all(|r| r.target == runs[0].target)
+        && obs
+            .iter()
+            .any(|o| o.shared || o.delta.is_some_and(|d| d > o.expected));
+    let delta = if shared {
+        let reads: Option<Vec<(u64, u64)>> =
+            obs.iter().map(|o| Some((o.before?, o.after?))).collect();
+        let Some(reads) = reads else {
+            warnings.push(format!(
+                "{label}: the server's count is left out: the generators ran together on one server \
+                 and a file from an older loadgen lacks the counter's reads"
+            ));
+            return None;
+        };
+        let before = reads.iter().map(|r| r.0).min()?;
+        let after = reads.iter().map(|r| r.1).max()?;
+        after.saturating_sub(before)
+    } else {
+        obs.iter().filter_map(|o| o.delta).sum()
+    };
+    // Errors other than connect failures may or may not have reached the server.
+    let unsure: u64 = runs
+        .iter()
+        .map(|r| r.error_total - r.errors.get("connect").copied().unwrap_or(0))
+        .sum();
+    let matches = delta <= expected && delta + unsure >= expected;
+    Some(ServerObserved {
+        source: first.source.clone(),
+        delta: Some(delta),
+        expected,
+        matches,
+        note: (!matches).then(|| {
+            format!("the server counted {delta} but the generators sent {expected} together (warm-up included)")
+        }),
+        before: None,
+        after: None,
+        shared: false,
     })
 }
 
@@ -615,18 +746,26 @@ fn sum_observed(
         expected: obs.iter().map(|o| o.expected).sum(),
         matches: obs.iter().all(|o| o.matches),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
+        before: None,
+        after: None,
+        shared: false,
     })
 }
 
-/// Rows with equal `t_s` (to the millisecond) summed; p50/p99 the highest of the rows.
-pub fn merge_timelines<'a>(timelines: impl Iterator<Item = &'a [TimelineRow]>) -> Vec<TimelineRow> {
+/// Rows placed on one clock, each timeline shifted by its window's start after the first's
+/// (seconds): rows at the same wall-clock time (to the millisecond) are summed, p50/p99 the
+/// highest of the rows; runs one after another follow each other instead of adding up.
+pub fn merge_timelines<'a>(
+    timelines: impl Iterator<Item = (&'a [TimelineRow], f64)>,
+) -> Vec<TimelineRow> {
     let mut by_t: BTreeMap<i64, TimelineRow> = BTreeMap::new();
-    for rows in timelines {
+    for (rows, offset) in timelines {
         for row in rows {
-            let key = (row.t_s * 1000.0).round() as i64;
+            let t_s = row.t_s + offset;
+            let key = (t_s * 1000.0).round() as i64;
             match by_t.get_mut(&key) {
                 None => {
-                    by_t.insert(key, row.clone());
+                    by_t.insert(key, TimelineRow { t_s, ..row.clone() });
                 }
                 Some(m) => {
                     m.add_counts(row);

@@ -142,6 +142,11 @@ impl Exporter {
         self.shared.finish(file);
     }
 
+    /// How long `finish` keeps serving (`--metrics-linger`).
+    pub fn linger(&self) -> Duration {
+        self.linger
+    }
+
     /// Keeps serving for the configured linger (a Ctrl-C or SIGTERM cuts it short), then closes
     /// the port; open connections get their current response finished (at most 2 s).
     pub async fn finish(mut self) {

@@ -234,7 +234,13 @@ pub fn parse_key_range(s: &str) -> Result<(u64, u64), String> {
         ),
         None => (1, s.trim().parse::<u64>().map_err(|_| bad())?),
     };
-    if a > b || b > i64::MAX as u64 {
+    if b > i64::MAX as u64 {
+        return Err(format!(
+            "bad key range '{s}': LAST is at most {} (i64::MAX, the widest key SQL columns hold)",
+            i64::MAX
+        ));
+    }
+    if a > b {
         return Err(bad());
     }
     Ok((a, b))
@@ -410,6 +416,9 @@ mod tests {
     fn key_ranges() {
         assert_eq!(parse_key_range("1-1000000").unwrap(), (1, 1_000_000));
         assert_eq!(parse_key_range("500").unwrap(), (1, 500));
+        let e = parse_key_range("1-18446744073709551615").unwrap_err();
+        assert!(e.contains("at most 9223372036854775807"), "{e}");
+        assert!(!e.contains("FIRST <= LAST"), "{e}");
         for bad in ["5-1", "a-b", "1-", "-", "1-2-3", "-5"] {
             assert!(parse_key_range(bad).is_err(), "{bad}");
         }

@@ -213,6 +213,8 @@ async fn accept_loop(
         let (store, stats) = (store.clone(), stats.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
+                // The delay counts from the request's arrival.
+                let due = crate::timer::monotonic_ns() + delay.as_nanos() as u64;
                 // A read is answered at once; a write first takes its body.
                 let write = matches!(*req.method(), Method::PUT | Method::DELETE);
                 let read = (!write).then(|| answer(&store, &stats, req.uri().path()));
@@ -226,7 +228,7 @@ async fn accept_loop(
                         (None, None) => unreachable!("a request is a read or a write"),
                     };
                     if !delay.is_zero() {
-                        tokio::time::sleep(delay).await;
+                        wait_until(due, delay).await;
                     }
                     Ok::<_, Infallible>(resp)
                 }
@@ -237,6 +239,15 @@ async fn accept_loop(
                 .serve_connection(TokioIo::new(sock), svc)
                 .await;
         });
+    }
+}
+
+/// Waits for `due` on a timerfd: tokio's millisecond timer wheel would add up to a tick and a
+/// half to every answer, so `--delay 2ms` would not be a 2 ms server.
+async fn wait_until(due: u64, delay: Duration) {
+    match crate::timer::PreciseSleep::new() {
+        Ok(mut t) => t.until(due).await,
+        Err(_) => tokio::time::sleep(delay).await,
     }
 }
 

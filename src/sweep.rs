@@ -78,7 +78,8 @@ pub async fn sweep(
             ..plan.clone()
         };
         if control.progress {
-            eprintln!("loadgen: sweep step: {c} connections");
+            let s = if c == 1 { "" } else { "s" };
+            eprintln!("loadgen: sweep step: {c} connection{s}");
         }
         let r = run_target(target, &p, control, embedded).await?;
         steps.push(SweepStep {

@@ -268,6 +268,14 @@ fn assert_runs_shown(dom: &str, doc: &Value) {
             let got: f64 = attr(tag, "data-value").parse().unwrap();
             assert!((got - us).abs() <= 1e-9 * us, "{tag} vs {us}");
         }
+        // The connect row says how the connections went: TLS or plain, as the text report does.
+        if r["connected"].as_u64().unwrap_or(0) > 0 {
+            let (_, over) = element(dom, &format!("over-{i}"));
+            match r["tls"]["version"].as_str() {
+                Some(v) => assert!(over.contains(v), "#over-{i}: {over}"),
+                None => assert!(over.ends_with(", plain"), "#over-{i}: {over}"),
+            }
+        }
         let so = &r["server_observed"];
         if so["delta"].is_u64() {
             let (tag, _) = element(dom, &format!("server-{i}"));
@@ -421,7 +429,12 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
         ok(&lg_line(&d, &line), "run");
     }
     ok(&lg_line(&d, "merge a.json b.json -o m.json"), "merge");
-    assert!(!d.join("m.html").exists(), "merge writes no page by itself");
+    // merge -o writes the page beside its JSON, as a run does; `report` writes it again.
+    assert!(
+        d.join("m.html").exists(),
+        "merge writes its HTML report beside m.json"
+    );
+    std::fs::remove_file(d.join("m.html")).unwrap();
     let err = ok(&lg(&d, &["report", "m.json"]), "report");
     assert_eq!(err, "loadgen: report written to m.html\n");
     let merged = read_json(&d.join("m.json"));
@@ -484,6 +497,53 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     }
     assert_eq!(count(&dom, "slo-0", "<circle cx"), steps.len());
     assert!(dom.contains("bound 20.00ms"));
+    // The bound's label sits in the legend, never over the points in the chart.
+    assert_eq!(count(&dom, "slo-0", "bound"), 0);
+    assert_eq!(count(&dom, "slo-0", r#"class="hline""#), 1);
+
+    // Steps all near 11 ms under a 20 ms bound: the log axis spans the data, not the decade
+    // 10-100 ms that squashed every point along its bottom.
+    let mut tight = slo.clone();
+    for (j, st) in tight["slo"][0]["steps"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        st["percentile_us"] = serde_json::json!(10_500.0 + 150.0 * j as f64);
+    }
+    std::fs::write(d.join("tight.json"), serde_json::to_vec(&tight).unwrap()).unwrap();
+    ok(
+        &lg_line(&d, "report tight.json -o tight.html"),
+        "report tight.json",
+    );
+    let dom = open(browser, &d.join("tight.html"));
+    let at = dom.find(r#"id="c-slo-0""#).unwrap();
+    let svg = &dom[at..at + dom[at..].find("</svg>").unwrap()];
+    let nums = |key: &str| -> Vec<f64> {
+        svg.match_indices(key)
+            .map(|(i, _)| {
+                let v = &svg[i + key.len()..];
+                v[..v.find('"').unwrap()].parse().unwrap()
+            })
+            .collect()
+    };
+    let spread = |v: &[f64]| {
+        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+    };
+    // The plot's height: the vertical grid lines run from its top to its bottom.
+    let mut ys = nums(r#" y1=""#);
+    ys.extend(nums(r#" y2=""#));
+    let (cy, plot) = (nums(r#" cy=""#), spread(&ys));
+    let n = tight["slo"][0]["steps"].as_array().unwrap().len() as f64;
+    let decades = ((10_500.0 + 150.0 * (n - 1.0)) / 10_500.0f64).log10();
+    // On a whole-decade axis the points take `decades` of the height; on the data's range
+    // (with the bound) several times that.
+    assert!(
+        spread(&cy) / plot > 2.0 * decades,
+        "points span {} of {plot} px: {svg}",
+        spread(&cy)
+    );
 }
 
 /// A mix that writes: the per-op table shows each op's numbers as the JSON has them, the server's

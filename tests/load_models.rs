@@ -358,3 +358,39 @@ fn slo_search_finds_the_capacity_of_a_server_with_a_fixed_delay() {
     assert!(took < Duration::from_secs(60), "took {took:?}");
     assert_schema_valid(&doc);
 }
+
+/// A bound no rate can meet (every answer waits 5 ms, the bound is 1 ms): the search finds no
+/// passing rate and the run exits 1, as any threshold that fails does (it used to exit 0).
+#[test]
+fn slo_search_that_no_rate_meets_exits_1() {
+    let served = Served::start_with(10_000, &["--delay", "5ms"]);
+    let (code, doc, err) = run_json(&[
+        &served.url,
+        "--slo",
+        "p50=1ms",
+        "-d",
+        "200ms",
+        "--warmup",
+        "0",
+        "--keys",
+        "1-10000",
+        "-c",
+        "2",
+    ]);
+    let slo = &doc["slo"][0];
+    assert_eq!(slo["best_rate"], serde_json::Value::Null, "{slo}");
+    assert_eq!(code, 1, "{err}");
+    assert_schema_valid(&doc);
+}
+
+/// The sweep's progress names each step's connection count in good English.
+#[test]
+fn sweep_progress_says_1_connection_not_1_connections() {
+    let out = run(&[
+        "run", "--sweep", "1,2", "-n", "200", "--keys", "1-1000", "--format", "json", "-o", "-",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("sweep step: 1 connection\n"), "{err}");
+    assert!(err.contains("sweep step: 2 connections\n"), "{err}");
+}

@@ -90,3 +90,88 @@ fn comparison_over_embedded_postgres_and_memcached() {
     assert_eq!(svg.matches("<rect x=").count(), 3);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// get_hits + get_misses from memcached's own `stats`, read by the test itself.
+fn mc_lookups(url: &str) -> u64 {
+    use std::io::{BufRead, BufReader, Write};
+    let addr = url.trim_start_matches("memcache://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"stats\r\n").unwrap();
+    let mut total = 0;
+    for line in BufReader::new(s).lines() {
+        let line = line.unwrap();
+        if line == "END" {
+            break;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let ["STAT", "get_hits" | "get_misses", v] = f[..] {
+            total += v.parse::<u64>().unwrap();
+        }
+    }
+    total
+}
+
+/// Two generators named with `--instance` run together on one memcached: each says the
+/// server's count includes the other's requests (no "counts differ" warning), and `merge`
+/// compares the server's change over both runs with the SUM of what they sent, which equals the
+/// change the test reads from memcached itself.
+#[test]
+fn two_named_generators_on_one_memcached_and_their_merge_count_the_sum() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("loadgen-mc-instances-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let before = mc_lookups(&url);
+    let children: Vec<_> = [("gen-a", "1"), ("gen-b", "2")]
+        .iter()
+        .map(|(name, seed)| {
+            std::process::Command::new(bin())
+                .args([
+                    "run", &url, "-d", "2s", "--warmup", "0", "-c", "4", "--keys", "1-100000",
+                ])
+                .args(["--instance", name, "--seed", seed, "-q", "-o"])
+                .arg(dir.join(format!("{name}.json")))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("loadgen starts")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{text}{err}");
+        assert!(text.contains("includes the other generators'"), "{text}");
+        assert!(!text.contains("WARNING"), "{text}");
+    }
+    let delta = mc_lookups(&url) - before;
+    let (a, b) = (dir.join("gen-a.json"), dir.join("gen-b.json"));
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+        "-o",
+        "-",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &doc["runs"][0];
+    let so = &r["server_observed"];
+    let sent = u(r, "requests") + u(r, "warmup_requests");
+    assert_eq!(
+        u(so, "delta"),
+        delta,
+        "the server's own change over both runs: {so}"
+    );
+    assert_eq!(u(so, "expected"), sent, "{so}");
+    assert_eq!(delta, sent, "memcached saw exactly what the two sent");
+    assert_eq!(so["matches"], true, "{so}");
+    assert_schema_valid(&doc);
+    let _ = std::fs::remove_dir_all(&dir);
+}

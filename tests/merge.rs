@@ -655,7 +655,14 @@ fn differing_connections_warn_and_merge_and_the_result_merges_again() {
         u(&a, "settings.connections") + 64
     );
     assert_eq!(u(&m["runs"][0], "hits"), 4000);
-    assert!(m["runs"][0]["server_observed"].is_null());
+    // Each part counted on a server of its own (the embedded one): the counts add up.
+    let so = &m["runs"][0]["server_observed"];
+    assert_eq!(
+        u(so, "delta"),
+        u(&a["runs"][0], "server_observed.delta") * 2,
+        "{so}"
+    );
+    assert_eq!(so["matches"], true, "{so}");
 
     // A merged file merges again; an input without an instance is named by its file name.
     let mut c = file("c", T0, 10.0, 1000);
@@ -835,4 +842,88 @@ fn interval_log_reads_in_javas_histogram_log_processor() {
     let r = &p.a["runs"][0];
     assert_eq!(nums[1] as u64, u(r, "requests"), "{line}");
     assert_eq!(nums[0], f(r, "latency_us.max"), "{line}");
+}
+
+/// Runs one after another: their timelines follow each other on one clock (the second's rows
+/// a minute later), never summed as if the load had been concurrent, so the chart and the
+/// merged QPS tell the same story.
+#[test]
+fn timelines_of_runs_one_after_another_follow_each_other() {
+    let dir = tmpdir("timeline-sequential");
+    let row = |t: f64, qps: f64| {
+        json!({"t_s": t, "qps": qps, "hits": qps as u64, "misses": 0, "errors": 0,
+               "p50_us": 50.0, "p99_us": 90.0, "in_flight": 2, "connections": 4, "reconnects": 0})
+    };
+    let mut a = file("a", T0, 2.0, 2000);
+    let mut b = file("b", "2026-12-02T17:41:00Z", 2.0, 2000);
+    for d in [&mut a, &mut b] {
+        d["runs"][0]["timeline"] = json!([row(1.0, 1000.0), row(2.0, 1000.0)]);
+    }
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let (code, m, err) = merge(&[&pa, &pb]);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    let r = &m["runs"][0];
+    let tl = r["timeline"].as_array().unwrap();
+    let ts: Vec<f64> = tl.iter().map(|r| r["t_s"].as_f64().unwrap()).collect();
+    assert_eq!(ts, [1.0, 2.0, 61.0, 62.0], "{tl:?}");
+    assert!(tl.iter().all(|row| f(row, "qps") == 1000.0), "{tl:?}");
+    assert_eq!(
+        f(r, "qps"),
+        1000.0,
+        "total / summed windows, as the chart shows"
+    );
+    assert!(err.contains("do not overlap"), "{err}");
+    assert_schema_valid(&m);
+}
+
+/// Two generators on one host with seeds 1 and 2 that ran together against one server: the
+/// header counts the host's cores once and names both seeds, the server's CPU is charged once
+/// over every request, and `merge -o` writes the HTML report beside its JSON.
+#[test]
+fn merged_header_cores_seeds_server_cpu_and_html_beside() {
+    let dir = tmpdir("header");
+    let mut a = file("a", T0, 10.0, 10_000);
+    let mut b = file("b", T0, 10.0, 30_000);
+    let cpu = json!({"pid": 4242, "process": "memcached", "cpu_s": 2.0, "per_request_us": 1.0,
+                     "cpu_bound_qps": 1.0, "note": null});
+    for d in [&mut a, &mut b] {
+        d["machine"] = json!({"cores": 2, "os": "linux", "hostname": "gen-host"});
+        d["runs"][0]["server_cpu"] = cpu.clone();
+        d["runs"][0]["warmup_requests"] = json!(0);
+    }
+    a["settings"]["seed"] = json!(1);
+    b["settings"]["seed"] = json!(2);
+    let (pa, pb) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let (code, m, err) = merge(&[&pa, &pb]);
+    assert_eq!(code, 0, "{err}");
+    let m = m.unwrap();
+    assert_eq!(
+        u(&m["machine"], "cores"),
+        2,
+        "one host's cores, counted once"
+    );
+    assert_eq!(m["settings"]["seeds"], json!([1, 2]));
+    let sc = &m["runs"][0]["server_cpu"];
+    assert_eq!(f(sc, "cpu_s"), 2.0, "charged once: {sc}");
+    assert_eq!(f(sc, "per_request_us"), 2e6 / 40_000.0, "{sc}");
+    assert_schema_valid(&m);
+
+    let out_json = dir.join("merged.json");
+    let out = Command::new(bin())
+        .args(["merge", pa.to_str().unwrap(), pb.to_str().unwrap(), "-o"])
+        .arg(&out_json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains(", seeds 1,2"), "{text}");
+    assert!(
+        !text.contains("seed 1,") && !text.contains(", seed 1\n"),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(dir.join("merged.html")).expect("an HTML report beside");
+    assert!(html.contains("<html"), "{}", &html[..200.min(html.len())]);
+    assert!(err.contains("merged.html"), "{err}");
 }

@@ -1030,3 +1030,26 @@ fn dashboard_queries_parse_in_prometheus() {
         }
     }
 }
+
+/// `--metrics` says where it serves when it starts listening, and a linger says how long and
+/// until when it keeps serving; `-q` keeps stderr quiet about both.
+#[test]
+fn metrics_say_where_they_serve_and_how_long_they_linger() {
+    let _g = serial();
+    for quiet in [false, true] {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut args = vec!["run", "-n", "2000", "--keys", "1-10000", "--metrics", &addr];
+        args.extend(["--metrics-linger", "1s", "--format", "json", "-o", "-"]);
+        if quiet {
+            args.push("-q");
+        }
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let listens = format!("metrics at http://{addr}/metrics, live page at http://{addr}/");
+        let lingers = format!("metrics stay up at http://{addr}/ for 1s (until ");
+        assert_eq!(err.contains(&listens), !quiet, "{err}");
+        assert_eq!(err.contains(&lingers), !quiet, "{err}");
+    }
+}

@@ -397,3 +397,28 @@ fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `-o` into a directory that does not exist is refused before the run, in one line naming the
+/// directory, and creates nothing (it used to make the whole missing path); the default
+/// `results/` is still made when absent.
+#[test]
+fn a_missing_directory_is_refused_not_created() {
+    let d = tempdir("missing-dir");
+    for to in ["no/such/dir/r.json", "gone/r.json"] {
+        let out = lg(&d, &run_args(false, &["-o", to]));
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "-o {to}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let dir = Path::new(to).parent().unwrap().display().to_string();
+        assert!(
+            err.contains(&format!("directory {dir} does not exist")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(names(&d).is_empty(), "nothing created: {:?}", names(&d));
+    let out = lg(&d, &run_args(false, &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(d.join("results").is_dir());
+    let _ = std::fs::remove_dir_all(&d);
+}

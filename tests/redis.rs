@@ -181,6 +181,10 @@ fn wrong_logins_exit_2_naming_the_cause_never_the_password() {
             !stdout.contains(WRONG) && !stderr.contains(WRONG),
             "password leaked: {stdout}{stderr}"
         );
+        if cause.contains("NOAUTH") {
+            // the hint survives the secret mask whole, its parenthesis closed
+            assert!(stderr.contains("&pass=<password>)"), "{stderr}");
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod downsample;
 pub mod html;
 pub mod output;
+mod short_target;
 pub mod svg;
 pub mod text;
 

@@ -40,7 +40,7 @@ impl Dest {
             }
             let meta = match std::fs::symlink_metadata(&p) {
                 Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Dest::Replace(p)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return missing(p),
                 Err(e) => return Err(e),
             };
             let kind = meta.file_type();
@@ -94,6 +94,20 @@ impl Dest {
             Dest::Through(p) => OpenOptions::new().write(true).open(p),
             Dest::Replace(p) => File::create(p),
         }
+    }
+}
+
+/// A path not there yet is made in its directory, which must exist: a typo in a directory
+/// name must not leave new directories behind.
+fn missing(p: PathBuf) -> io::Result<Dest> {
+    match p.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+            Err(io::Error::other(format!(
+                "directory {} does not exist: create it or name another path",
+                dir.display()
+            )))
+        }
+        _ => Ok(Dest::Replace(p)),
     }
 }
 
@@ -158,7 +172,6 @@ fn replace(target: &Path, bytes: &[u8]) -> io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir)?;
     let (tmp, mut f) = loop {
         let n = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
@@ -242,10 +255,11 @@ mod tests {
             0o600
         );
         assert_eq!(entries(&d), ["r.json"]);
-        // Missing directories are made, as results/ is on a first run.
+        // A missing directory is refused, never made (the caller makes its default results/).
         let deep = d.join("a/b/c.json");
-        write(&deep, b"x").unwrap();
-        assert_eq!(std::fs::read(&deep).unwrap(), b"x");
+        let e = write(&deep, b"x").unwrap_err();
+        assert!(e.to_string().contains("a/b does not exist"), "{e}");
+        assert!(!d.join("a").exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 

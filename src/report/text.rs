@@ -40,8 +40,9 @@ pub fn progress_line(row: &TimelineRow, errors: u64, reconnects: u64, len_s: f64
     } else {
         format!("{:>6.1}s", row.t_s)
     };
-    // warm-up requests are not timed: no percentiles to show for them
-    let pct = |us: f64| if warm { "-".to_string() } else { micros(us) };
+    // warm-up requests are not timed, and an interval without replies has no latencies
+    let none = warm || row.hits + row.misses == 0;
+    let pct = |us: f64| if none { "-".to_string() } else { micros(us) };
     format!(
         "[{label}] {:>10} qps  p50 {:>9}  p99 {:>9}  err/s {:>6}  reconn/s {:>4}  conns {:>4}  in-flight {:>4}",
         thousands(row.qps as u64),
@@ -97,7 +98,7 @@ pub fn render(file: &ResultFile) -> String {
     };
     let _ = writeln!(
         out,
-        "settings   {connections} x {} in flight, {} threads, {stop} after {}s warm-up, keys {} {}, {} mode{}{}, seed {}",
+        "settings   {connections} x {} in flight, {} threads, {stop} after {}s warm-up, keys {} {}, {} mode{}{}, {}",
         s.pipeline,
         s.threads,
         s.warmup_s,
@@ -106,7 +107,10 @@ pub fn render(file: &ResultFile) -> String {
         s.mode,
         if s.verify { ", verify" } else { "" },
         rate,
-        s.seed
+        match &s.seeds {
+            Some(all) => format!("seeds {}", all.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+            None => format!("seed {}", s.seed),
+        }
     );
     // Sweeps and SLO searches print their own tables instead of one block per step.
     if file.sweeps.is_empty() && file.slo.is_empty() {
@@ -254,12 +258,17 @@ pub fn render_run(r: &RunResult) -> String {
         .as_ref()
         .map_or_else(String::new, |d| format!(", driver {d}"));
     let _ = writeln!(out, "target     {} ({}{driver})", r.target, r.kind);
+    // Every request failed: a rate of 0 qps would read as a measurement.
+    let rate = if r.requests > 0 && r.hits + r.misses == 0 {
+        ": no request succeeded".to_string()
+    } else {
+        format!(" = {} qps", thousands(r.qps.round() as u64))
+    };
     let _ = writeln!(
         out,
-        "requests   {} in {:.2}s = {} qps{}",
+        "requests   {} in {:.2}s{rate}{}",
         thousands(r.requests),
         r.duration_s,
-        thousands(r.qps.round() as u64),
         if r.interrupted { "  [interrupted]" } else { "" }
     );
     let _ = writeln!(
@@ -347,7 +356,9 @@ pub fn render_run(r: &RunResult) -> String {
                     so.source,
                     thousands(d),
                     thousands(so.expected),
-                    if so.matches {
+                    if so.matches && so.shared {
+                        ", includes the other generators' (--instance)"
+                    } else if so.matches {
                         ", matches"
                     } else {
                         "  WARNING: counts differ"
@@ -435,7 +446,7 @@ pub fn comparison(runs: &[RunResult]) -> String {
         let _ = writeln!(
             out,
             "{:<width$}  {:>11}  {:>9}  {:>9}  {:>9}  {:>8}  {:>7}",
-            shorten(&r.target, width),
+            super::short_target::shorten(&r.target, width),
             thousands(r.qps.round() as u64),
             micros(r.latency_us.p50),
             micros(r.latency_us.p99),
@@ -453,20 +464,6 @@ pub fn comparison(runs: &[RunResult]) -> String {
 
 /// The widest target column of the comparison table, in characters.
 const TARGET_WIDTH: usize = 60;
-
-/// `s` cut to `width` characters by an ellipsis in the middle: the scheme and host at the start
-/// and the table or option at the end tell targets apart.
-fn shorten(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        return s.to_string();
-    }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let start: String = s.chars().take(head).collect();
-    let end: String = s.chars().skip(n - tail).collect();
-    format!("{start}…{end}")
-}
 
 /// `cost/lookup  client 14.1 µs (81% kernel)  server 31.0 µs  => CPU-bound at ~44k qps on 2
 /// cores`: where each lookup's CPU went, and the rate at which client and server together
@@ -575,11 +572,15 @@ mod tests {
         let table = comparison(&runs);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 4, "{table}");
-        // The long URL is cut to the target column, keeping its start and its end.
+        // The long URL is cut to the target column, keeping its path (the table) whole and the
+        // end of its options.
         let long_row = lines[2];
-        assert!(long_row.starts_with("hs://127.0.0.1:59998/"), "{table}");
         assert!(
-            long_row.contains("…") && long_row.contains("&index=PRIMARY  "),
+            long_row.starts_with("hs://127.0.0.1:59998/loadgen/usr?"),
+            "{table}"
+        );
+        assert!(
+            long_row.contains("…") && long_row.contains("index=PRIMARY  "),
             "{table}"
         );
         // Every row has its fields (right-aligned) ending at the same characters.
@@ -629,6 +630,25 @@ mod tests {
         assert_eq!(shorten("abcdef", 6), "abcdef");
         assert_eq!(shorten("abcdefghij", 7), "abc…hij");
         assert_eq!(shorten("µsµsµsµs", 5), "µs…µs");
+    fn a_run_where_every_request_failed_says_so_not_0_qps() {
+        let mut r = run("embedded", 0.0);
+        (r.requests, r.hits, r.error_total) = (2000, 0, 2000);
+        let text = render_run(&r);
+        assert!(
+            text.contains("2,000 in 5.00s: no request succeeded"),
+            "{text}"
+        );
+        assert!(!text.contains("0 qps"), "{text}");
+    }
+
+    #[test]
+    fn an_interval_without_replies_shows_no_percentiles() {
+        let row: TimelineRow = serde_json::from_value(serde_json::json!({"t_s": 3.0, "qps": 0.0,
+            "hits": 0, "misses": 0, "errors": 40, "p50_us": 0.0, "p99_us": 0.0}))
+        .unwrap();
+        let line = progress_line(&row, 40, 0, 1.0);
+        assert!(line.contains("p50         -  p99         -"), "{line}");
+        assert!(!line.contains("0.0µs"), "{line}");
     }
 
     #[test]

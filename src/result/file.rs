@@ -41,6 +41,9 @@ pub struct Settings {
     pub timeout_ms: u64,
     pub interval_ms: u64,
     pub seed: u64,
+    /// A merge of generators whose seeds differ: every one of them (`seed` is the first's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<Vec<u64>>,
     pub rate: Option<f64>,
     /// Optional in the schema (older files lack it).
     #[serde(default)]

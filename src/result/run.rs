@@ -200,4 +200,13 @@ pub struct ServerObserved {
     pub expected: u64,
     pub matches: bool,
     pub note: Option<String>,
+    /// The counter's reads around the run: `merge` takes the span of concurrent runs' reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// One of several generators on this server (`--instance`): the count holds the others'
+    /// requests too, so `matches` only says the server saw at least this one's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }

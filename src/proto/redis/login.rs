@@ -234,8 +234,9 @@ impl Login {
 
     fn noauth(&self) -> LookupError {
         self.fail(
+            // <password>: a bare `pass=PASSWORD)` would read as a secret and lose its `)` to the mask.
             "the server wants a password (NOAUTH) and the URL has none: use \
-             redis://[USER]:PASSWORD@host:port (over a socket: ?user=USER&pass=PASSWORD)"
+             redis://[USER]:<password>@host:port (over a socket: ?user=USER&pass=<password>)"
                 .into(),
         )
     }

@@ -43,7 +43,7 @@
       : s.connections + ' connections';
     return `${conns} x ${s.pipeline} in flight, ${s.threads} threads, ${stop} after ` +
       `${s.warmup_s}s warm-up, keys ${s.keys} ${s.dist}, ${s.mode} mode` +
-      `${s.verify ? ', verify' : ''}${rate}, seed ${s.seed}, timeout ${s.timeout_ms}ms, ` +
+      `${s.verify ? ', verify' : ''}${rate}, ${s.seeds ? 'seeds ' + s.seeds.join(',') : 'seed ' + s.seed}, timeout ${s.timeout_ms}ms, ` +
       `interval ${s.interval_ms}ms${s.query ? ', query: ' + s.query : ''}` +
       `${s.mix ? ', mix ' + s.mix : ''}${s.txn ? ', ' + s.txn + ' writes per transaction' : ''}`;
   }
@@ -71,7 +71,8 @@
     }
     return `<td id="server-${i}" data-value="${s.delta}" data-matches="${s.matches}">` +
       `${esc(s.source)} = ${thousands(s.delta)} (loadgen sent ${thousands(s.expected)}), ` +
-      (s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
+      (s.matches && s.shared ? '<span class="note">includes the other generators\' (--instance)</span>'
+        : s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
       '</td>';
   }
 
@@ -80,6 +81,15 @@
     .map(e => e[0] + ' ' + thousands(e[1]));
   // `synchronous_commit=off, fsync=on`: the server's durability settings of a run that writes.
   const durabilityText = r => Object.entries(r.durability || {}).map(e => e[0] + '=' + e[1]).join(', ');
+
+  // `, TLS 1.3 <cipher> (certificate verified)` or `, plain`, with the socket path before it,
+  // as the text report's connect line says it.
+  const over = r => {
+    const path = r.socket ? ` over ${r.transport} ${r.socket}` : '';
+    if (!r.tls) return path + ', plain';
+    const checked = { full: 'certificate and host name verified', ca: 'certificate chain verified, host name not' };
+    return `${path}, ${r.tls.version} ${r.tls.cipher} (${checked[r.tls.verified] || 'certificate not verified'})`;
+  };
 
   function card(r, i, name) {
     const errs = errorKinds(r.errors);
@@ -117,7 +127,7 @@
     }
     if (r.connected || r.connect_failed) {
       row('connect', `<td>${thousands(r.connected)} connections in ${(r.connect_s || 0).toFixed(2)}s` +
-        (r.connect_failed ? ` <span class="bad">${thousands(r.connect_failed)} failed` +
+        `<span id="over-${i}">${esc(over(r))}</span>` + (r.connect_failed ? ` <span class="bad">${thousands(r.connect_failed)} failed` +
           (r.connect_error ? ': ' + esc(r.connect_error) : '') + '</span>' : '') + '</td>');
     }
     if (r.stopped_early) row('stopped', `<td class="bad">${esc(r.stopped_early)}</td>`);
@@ -204,7 +214,19 @@
       const tv = vals.map(t);
       lo = tv.length ? Math.min(...tv) : 0;
       hi = tv.length ? Math.max(...tv) : 1;
-      if (type === 'log') {
+      if (type === 'log' && ax.tight && tv.length) {
+        // The data's own range, not whole decades: points within one decade spread out.
+        const pad = Math.max(0.03, (hi - lo) * 0.08);
+        lo -= pad; hi += pad;
+        ticks = [];
+        for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) {
+          for (const m of [1, 1.5, 2, 3, 5, 7]) {
+            const v = m * Math.pow(10, e);
+            if (t(v) >= lo - 1e-9 && t(v) <= hi + 1e-9) ticks.push(+v.toPrecision(6));
+          }
+        }
+        while (ticks.length > Math.max(2, px / 34)) ticks = ticks.filter((_, k) => k % 2 === 0);
+      } else if (type === 'log') {
         lo = Math.floor(lo + 1e-9);
         hi = Math.max(lo + 1, Math.ceil(hi - 1e-9));
         ticks = [];
@@ -245,7 +267,7 @@
 
   // A line chart. o: {x, y: axes {type, label, fmt, min, ticks}; series: [{name, color, dash,
   // dots, points: [[x, y, hover text, point colour, label]]}]; marks: [{x, shape: tri|dia, row, color,
-  // tip}] drawn along the bottom; notes: [{x, y, text}]; hline: {y, label}; legend}.
+  // tip}] drawn along the bottom; notes: [{x, y, text}]; hline: {y}; legend}.
   function drawXY(box, o) {
     const W = widthOf(box), H = Math.round(Math.max(240, Math.min(400, W * 0.55)));
     const m = { l: 62, r: 16, t: 14, b: 44 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
@@ -279,10 +301,10 @@
       `${esc(o.y.label)}</text>`;
     const hov = [];
     if (o.hline) {
+      // Its label goes in the legend, where no point can cover it.
       const y = Y(o.hline.y);
-      s += `<line x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}" stroke="${RED}" ` +
-        `stroke-dasharray="6 4" stroke-width="1.5"/><text x="${W - m.r - 4}" y="${y - 5}" ` +
-        `text-anchor="end" fill="${RED}">${esc(o.hline.label)}</text>`;
+      s += `<line class="hline" x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}" stroke="${RED}" ` +
+        'stroke-dasharray="6 4" stroke-width="1.5"/>';
     }
     for (const se of o.series) {
       const p = se.points.filter(ok);
@@ -552,9 +574,10 @@
       addChart('slo-' + i, b => drawXY(b, { label: 'SLO steps', series: [{ name: '', color: color(i),
         line: '#c4c8d0', width: 1, dots: true, r: 5, points: steps }], x: { type: 'lin', min: 0, label: 'offered rate (closed loop: achieved), requests/s',
           fmt: tickNum },
-        y: latencyAxis(pname + ' latency'),
-        hline: bounds[i] != null ? { y: bounds[i], label: 'bound ' + micros(bounds[i]) } : null,
-        legend: [{ name: 'pass', sym: '●', color: GREEN }, { name: 'fail', sym: '●', color: RED }] }));
+        y: Object.assign(latencyAxis(pname + ' latency'), { tight: true }),
+        hline: bounds[i] != null ? { y: bounds[i] } : null,
+        legend: [{ name: 'pass', sym: '●', color: GREEN }, { name: 'fail', sym: '●', color: RED }]
+          .concat(bounds[i] != null ? [{ name: 'bound ' + micros(bounds[i]), color: RED, dash: true }] : []) }));
       h += '<div class="scroll"><table class="steps"><tr><th>step</th><th>rate</th><th>achieved</th>' +
         `<th>${esc(pname)}</th><th>result</th></tr>` + slo.steps.map((st, j) => `<tr><td>${j + 1}</td>` +
           `<td>${st.rate != null ? thousands(st.rate) + '/s' : 'closed loop'}</td>` +
