@@ -626,13 +626,6 @@ mod tests {
     }
 
     #[test]
-    fn shorten_keeps_both_ends() {
-        assert_eq!(shorten("abcdef", 6), "abcdef");
-        assert_eq!(shorten("abcdefghij", 7), "abc…hij");
-        assert_eq!(shorten("µsµsµsµs", 5), "µs…µs");
-    }
-
-    #[test]
     fn a_run_where_every_request_failed_says_so_not_0_qps() {
         let mut r = run("embedded", 0.0);
         (r.requests, r.hits, r.error_total) = (2000, 0, 2000);
