@@ -52,9 +52,12 @@ use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
+mod server;
+use server::{merge_observed, merge_server_cpu, sum_observed};
+
 use crate::result::{
     decode_histogram, encode_histogram, ClientCpu, Machine, OpResult, Percentiles, RateResult,
-    ResultFile, RunResult, ServerCpu, ServerObserved, TimelineRow,
+    ResultFile, RunResult, TimelineRow,
 };
 
 /// One input: a name (its instance or file name) and the parsed file.
@@ -416,6 +419,10 @@ fn merge_group(
         None
     };
 
+    let hosts: Vec<(&str, usize)> = inputs
+        .iter()
+        .map(|x| (x.file.machine.hostname.as_str(), x.file.machine.cores))
+        .collect();
     let requests: u64 = runs.iter().map(|r| r.requests).sum();
     let warmup_requests: u64 = runs.iter().map(|r| r.warmup_requests).sum();
     let worker_s: f64 = runs.iter().map(|r| r.client_cpu.worker_s).sum();
@@ -471,7 +478,7 @@ fn merge_group(
         connect_s: runs.iter().map(|r| r.connect_s).fold(0.0, f64::max),
         connect_failed: runs.iter().map(|r| r.connect_failed).sum(),
         connect_error: runs.iter().find_map(|r| r.connect_error.clone()),
-        server_cpu: merge_server_cpu(inputs, &runs, concurrent, all_requests, &client_cpu),
+        server_cpu: merge_server_cpu(&hosts, &runs, concurrent, all_requests, &client_cpu),
         latency_us,
         service_us,
         lag_us,
@@ -486,116 +493,6 @@ fn merge_group(
                 .map(|(r, w)| (r.timeline.as_slice(), w.0 - first_start)),
         ),
         histogram: encode_histogram(&hist),
-    })
-}
-
-/// The server's CPU charged once. Generators that ran together on one server each read all of
-/// its CPU over their own (overlapping) window: the highest reading stands for it, spread over
-/// every generator's requests. Different servers, or runs one after another: readings add up.
-fn merge_server_cpu(
-    inputs: &[Input],
-    runs: &[&RunResult],
-    concurrent: bool,
-    requests: u64,
-    client: &ClientCpu,
-) -> Option<ServerCpu> {
-    let cpus: Vec<&ServerCpu> = runs.iter().filter_map(|r| r.server_cpu.as_ref()).collect();
-    let first = *cpus.first()?;
-    let readings: Option<Vec<f64>> = cpus.iter().map(|c| c.cpu_s).collect();
-    let (Some(readings), true) = (readings, cpus.len() == runs.len()) else {
-        let note = cpus.iter().find_map(|c| c.note.clone());
-        return Some(ServerCpu {
-            note: note.or_else(|| Some("not every generator read the server's CPU".into())),
-            ..ServerCpu::default()
-        });
-    };
-    let host = |x: &Input| x.file.machine.hostname.clone();
-    let one_server = cpus.iter().zip(inputs).all(|(c, x)| {
-        c.pid.is_some()
-            && c.pid == first.pid
-            && c.process == first.process
-            && host(x) == host(&inputs[0])
-    });
-    let cpu_s = if one_server && concurrent {
-        readings.iter().copied().fold(0.0, f64::max)
-    } else {
-        readings.iter().sum()
-    };
-    let per_request_us = (requests > 0).then(|| cpu_s * 1e6 / requests as f64);
-    let cores = inputs[0].file.machine.cores.max(1) as f64;
-    let cpu_bound_qps = per_request_us
-        .filter(|s| s + client.per_request_us > 0.0)
-        .map(|s| (cores * 1e6 / (s + client.per_request_us)).round());
-    Some(ServerCpu {
-        pid: first.pid.filter(|_| one_server),
-        process: first.process.clone().filter(|_| one_server),
-        cpu_s: Some(round3(cpu_s)),
-        per_request_us: per_request_us.map(round3),
-        cpu_bound_qps,
-        note: None,
-    })
-}
-
-/// The server's count against what the generators sent together. Generators that ran together
-/// on one server each counted the others' requests too: the server's change from the earliest
-/// read before to the latest read after spans every run, and is compared with the sum of what
-/// they sent. Otherwise (runs one after another, or each on its own server) the counts add up.
-fn merge_observed(
-    runs: &[&RunResult],
-    concurrent: bool,
-    label: &str,
-    warnings: &mut Vec<String>,
-) -> Option<ServerObserved> {
-    let obs: Option<Vec<&ServerObserved>> =
-        runs.iter().map(|r| r.server_observed.as_ref()).collect();
-    let obs = obs?;
-    let first = *obs.first()?;
-    if obs
-        .iter()
-        .any(|o| o.delta.is_none() || o.source != first.source)
-    {
-        return None;
-    }
-    let expected: u64 = obs.iter().map(|o| o.expected).sum();
-    let shared = runs.len() > 1
-        && concurrent
-        && runs.iter().all(|r| r.target == runs[0].target)
-        && obs
-            .iter()
-            .any(|o| o.shared || o.delta.is_some_and(|d| d > o.expected));
-    let delta = if shared {
-        let reads: Option<Vec<(u64, u64)>> =
-            obs.iter().map(|o| Some((o.before?, o.after?))).collect();
-        let Some(reads) = reads else {
-            warnings.push(format!(
-                "{label}: the server's count is left out: the generators ran together on one server \
-                 and a file from an older loadgen lacks the counter's reads"
-            ));
-            return None;
-        };
-        let before = reads.iter().map(|r| r.0).min()?;
-        let after = reads.iter().map(|r| r.1).max()?;
-        after.saturating_sub(before)
-    } else {
-        obs.iter().filter_map(|o| o.delta).sum()
-    };
-    // Errors other than connect failures may or may not have reached the server.
-    let unsure: u64 = runs
-        .iter()
-        .map(|r| r.error_total - r.errors.get("connect").copied().unwrap_or(0))
-        .sum();
-    let matches = delta <= expected && delta + unsure >= expected;
-    Some(ServerObserved {
-        source: first.source.clone(),
-        delta: Some(delta),
-        expected,
-        matches,
-        note: (!matches).then(|| {
-            format!("the server counted {delta} but the generators sent {expected} together (warm-up included)")
-        }),
-        before: None,
-        after: None,
-        shared: false,
     })
 }
 
@@ -708,48 +605,6 @@ fn merge_ops(
         ops.insert(name.clone(), op);
     }
     Ok(ops)
-}
-
-/// The server's counts of one op, summed, when every part read one and each count was the
-/// part's own: a part whose count exceeds what it sent while the parts ran together shared the
-/// server with them, and every part's count holds the others' requests too.
-fn sum_observed(
-    parts: &[(&str, &OpResult)],
-    concurrent: bool,
-    what: &str,
-    warnings: &mut Vec<String>,
-) -> Option<ServerObserved> {
-    let obs: Vec<&ServerObserved> = parts
-        .iter()
-        .filter_map(|(_, o)| o.server_observed.as_ref())
-        .collect();
-    if obs.len() < parts.len() {
-        return None;
-    }
-    let shared = obs.iter().any(|o| o.delta.is_some_and(|d| d > o.expected));
-    if concurrent && parts.len() > 1 && shared {
-        warnings.push(format!(
-            "{what}: the server's count is left out: the generators ran together on one server, \
-             so each one's count includes the others' requests"
-        ));
-        return None;
-    }
-    let mut notes: Vec<&str> = Vec::new();
-    for n in obs.iter().filter_map(|o| o.note.as_deref()) {
-        if !notes.contains(&n) {
-            notes.push(n);
-        }
-    }
-    Some(ServerObserved {
-        source: obs[0].source.clone(),
-        delta: obs.iter().map(|o| o.delta).sum(),
-        expected: obs.iter().map(|o| o.expected).sum(),
-        matches: obs.iter().all(|o| o.matches),
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-        before: None,
-        after: None,
-        shared: false,
-    })
 }
 
 /// Rows placed on one clock, each timeline shifted by its window's start after the first's
