@@ -37,6 +37,7 @@ pub mod report;
 pub mod result;
 mod run;
 pub mod serve;
+pub mod shown;
 mod signals;
 pub mod sweep;
 mod timeouts;

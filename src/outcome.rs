@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+use crate::shown;
+
+/// An error message longer than this is cut: our words around at most [`shown::MAX_SHOWN`] of the server's.
+const MAX_MESSAGE: usize = 2 * shown::MAX_SHOWN;
+
 /// A lookup that got an answer. A key with no row is a `Miss`, never an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -81,11 +86,16 @@ pub struct LookupError {
 }
 
 impl LookupError {
+    /// `message` may carry a server's text: it is kept printable and cut ([`crate::shown`]).
     pub fn new(kind: ErrorKind, fatal: bool, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if !shown::is_plain(&message, MAX_MESSAGE) {
+            message = shown::clip(message.as_bytes(), MAX_MESSAGE);
+        }
         LookupError {
             kind,
             fatal,
-            message: message.into(),
+            message,
         }
     }
     pub fn io(message: impl Into<String>) -> Self {

@@ -21,6 +21,9 @@ pub struct Counts {
     pub misses: u64,
     pub errors: [u64; ErrorKind::COUNT],
     pub reconnects: u64,
+    /// Writes in doubt: sent on a connection that broke (or timed out) before their reply, so
+    /// the server may or may not have applied them. Each is also counted as its error.
+    pub unsure: u64,
 }
 
 impl Counts {
@@ -38,6 +41,7 @@ impl Counts {
             *a += b;
         }
         self.reconnects += o.reconnects;
+        self.unsure += o.unsure;
     }
 }
 
@@ -167,24 +171,16 @@ impl Recorder {
         (op, due, sent, done): (Op, u64, u64, u64),
         result: Result<Outcome, ErrorKind>,
     ) {
-        let count = |counts: &mut Counts| match result {
+        self.count(warm, Some(op), |counts| match result {
             Ok(Outcome::Hit) => counts.hits += 1,
             Ok(Outcome::Miss) => counts.misses += 1,
             Err(kind) => counts.errors[kind.index()] += 1,
-        };
-        count(if warm {
-            &mut self.cur.warm
-        } else {
-            &mut self.cur.counts
         });
-        if let Some(o) = self.cur.ops.get_mut(op.index()) {
-            count(if warm { &mut o.warm } else { &mut o.counts });
-            if !warm {
-                o.latency.saturating_record(done.saturating_sub(due).max(1));
-            }
-        }
         if warm {
             return;
+        }
+        if let Some(o) = self.cur.ops.get_mut(op.index()) {
+            o.latency.saturating_record(done.saturating_sub(due).max(1));
         }
         // Errors count toward latency too: a timeout took that long from the user's view.
         self.cur
@@ -199,21 +195,29 @@ impl Recorder {
         self.cur.last_done_ns = self.cur.last_done_ns.max(done);
     }
 
-    /// A whole connection's worth of in-flight requests failed without a latency to speak of
-    /// (connect failures count here too): counted, not timed.
-    /// A connect failure holds no request yet: it is counted as a read.
+    /// A connect that failed: counted as a run-level `connect` error, not timed, and charged
+    /// to no op, since no request was sent.
     pub fn record_error(&mut self, warm: bool, kind: ErrorKind, message: &str) {
-        let counts = if warm {
+        self.count(warm, None, |c| c.errors[kind.index()] += 1);
+        self.sample(kind, message);
+    }
+
+    /// A write of `op` lost with its connection: it may or may not have been applied.
+    pub fn unsure(&mut self, warm: bool, op: Op) {
+        self.count(warm, Some(op), |c| c.unsure += 1);
+    }
+
+    /// Applies `add` to the run's counts (or warm-up counts) and to `op`'s, when per op.
+    #[inline]
+    fn count(&mut self, warm: bool, op: Option<Op>, add: impl Fn(&mut Counts)) {
+        add(if warm {
             &mut self.cur.warm
         } else {
             &mut self.cur.counts
-        };
-        counts.errors[kind.index()] += 1;
-        if let Some(o) = self.cur.ops.get_mut(Op::Read.index()) {
-            let c = if warm { &mut o.warm } else { &mut o.counts };
-            c.errors[kind.index()] += 1;
+        });
+        if let Some(o) = op.and_then(|op| self.cur.ops.get_mut(op.index())) {
+            add(if warm { &mut o.warm } else { &mut o.counts });
         }
-        self.sample(kind, message);
     }
 
     pub fn sample(&mut self, kind: ErrorKind, message: &str) {

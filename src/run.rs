@@ -12,10 +12,23 @@ use crate::cpu::Server;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
-use crate::proto::target::{SetupError, Target};
+use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
 use crate::worker::{self, wait_true, Ctx};
+
+/// The server's own counters, within the setup bound: a server that never answers its
+/// counters' query (a hostile one) leaves the count unknown, not the run hung.
+async fn server_count<T: Target>(target: &T, plan: &Plan) -> Result<Option<ServerCount>, String> {
+    let limit = plan.timeouts().setup;
+    tokio::time::timeout(limit, target.server_count())
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "no answer to the server's counters within {limit:?}"
+            ))
+        })
+}
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
 pub async fn run<T: Target>(
@@ -31,7 +44,7 @@ pub async fn run<T: Target>(
         true => Vec::new(),
         false => target.durability().await,
     };
-    let server_before = target.server_count().await;
+    let server_before = server_count(&*target, plan).await;
     let cpu_before = process_cpu_ns();
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
@@ -147,7 +160,7 @@ pub async fn run<T: Target>(
     let server_after = if collector.interrupted() {
         Ok(None)
     } else {
-        target.server_count().await
+        server_count(&*target, plan).await
     };
     let mut result = collector.finish(
         connect,

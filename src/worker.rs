@@ -212,6 +212,10 @@ struct Requests {
     inserted: u64,
     version: u64,
     written: Option<HashMap<u64, u64>>,
+    /// With `--verify` and `--txn N`: the keys of the last N writes, a superset of the open
+    /// transaction's. A failed write rolls its whole group back, so all of them are unsure.
+    group: Option<VecDeque<u64>>,
+    txn: usize,
 }
 
 impl Requests {
@@ -231,6 +235,9 @@ impl Requests {
             inserted: 0,
             version: 0,
             written: (writes && plan.verify).then(HashMap::new),
+            group: (writes && plan.verify && plan.txn > 1)
+                .then(|| VecDeque::with_capacity(plan.txn)),
+            txn: plan.txn,
         }
     }
 
@@ -260,6 +267,12 @@ impl Requests {
         }
         self.version += 1;
         let version = self.version;
+        if let Some(g) = self.group.as_mut() {
+            if g.len() == self.txn {
+                g.pop_front();
+            }
+            g.push_back(key);
+        }
         if let Some(w) = self.written.as_mut() {
             let after = match (op, w.get(&key).copied()) {
                 (Op::Delete, _) => Request::GONE,
@@ -301,10 +314,14 @@ impl Requests {
         }
     }
 
-    /// A write failed: what its key holds now is unknown.
+    /// A write failed: what its key holds now is unknown, and with `--txn` so is what every
+    /// key of its transaction holds.
     fn unsure(&mut self, req: &Request) {
         if let (true, Some(w)) = (req.op.writes(), self.written.as_mut()) {
             w.insert(req.key, ANY_VERSION);
+            for &key in self.group.iter().flatten() {
+                w.insert(key, ANY_VERSION);
+            }
         }
     }
 }
@@ -502,6 +519,9 @@ async fn drive<T: Target>(
                 r.sample(kind, &message);
                 for s in window.drain(..) {
                     r.record(s.warm, s.at(done), Err(kind));
+                    if s.req.op.writes() {
+                        r.unsure(s.warm, s.req.op);
+                    }
                     requests.unsure(&s.req);
                     r.in_flight -= 1;
                 }

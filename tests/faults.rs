@@ -1,7 +1,9 @@
 //! Faults: servers killed, restarted and paused mid-run; Ctrl-C; bad input; password redaction.
 
 mod common;
+use common::fakes::{self, Behaviour, Proto};
 use common::*;
+use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -645,4 +647,127 @@ fn a_server_that_never_accepts_is_a_clear_error_within_the_timeout() {
         assert!(!stderr.contains("panicked"), "{url}: {stderr}");
         assert!(took < Duration::from_millis(2500), "{url}: took {took:?}");
     }
+}
+
+/// A short run against a fake: (exit code, the run's JSON, stderr).
+fn run_fake(url: &str, extra: &[&str]) -> (i32, Value, String) {
+    run_fake_for(url, "1s", extra)
+}
+
+/// [`run_fake`] for `duration`.
+fn run_fake_for(url: &str, duration: &str, extra: &[&str]) -> (i32, Value, String) {
+    let (code, doc, err) = run_json(&fake_args(url, duration, extra));
+    (code, doc["runs"][0].clone(), err)
+}
+
+/// The text report (stdout and stderr) of a short run against a fake.
+fn text_fake(url: &str, duration: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run"];
+    args.extend(fake_args(url, duration, extra));
+    let out = common::run(&args);
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// One connection on one thread, short timeouts and back-off, then `extra`.
+fn fake_args<'a>(url: &'a str, duration: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![url, "-d", duration, "--warmup", "0s", "-c", "1", "-t", "1"];
+    args.extend(["--timeout", "300ms", "--reconnect-backoff", "10ms,50ms"]);
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Two replies that each look like a miss for every request: the second arrives before its
+/// request was sent. That is a protocol error, never a miss, on every protocol, pipelined or
+/// not (it once gave "2,000 misses" at 0.1 µs, exit 0).
+#[test]
+fn replies_out_of_step_are_protocol_errors_on_every_protocol() {
+    for proto in Proto::ALL {
+        for depth in ["1", "4"] {
+            let fake = fakes::start(proto, Behaviour::OutOfStep);
+            let (code, r, err) = run_fake(&fake.url, &["-p", depth]);
+            let context = format!("{proto:?} -p {depth}: {err} {r}");
+            assert_eq!(code, 1, "{context}");
+            assert!(u(&r, "errors.protocol") > 0, "{context}");
+            assert!(u(&r, "reconnects") > 0, "{context}");
+            // Only the replies before the stream went out of step count as misses: a few per
+            // connection, not one per reply.
+            assert!(
+                u(&r, "misses") <= (u(&r, "reconnects") + 1) * 4,
+                "{context}"
+            );
+            assert!(!err.contains("panicked"), "{context}");
+        }
+    }
+}
+
+/// A server's bytes 0x00-0xFF reach no report raw: escaped (`\x1b`) and cut, in the JSON's
+/// samples, the text report and stderr.
+#[test]
+fn server_garbage_is_escaped_and_cut_everywhere_it_is_shown() {
+    for proto in Proto::ALL {
+        let fake = fakes::start(proto, Behaviour::Garbage);
+        let (_, r, err) = run_fake(&fake.url, &[]);
+        let samples = r["error_samples"].as_array().expect("error_samples");
+        assert!(!samples.is_empty(), "{proto:?}: {r}");
+        for s in samples {
+            let s = s.as_str().unwrap();
+            assert!(!s.chars().any(char::is_control), "{proto:?}: {s:?}");
+            assert!(s.chars().count() < 500, "{proto:?}: {s:?}");
+        }
+        let text = text_fake(&fake.url, "1s", &[]);
+        assert!(text.contains("error"), "{proto:?}: {text}");
+        for line in text.lines() {
+            assert!(
+                !line.chars().any(|c| c.is_control() && c != '\t'),
+                "{proto:?}: {line:?}"
+            );
+        }
+        assert!(
+            !err.contains('\0') && !err.contains('\x1b'),
+            "{proto:?}: {err:?}"
+        );
+    }
+}
+
+/// A failed connect sent no request: it is a run-level `connect` error, charged to no op (it
+/// was once charged to `read`, an op not in `--mix update=100`). The server goes down 700 ms
+/// after it started and stays down.
+#[test]
+fn failed_connects_are_charged_to_no_op() {
+    let lifetime = Duration::from_millis(700);
+    let fake = fakes::start_for(Proto::Memcached, Behaviour::Misses, lifetime);
+    let (code, r, err) = run_fake_for(&fake.url, "1500ms", &["--mix", "update=100"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(u(&r, "errors.connect") > 0, "{r}");
+    assert!(u(&r, "ops.update.misses") > 0, "{err} {r}");
+    assert!(
+        r["ops"]["read"].is_null(),
+        "read is not in the mix: {}",
+        r["ops"]
+    );
+    let ops: u64 = r["ops"]
+        .as_object()
+        .map_or(0, |o| o.values().map(|o| u(o, "requests")).sum());
+    assert_eq!(ops + u(&r, "errors.connect"), u(&r, "requests"), "{r}");
+    let fake = fakes::start_for(Proto::Memcached, Behaviour::Misses, lifetime);
+    let text = text_fake(&fake.url, "1500ms", &["--mix", "update=100"]);
+    assert!(!text.contains("  read "), "{text}");
+    assert!(text.contains("connect errors"), "{text}");
+}
+
+/// Writes whose connection died (or timed out) before the reply may or may not have been
+/// applied: counted per op as `unsure`, and said so in the text report.
+#[test]
+fn writes_lost_with_their_connection_are_unsure() {
+    let fake = fakes::start(Proto::Memcached, Behaviour::Silent);
+    let (code, r, err) = run_fake(&fake.url, &["--mix", "read=50,update=50", "-p", "8"]);
+    assert_eq!(code, 1, "{err}");
+    let timeouts = u(&r, "ops.update.errors.timeout");
+    assert!(timeouts > 0, "{r}");
+    assert_eq!(u(&r, "ops.update.unsure"), timeouts, "{r}");
+    assert_eq!(u(&r, "ops.read.unsure"), 0, "{r}");
+    assert_eq!(u(&r, "unsure"), timeouts, "{r}");
+    let text = text_fake(&fake.url, "1s", &["--mix", "update=100"]);
+    assert!(text.contains("writes in doubt"), "{text}");
+    assert!(text.contains("unsure "), "{text}");
 }

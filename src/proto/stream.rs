@@ -21,6 +21,10 @@ pub struct StreamConn<C> {
     rbuf: Vec<u8>,
     rpos: usize,
     closing: bool,
+    /// Requests encoded but not yet flushed, and flushed but not yet answered: a reply when
+    /// none is out is a server out of step (two replies to one request), never a result.
+    queued: u32,
+    out: u32,
 }
 
 impl<C: Codec> StreamConn<C> {
@@ -34,6 +38,8 @@ impl<C: Codec> StreamConn<C> {
             rbuf: Vec::with_capacity(16 * 1024),
             rpos: 0,
             closing: false,
+            queued: 0,
+            out: 0,
         }
     }
 
@@ -116,6 +122,27 @@ impl<C: Codec> StreamConn<C> {
             .map_err(|e| LookupError::io(e.to_string()))?;
         self.wbuf.clear();
         self.wpos = 0;
+        self.out += std::mem::take(&mut self.queued);
+        Ok(())
+    }
+}
+
+impl<C> StreamConn<C> {
+    /// A reply of `n` bytes was decoded: it answers the oldest request on the wire. One with
+    /// none on the wire arrived before its request was sent: the server answers out of step
+    /// (e.g. two replies per request that each look like a miss), and the stream is lost.
+    /// `n == 0` is a request the codec answered itself (the server skipped it).
+    #[inline]
+    fn answered(&mut self, n: usize) -> Result<(), LookupError> {
+        if self.out > 0 {
+            self.out -= 1;
+        } else if n == 0 && self.queued > 0 {
+            self.queued -= 1;
+        } else {
+            return Err(LookupError::protocol(
+                "the server answered out of step: a reply came before its request was sent (more replies than requests)",
+            ));
+        }
         Ok(())
     }
 }
@@ -124,6 +151,7 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
     #[inline]
     fn send(&mut self, req: &Request) {
         self.codec.encode(req, &mut self.wbuf);
+        self.queued += 1;
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
@@ -143,6 +171,7 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
                     None => None,
                 };
                 if let Some((n, result)) = done {
+                    self.answered(n)?;
                     self.rpos += n;
                     if self.rpos == self.rbuf.len() {
                         self.rbuf.clear();

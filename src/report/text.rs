@@ -284,6 +284,14 @@ pub fn render_run(r: &RunResult) -> String {
             String::new()
         }
     );
+    if r.unsure > 0 {
+        let _ = writeln!(
+            out,
+            "unsure     {} writes in doubt: their connection broke before the reply, so the \
+             server may or may not have applied them",
+            thousands(r.unsure)
+        );
+    }
     out.push_str(&pct_line("latency", &r.latency_us));
     for line in op_lines(r) {
         out.push_str(&line);
@@ -412,19 +420,36 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 None => String::new(),
             };
             format!(
-                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}  p50 {}  p99 {}  max {}{server}\n",
+                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}  p50 {}  p99 {}  max {}{server}\n",
                 thousands(o.requests),
                 thousands(o.qps.round() as u64),
                 thousands(o.hits),
                 thousands(o.misses),
                 thousands(o.error_total),
                 by_kind(&o.errors),
+                match o.unsure {
+                    0 => String::new(),
+                    n => format!("  unsure {}", thousands(n)),
+                },
                 micros(o.latency_us.p50),
                 micros(o.latency_us.p99),
                 micros(o.latency_us.max),
             )
         })
+        .chain(connects_line(r))
         .collect()
+}
+
+/// Under the op lines: failed connects, which sent no request and so belong to no op.
+fn connects_line(r: &RunResult) -> Option<String> {
+    let n = r.errors.get("connect").copied().unwrap_or(0);
+    (n > 0 && !r.ops.is_empty()).then(|| {
+        format!(
+            "  {:<8} connect errors {} (no request sent, charged to no op)\n",
+            "(no op)",
+            thousands(n)
+        )
+    })
 }
 
 /// One line per target: QPS, latency, errors, and QPS relative to the first target.

@@ -53,6 +53,10 @@ pub struct RunResult {
     pub misses: u64,
     pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
+    /// Writes in doubt: sent on a connection that broke or timed out before their reply, so
+    /// the server may or may not have applied them (each also counted as its error).
+    #[serde(default)]
+    pub unsure: u64,
     #[serde(default)]
     pub error_samples: Vec<String>,
     #[serde(default)]
@@ -111,6 +115,9 @@ pub struct OpResult {
     pub misses: u64,
     pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
+    /// This op's writes in doubt, as the run's `unsure`.
+    #[serde(default)]
+    pub unsure: u64,
     pub latency_us: Percentiles,
     /// The server's own count of this op, as `server_observed` (None: it has no such counter).
     #[serde(default)]

@@ -71,9 +71,9 @@ fn protocol(what: &str) -> LookupError {
     LookupError::protocol(format!("memcached: {what}"))
 }
 
-/// The line for a message: at most 200 bytes, lossy UTF-8.
+/// The line for a message: escaped and cut (`crate::shown`).
 fn shown(line: &[u8]) -> String {
-    String::from_utf8_lossy(line.get(..200).unwrap_or(line)).into_owned()
+    crate::shown::shown(line)
 }
 
 /// The line starting at `from`, without its `\r\n`, and the offset after it. `Ok(None)` if the

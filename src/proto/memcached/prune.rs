@@ -39,7 +39,7 @@ pub async fn outside(endpoint: &Endpoint, prefix: &[u8], keys: (u64, u64)) -> Re
             if line != b"DELETED" && line != b"NOT_FOUND" {
                 return Err(format!(
                     "memcached refused a delete: {}",
-                    String::from_utf8_lossy(&line)
+                    crate::shown::shown(&line)
                 ));
             }
         }
@@ -70,7 +70,7 @@ async fn listed_outside(
             return Err(format!(
                 "memcached cannot list its keys (lru_crawler metadump: {}), so rows a write run \
                  inserted outside {}..{} stay: restart memcached, or use a fresh ?prefix=",
-                String::from_utf8_lossy(&line),
+                crate::shown::shown(&line),
                 keys.0,
                 keys.1
             ));

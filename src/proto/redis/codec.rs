@@ -42,7 +42,6 @@ fn protocol(what: &str) -> LookupError {
     LookupError::protocol(format!("redis: {what}"))
 }
 
-/// At most 200 bytes of `bytes`, lossy UTF-8, for a message.
 /// The kind an error reply is counted as: a replica refuses writes with `-READONLY`.
 fn error_kind(msg: &[u8]) -> ErrorKind {
     match msg.starts_with(b"READONLY") {
@@ -51,8 +50,9 @@ fn error_kind(msg: &[u8]) -> ErrorKind {
     }
 }
 
+/// `bytes` for a message: escaped and cut (`crate::shown`).
 pub fn shown(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes.get(..200).unwrap_or(bytes)).into_owned()
+    crate::shown::shown(bytes)
 }
 
 /// The line after the type byte, without its `\r\n`, and the offset after it. `Ok(None)`: not

@@ -103,6 +103,8 @@
     row('errors', cell('errors-' + i, r.error_total, thousands(r.error_total) +
       (errs.length ? ' (' + esc(errs.join(', ')) + ')' : ''), r.error_total ? 'bad' : ''));
     if (r.reconnects) row('reconnects', cell('reconnects-' + i, r.reconnects, thousands(r.reconnects)));
+    if (r.unsure) row('writes in doubt', cell('unsure-' + i, r.unsure, thousands(r.unsure) +
+      ' (their connection broke before the reply: applied or not, unknown)', 'bad'));
     row('server count', serverCell(r, i));
     if (durabilityText(r)) row('durability', `<td id="durability-${i}">${esc(durabilityText(r))}</td>`);
     const cpu = r.client_cpu;
@@ -163,6 +165,17 @@
       (s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') + '</td>';
   }
 
+  // Under a run's op table: writes in doubt per op, and failed connects (no op: nothing sent).
+  function opNotes(r, i) {
+    const unsure = OPS.filter(op => r.ops[op] && r.ops[op].unsure)
+      .map(op => op + ' ' + thousands(r.ops[op].unsure));
+    const connects = (r.errors || {}).connect || 0;
+    return (unsure.length ? `<p class="note bad" id="ops-${i}-unsure">writes in doubt ` +
+      `(connection broke before the reply): ${esc(unsure.join(', '))}</p>` : '') +
+      (connects ? `<p class="note" id="ops-${i}-connect">connect errors ${thousands(connects)}: ` +
+        'no request sent, charged to no op</p>' : '');
+  }
+
   // One table per run whose mix writes (none for read-only runs: their page is unchanged).
   function opSection(runs, nm) {
     const writing = runs.map((r, i) => [r, i]).filter(([r]) => r.ops && Object.keys(r.ops).length);
@@ -185,7 +198,7 @@
             o.error_total ? 'bad' : '') +
             lat('p50', 'p50') + lat('p99', 'p99') + lat('p999', 'p999') +
             opServerCell(o.server_observed, id + 'server') + '</tr>';
-        }).join('') + '</table></div>';
+        }).join('') + '</table></div>' + opNotes(r, i);
     }
     return h;
   }
