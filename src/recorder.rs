@@ -1,8 +1,13 @@
 //! Per-thread recording: counters and HdrHistograms for the current interval. The request loop
 //! writes here (no locks, no atomics: one thread owns it); every interval the thread hands the
-//! snapshot to the collector and starts a fresh one.
+//! snapshot to the collector and starts a fresh one. It also keeps the thread's live block
+//! ([`crate::cells`]) current, for a scrape that lands between two snapshots.
+
+use std::sync::Arc;
 
 use hdrhistogram::Histogram;
+
+use crate::cells::{bucket_of, bump, Cell, Cells};
 
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
@@ -145,6 +150,8 @@ pub struct Recorder {
     pub connections: u64,
     samples_taken: usize,
     per_op: bool,
+    /// The run's live counters; this thread writes only its own block.
+    live: Option<Arc<Cells>>,
 }
 
 impl Recorder {
@@ -156,7 +163,19 @@ impl Recorder {
             in_flight: 0,
             connections: 0,
             samples_taken: 0,
+            live: None,
         }
+    }
+
+    /// Also keeps `cells`' block of this thread current.
+    pub(crate) fn with_cells(mut self, cells: Arc<Cells>) -> Recorder {
+        self.live = Some(cells);
+        self
+    }
+
+    #[inline]
+    fn cell(&self) -> Option<&Cell> {
+        self.live.as_deref().and_then(|c| c.thread(self.cur.thread))
     }
 
     /// One request finished. Times are nanoseconds since the run's start.
@@ -177,19 +196,34 @@ impl Recorder {
         } else {
             &mut self.cur.counts
         });
+        let latency = done.saturating_sub(due).max(1);
+        if let Some(cell) = self.cell() {
+            let o = &cell.ops[op.index()];
+            match result {
+                Ok(Outcome::Hit) => bump(&o.hits, 1),
+                Ok(Outcome::Miss) => bump(&o.misses, 1),
+                Err(kind) => bump(&o.errors[kind.index()], 1),
+            }
+            if !warm {
+                // The slot the histogram files it in, so a scrape's buckets and the result's
+                // histogram agree to the request.
+                let h = &self.cur.latency;
+                let v = latency.min(h.high());
+                bump(&o.buckets[bucket_of(h.lowest_equivalent(v))], 1);
+                bump(&o.sum_ns, h.median_equivalent(v));
+            }
+        }
         if let Some(o) = self.cur.ops.get_mut(op.index()) {
             count(if warm { &mut o.warm } else { &mut o.counts });
             if !warm {
-                o.latency.saturating_record(done.saturating_sub(due).max(1));
+                o.latency.saturating_record(latency);
             }
         }
         if warm {
             return;
         }
         // Errors count toward latency too: a timeout took that long from the user's view.
-        self.cur
-            .latency
-            .saturating_record(done.saturating_sub(due).max(1));
+        self.cur.latency.saturating_record(latency);
         self.cur
             .service
             .saturating_record(done.saturating_sub(sent).max(1));
@@ -209,6 +243,9 @@ impl Recorder {
             &mut self.cur.counts
         };
         counts.errors[kind.index()] += 1;
+        if let Some(cell) = self.cell() {
+            bump(&cell.ops[Op::Read.index()].errors[kind.index()], 1);
+        }
         if let Some(o) = self.cur.ops.get_mut(Op::Read.index()) {
             let c = if warm { &mut o.warm } else { &mut o.counts };
             c.errors[kind.index()] += 1;
@@ -227,6 +264,9 @@ impl Recorder {
 
     pub fn reconnected(&mut self) {
         self.cur.counts.reconnects += 1;
+        if let Some(cell) = self.cell() {
+            bump(&cell.reconnects, 1);
+        }
     }
 
     /// Hands over the interval's snapshot and starts the next one.
