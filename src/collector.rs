@@ -383,6 +383,7 @@ impl<'a> Collector<'a> {
             server_observed: server_observed(server.0, server.1, totals),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
+            verdict: Default::default(),
         };
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);

@@ -45,5 +45,6 @@ mod timer;
 mod totals;
 mod transport;
 pub mod url;
+pub mod verdict;
 
 mod worker;

@@ -465,6 +465,12 @@ fn merge_group(
         durability: r0.durability.clone(),
         timeline: merge_timelines(runs.iter().map(|r| r.timeline.as_slice())),
         histogram: encode_histogram(&hist),
+        verdict: crate::result::Verdict::combine(
+            inputs
+                .iter()
+                .zip(&runs)
+                .map(|(x, r)| (x.name.as_str(), &r.verdict)),
+        ),
     })
 }
 

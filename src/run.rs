@@ -166,6 +166,7 @@ pub async fn run<T: Target>(
         verified: t.verified.name().to_string(),
     });
     result.durability = durability.into_iter().collect();
+    result.verdict = crate::verdict::judge(&result);
     Ok(result)
 }
 
