@@ -367,6 +367,11 @@ fn scrape_during_linger_counts_every_request() {
     });
     // The run is over (every request counted): this scrape happened during the linger.
     assert_eq!(value(&text, hit), Some(20000.0), "{text}");
+    // Once the result is made, its verdict: a clean run is valid.
+    let ended = scrape_until(port, Duration::from_secs(30), |t| {
+        value(t, "loadgen_run_valid").is_some()
+    });
+    assert_eq!(value(&ended, "loadgen_run_valid"), Some(1.0), "{ended}");
     for outcome in ["miss", "error"] {
         let s = format!("loadgen_requests_total{{target=\"embedded\",outcome=\"{outcome}\"}}");
         assert_eq!(value(&text, &s), Some(0.0), "{s}");
@@ -481,7 +486,12 @@ fn promtool_accepts_a_live_scrape_and_openmetrics_is_well_formed() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .map(|l| l.split(' ').next().unwrap())
         .collect();
-    let all: BTreeSet<&str> = loadgen::metrics::FAMILIES.iter().map(|f| f.name).collect();
+    // loadgen_run_valid comes once the run has ended.
+    let all: BTreeSet<&str> = loadgen::metrics::FAMILIES
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| *n != "loadgen_run_valid")
+        .collect();
     assert_eq!(families, all, "a paced run exports every family");
 
     let Some((rc, msg)) = promtool(&live) else {

@@ -26,6 +26,8 @@ pub(crate) struct RunInfo {
     pub started_at: String,
     /// The run has ended: `/` serves its report (when there is one).
     pub done: bool,
+    /// Every run's verdict is valid (known once the run has ended with a result).
+    pub valid: Option<bool>,
 }
 
 #[derive(Serialize)]

@@ -119,8 +119,14 @@ const TARGET_RATE: Family = Family {
         "The fixed rate asked for with --rate, in requests per second (absent in closed-loop runs).",
 };
 
+const RUN_VALID: Family = Family {
+    name: "loadgen_run_valid",
+    kind: "gauge",
+    help: "1 when every run's verdict is valid, 0 when one is not (the report's verdict line says why); exported once the run has ended.",
+};
+
 /// Every family loadgen exports, in exposition order.
-pub const FAMILIES: [Family; 9] = [
+pub const FAMILIES: [Family; 10] = [
     BUILD_INFO,
     REQUESTS,
     ERRORS,
@@ -130,6 +136,7 @@ pub const FAMILIES: [Family; 9] = [
     IN_FLIGHT,
     CONNECTIONS,
     TARGET_RATE,
+    RUN_VALID,
 ];
 
 struct Out<'a> {
@@ -225,7 +232,13 @@ fn by_op(c: &Cum) -> Vec<(Option<&'static str>, &Cum)> {
         .collect()
 }
 
-pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -> String {
+/// `valid`: the runs' verdict, once the run has ended.
+pub(crate) fn render(
+    points: &[Point],
+    common: &[(String, String)],
+    valid: Option<bool>,
+    f: Format,
+) -> String {
     let points: Vec<Point> = points.iter().map(Point::now).collect();
     let points = &points[..];
     let mut o = Out {
@@ -321,6 +334,11 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
                 }
             }
         }
+    }
+    if let Some(v) = valid {
+        o.at_ms = None;
+        o.family(&RUN_VALID);
+        o.sample(RUN_VALID.name, &[], u8::from(v));
     }
     if f == Format::OpenMetrics {
         o.s.push_str("# EOF\n");

@@ -112,6 +112,7 @@ impl Shared {
         }
         let mut run = (**read(&self.run)).clone();
         run.done = true;
+        run.valid = file.map(|f| f.runs.iter().all(|r| r.verdict.valid));
         *write(&self.run) = Arc::new(run);
     }
 
@@ -219,7 +220,8 @@ impl Shared {
 
     pub(crate) fn render(&self, format: Format) -> String {
         let snap = read(&self.published).clone();
-        render::render(&snap.points, &self.common, format)
+        let valid = read(&self.run).valid;
+        render::render(&snap.points, &self.common, valid, format)
     }
 }
 
