@@ -1,6 +1,7 @@
 //! The loadgen command line: flags -> Plan -> library -> print -> exit code.
 //! Exit codes: 0 success, 1 the run finished but saw errors (or stopped early), 2 bad input or
-//! setup failure (one line on stderr, never a panic or a stack trace).
+//! setup failure (one line on stderr, never a panic or a stack trace), 3 with `--strict` when a
+//! run's verdict is not valid.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -128,6 +129,9 @@ struct RunArgs {
     /// End the run early (exit 1) once this many errors were counted.
     #[arg(long)]
     max_errors: Option<u64>,
+    /// Exit 3 when a run's verdict is not valid (see the `verdict` line of the report).
+    #[arg(long)]
+    strict: bool,
     /// Ops and their weights, e.g. read=90,update=10 (ops: read, update, insert, delete, upsert).
     /// Updates and deletes take keys from --dist; inserts take new keys from --insert-from up.
     #[arg(long, default_value = "read=100", value_parser = Mix::parse)]
@@ -433,6 +437,9 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
             );
         }
         rt.block_on(e.finish());
+    }
+    if a.strict && out.file.runs.iter().any(|r| !r.verdict.valid) {
+        return Ok(3);
     }
     // Leave without waiting for the embedded server's threads.
     Ok(out.exit_code)

@@ -4,8 +4,10 @@
 //! `RunResult`. All of it runs once per interval per thread, off the request path.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cells::Cells;
 use crate::control::{Control, IntervalView};
 use crate::cpu::Server;
 use crate::mix::Op;
@@ -81,6 +83,8 @@ pub struct Collector<'a> {
     interrupted: bool,
     stopped_at: Option<u64>,
     stopped_early: Option<String>,
+    /// The workers' live counters, handed to the hooks.
+    cells: Option<Arc<Cells>>,
 }
 
 impl<'a> Collector<'a> {
@@ -119,7 +123,13 @@ impl<'a> Collector<'a> {
             interrupted: false,
             stopped_at: None,
             stopped_early: None,
+            cells: None,
         }
+    }
+
+    /// The workers' live counters, which the hooks get with every interval.
+    pub fn live(&mut self, cells: Arc<Cells>) {
+        self.cells = Some(cells);
     }
 
     /// The end of the warm-up, ns since the start.
@@ -239,6 +249,7 @@ impl<'a> Collector<'a> {
             connections: conns,
             rate: self.plan.rate,
             row: (!warm && !empty_sliver).then_some(&row),
+            cells: self.cells.as_ref(),
         };
         for f in &self.control.hooks {
             f(&view);
@@ -378,6 +389,7 @@ impl<'a> Collector<'a> {
             ),
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
+            verdict: Default::default(),
         };
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);

@@ -62,4 +62,6 @@ pub struct IntervalView<'a> {
     /// The row the result's timeline gets for this interval (None: warm-up, or an empty final
     /// sliver), so a live view draws exactly what the report will.
     pub row: Option<&'a TimelineRow>,
+    /// The workers' live counters (None in tests that feed views by hand).
+    pub cells: Option<&'a Arc<crate::cells::Cells>>,
 }

@@ -14,6 +14,7 @@
 //! [`transport`] (TCP or a Unix socket); [`dataset`] alone knows the row a key should return.
 
 pub mod app;
+mod cells;
 mod collector;
 mod control;
 mod cpu;
@@ -45,5 +46,6 @@ mod timer;
 mod totals;
 mod transport;
 pub mod url;
+pub mod verdict;
 
 mod worker;

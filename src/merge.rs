@@ -494,6 +494,12 @@ fn merge_group(
                 .map(|(r, w)| (r.timeline.as_slice(), w.0 - first_start)),
         ),
         histogram: encode_histogram(&hist),
+        verdict: crate::result::Verdict::combine(
+            inputs
+                .iter()
+                .zip(&runs)
+                .map(|(x, r)| (x.name.as_str(), &r.verdict)),
+        ),
     })
 }
 

@@ -2,14 +2,15 @@
 //! `GET /` that fetches `GET /live.json` once per interval (`live.rs`), the same numbers; once
 //! the run has ended, `/` serves its HTML report.
 //!
-//! Data flow: the collector ([`crate::collector`]) calls the hook from [`Exporter::hook`] once per
-//! interval with the merged totals. The hook turns them into plain numbers (counters, latency
-//! bucket counts, gauges) and publishes them as an immutable snapshot behind an `Arc`. A scrape
-//! copies that `Arc` (the lock is held for a pointer copy) and renders the exposition text from it
-//! outside any lock, so scrapes never slow the collector, and the request hot path never touches
-//! any of this. The HTTP server (`server.rs`) is a task on the runtime that called
-//! [`Exporter::start`]: in the binary that is the main thread's current_thread runtime, off the
-//! worker threads. Text rendering lives in `render.rs`.
+//! Data flow: the worker threads keep live counters and latency buckets, a block per thread
+//! (`crate::cells`); a scrape sums them, so `/metrics` is current when it is read. The
+//! collector ([`crate::collector`]) calls the hook from [`Exporter::hook`] once per interval:
+//! it hands over the run's blocks and the interval's gauges, published as an immutable snapshot
+//! behind an `Arc`. A scrape copies that `Arc` (the lock is held for a pointer copy) and renders
+//! the exposition text outside any lock. The request hot path writes only its own thread's
+//! block (relaxed stores, no read-modify-write). The HTTP server (`server.rs`) is a task on the
+//! runtime that called [`Exporter::start`]: in the binary that is the main thread's
+//! current_thread runtime, off the worker threads. Text rendering lives in `render.rs`.
 //!
 //! Counters stay monotonic across the several runs of one target (`--sweep`, `--slo`): each run
 //! restarts its totals from zero, so the exporter keeps the finished runs' counts as a base.

@@ -1,8 +1,13 @@
 //! Per-thread recording: counters and HdrHistograms for the current interval. The request loop
 //! writes here (no locks, no atomics: one thread owns it); every interval the thread hands the
-//! snapshot to the collector and starts a fresh one.
+//! snapshot to the collector and starts a fresh one. It also keeps the thread's live block
+//! ([`crate::cells`]) current, for a scrape that lands between two snapshots.
+
+use std::sync::Arc;
 
 use hdrhistogram::Histogram;
+
+use crate::cells::{bucket_of, bump, Cell, Cells};
 
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
@@ -149,6 +154,8 @@ pub struct Recorder {
     pub connections: u64,
     samples_taken: usize,
     per_op: bool,
+    /// The run's live counters; this thread writes only its own block.
+    live: Option<Arc<Cells>>,
 }
 
 impl Recorder {
@@ -160,7 +167,19 @@ impl Recorder {
             in_flight: 0,
             connections: 0,
             samples_taken: 0,
+            live: None,
         }
+    }
+
+    /// Also keeps `cells`' block of this thread current.
+    pub(crate) fn with_cells(mut self, cells: Arc<Cells>) -> Recorder {
+        self.live = Some(cells);
+        self
+    }
+
+    #[inline]
+    fn cell(&self) -> Option<&Cell> {
+        self.live.as_deref().and_then(|c| c.thread(self.cur.thread))
     }
 
     /// One request finished. Times are nanoseconds since the run's start.
@@ -176,16 +195,31 @@ impl Recorder {
             Ok(Outcome::Miss) => counts.misses += 1,
             Err(kind) => counts.errors[kind.index()] += 1,
         });
+        let latency = done.saturating_sub(due).max(1);
+        if let Some(cell) = self.cell() {
+            let o = &cell.ops[op.index()];
+            match result {
+                Ok(Outcome::Hit) => bump(&o.hits, 1),
+                Ok(Outcome::Miss) => bump(&o.misses, 1),
+                Err(kind) => bump(&o.errors[kind.index()], 1),
+            }
+            if !warm {
+                // The slot the histogram files it in, so a scrape's buckets and the result's
+                // histogram agree to the request.
+                let h = &self.cur.latency;
+                let v = latency.min(h.high());
+                bump(&o.buckets[bucket_of(h.lowest_equivalent(v))], 1);
+                bump(&o.sum_ns, h.median_equivalent(v));
+            }
+        }
         if warm {
             return;
         }
         if let Some(o) = self.cur.ops.get_mut(op.index()) {
-            o.latency.saturating_record(done.saturating_sub(due).max(1));
+            o.latency.saturating_record(latency);
         }
         // Errors count toward latency too: a timeout took that long from the user's view.
-        self.cur
-            .latency
-            .saturating_record(done.saturating_sub(due).max(1));
+        self.cur.latency.saturating_record(latency);
         self.cur
             .service
             .saturating_record(done.saturating_sub(sent).max(1));
@@ -196,9 +230,13 @@ impl Recorder {
     }
 
     /// A connect that failed: counted as a run-level `connect` error, not timed, and charged
-    /// to no op, since no request was sent.
+    /// to no op, since no request was sent. The live cells have no run-level slot: a scrape
+    /// shows it under `read`, as the total of errors by kind stays right.
     pub fn record_error(&mut self, warm: bool, kind: ErrorKind, message: &str) {
         self.count(warm, None, |c| c.errors[kind.index()] += 1);
+        if let Some(cell) = self.cell() {
+            bump(&cell.ops[Op::Read.index()].errors[kind.index()], 1);
+        }
         self.sample(kind, message);
     }
 
@@ -231,6 +269,9 @@ impl Recorder {
 
     pub fn reconnected(&mut self) {
         self.cur.counts.reconnects += 1;
+        if let Some(cell) = self.cell() {
+            bump(&cell.reconnects, 1);
+        }
     }
 
     /// Hands over the interval's snapshot and starts the next one.

@@ -99,6 +99,7 @@ pub async fn run<T: Target>(
 
     let start_mono_ns = crate::timer::monotonic_ns();
     let start = Instant::now();
+    let cells = Arc::new(crate::cells::Cells::new(nthreads));
     let mut collector = Collector::new(
         label,
         target.kind(),
@@ -108,6 +109,7 @@ pub async fn run<T: Target>(
         nthreads,
         start,
     );
+    collector.live(cells.clone());
     let ctx = Arc::new(Ctx {
         target: target.clone(),
         plan: plan.clone(),
@@ -117,6 +119,7 @@ pub async fn run<T: Target>(
         start_mono_ns,
         warm_end_ns: collector.warm_end_ns(),
         end_ns: collector.end_ns(),
+        cells,
     });
     let _ = go_tx.send(Some(ctx));
 
@@ -176,6 +179,7 @@ pub async fn run<T: Target>(
         verified: t.verified.name().to_string(),
     });
     result.durability = durability.into_iter().collect();
+    result.verdict = crate::verdict::judge(&result);
     Ok(result)
 }
 

@@ -45,6 +45,8 @@ pub struct Ctx<T> {
     pub warm_end_ns: u64,
     /// No request is sent at or after this (duration runs).
     pub end_ns: Option<u64>,
+    /// The run's live counters, a block per thread (what a scrape reads).
+    pub cells: Arc<crate::cells::Cells>,
 }
 
 impl<T> Ctx<T> {
@@ -154,10 +156,9 @@ async fn thread_main<T: Target>(
     tx: mpsc::UnboundedSender<Snapshot>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let rec = Rc::new(RefCell::new(Recorder::new(
-        share.thread,
-        !ctx.plan.mix.read_only(),
-    )));
+    let rec = Rc::new(RefCell::new(
+        Recorder::new(share.thread, !ctx.plan.mix.read_only()).with_cells(ctx.cells.clone()),
+    ));
     let mut set = JoinSet::new();
     for (conn, first) in (share.first_conn..).zip(conns) {
         set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first));

@@ -174,3 +174,104 @@ fn serve_delay_is_kept_to_a_fraction_of_a_millisecond() {
         "p50 {p50} µs for a 2 ms server"
     );
 }
+
+/// The run's verdict: (valid, reasons joined).
+fn verdict(doc: &serde_json::Value) -> (bool, String) {
+    let v = &doc["runs"][0]["verdict"];
+    let reasons: Vec<&str> = v["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no verdict: {v}"))
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    (v["valid"].as_bool().unwrap(), reasons.join("; "))
+}
+
+#[test]
+fn verdict_a_clean_paced_run_is_valid() {
+    let (code, doc, err) = run_json(&[
+        "-d", "3s", "--warmup", "1s", "-R", "2000", "--keys", "1-100000", "--strict",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(verdict(&doc), (true, String::new()));
+    assert_schema_valid(&doc);
+}
+
+#[test]
+fn verdict_mostly_misses_says_prepare_and_strict_exits_3() {
+    // A server holding ids 1..=1000, asked for ids it does not have.
+    let s = Served::start(1000);
+    let args = [
+        &s.url,
+        "-d",
+        "2s",
+        "--warmup",
+        "500ms",
+        "-c",
+        "4",
+        "-R",
+        "1000",
+        "--keys",
+        "2001-3000",
+    ];
+    let (code, doc, err) = run_json(&args);
+    assert_eq!(code, 0, "misses are not errors: {err}");
+    let (valid, why) = verdict(&doc);
+    assert!(
+        !valid && why.contains("mostly misses: 100%") && why.contains("loadgen prepare"),
+        "{why}"
+    );
+    assert_schema_valid(&doc);
+    let mut strict = args.to_vec();
+    strict.push("--strict");
+    let (code, _, err) = run_json(&strict);
+    assert_eq!(code, 3, "{err}");
+}
+
+#[test]
+fn verdict_a_paced_run_above_capacity_is_behind_schedule() {
+    // 2 connections to a server answering each in 5 ms: at most 400/s.
+    let s = Served::start_with(1000, &["--delay", "5ms"]);
+    let (_, doc, err) = run_json(&[
+        &s.url, "-d", "3s", "--warmup", "500ms", "-c", "2", "-R", "2000", "--keys", "1-1000",
+    ]);
+    let (valid, why) = verdict(&doc);
+    assert!(
+        !valid && why.contains("behind schedule: achieved"),
+        "{why} {err}"
+    );
+}
+
+#[test]
+fn verdict_a_server_stopped_mid_run_means_errors() {
+    let s = Served::start(1000);
+    let pid = s.child.id().to_string();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2000));
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status();
+    });
+    let (code, doc, err) = run_json(&[
+        &s.url,
+        "-d",
+        "3s",
+        "--warmup",
+        "500ms",
+        "-c",
+        "2",
+        "-R",
+        "1000",
+        "--keys",
+        "1-1000",
+        "--timeout",
+        "500ms",
+    ]);
+    killer.join().unwrap();
+    assert_eq!(code, 1, "{err}");
+    let (valid, why) = verdict(&doc);
+    assert!(
+        !valid && why.contains("errors in the measured window"),
+        "{why}"
+    );
+}

@@ -367,6 +367,11 @@ fn scrape_during_linger_counts_every_request() {
     });
     // The run is over (every request counted): this scrape happened during the linger.
     assert_eq!(value(&text, hit), Some(20000.0), "{text}");
+    // Once the result is made, its verdict: a clean run is valid.
+    let ended = scrape_until(port, Duration::from_secs(30), |t| {
+        value(t, "loadgen_run_valid").is_some()
+    });
+    assert_eq!(value(&ended, "loadgen_run_valid"), Some(1.0), "{ended}");
     for outcome in ["miss", "error"] {
         let s = format!("loadgen_requests_total{{target=\"embedded\",outcome=\"{outcome}\"}}");
         assert_eq!(value(&text, &s), Some(0.0), "{s}");
@@ -481,7 +486,12 @@ fn promtool_accepts_a_live_scrape_and_openmetrics_is_well_formed() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .map(|l| l.split(' ').next().unwrap())
         .collect();
-    let all: BTreeSet<&str> = loadgen::metrics::FAMILIES.iter().map(|f| f.name).collect();
+    // loadgen_run_valid comes once the run has ended.
+    let all: BTreeSet<&str> = loadgen::metrics::FAMILIES
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| *n != "loadgen_run_valid")
+        .collect();
     assert_eq!(families, all, "a paced run exports every family");
 
     let Some((rc, msg)) = promtool(&live) else {
@@ -714,6 +724,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `--metrics` on a free one of the two ports scripts/servers.sh's Prometheus scrapes every
 /// second, labelled `test_run=<run id>`. Returns (address, run id, the run's result).
 fn scraped_run(what: &str, secs: &str, rate: &str) -> (String, String, Value) {
+    let (child, addr, run_id) = start_scraped_run(what, secs, rate);
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    (addr, run_id, doc)
+}
+
+/// [`scraped_run`] started in the background: (the child, address, run id).
+fn start_scraped_run(what: &str, secs: &str, rate: &str) -> (Child, String, String) {
     let port = [59464u16, 59465]
         .into_iter()
         .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
@@ -737,9 +755,7 @@ fn scraped_run(what: &str, secs: &str, rate: &str) -> (String, String, Value) {
         "--run-label",
         &label,
     ]);
-    let (code, doc, err) = finish(child, Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
-    (addr, run_id, doc)
+    (child, addr, run_id)
 }
 
 #[test]
@@ -1051,5 +1067,67 @@ fn metrics_say_where_they_serve_and_how_long_they_linger() {
         let lingers = format!("metrics stay up at http://{addr}/ for 1s (until ");
         assert_eq!(err.contains(&listens), !quiet, "{err}");
         assert_eq!(err.contains(&lingers), !quiet, "{err}");
+    }
+}
+
+/// Grafana, alerting and recording rules evaluate at "now", not at a stored sample's time: the
+/// counters a scrape reads are current when it lands, so rate() at now is the paced rate, in an
+/// instant query and at the last point of a range query ending now.
+#[test]
+fn prometheus_rate_at_now_is_the_paced_rate() {
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let _g = serial();
+    let (child, _, run_id) = start_scraped_run("now", "24s", "15000");
+    let sel = format!("test_run=\"{run_id}\"");
+    let q = format!("sum(rate(loadgen_requests_total{{{sel}}}[4s]))");
+    let instant = |q: &str| -> Option<f64> {
+        let data = prom_api(&prom, &format!("/api/v1/query?query={}", urlencode(q)));
+        let r = data["result"].as_array().unwrap().first().cloned()?;
+        Some(r["value"][1].as_str().unwrap().parse().unwrap())
+    };
+    // The first scrape of the run, then 5 s more, so every 4 s window below lies inside it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while instant(&format!("loadgen_requests_total{{{sel},outcome=\"hit\"}}")).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never scraped the run"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let mut rates = Vec::new();
+    for _ in 0..10 {
+        rates.push(instant(&q).expect("a rate at now"));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let end = now_unix();
+    let range = prom_api(
+        &prom,
+        &format!(
+            "/api/v1/query_range?query={}&start={:.3}&end={end:.3}&step=1",
+            urlencode(&q),
+            end - 10.0
+        ),
+    );
+    let values = range["result"][0]["values"].as_array().cloned();
+    let last: f64 = values
+        .and_then(|v| v.last().cloned())
+        .and_then(|p| p[1].as_str().map(|s| s.parse().unwrap()))
+        .unwrap_or_else(|| panic!("no range result: {range}"));
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let qps = f(&doc["runs"][0], "qps");
+    eprintln!("rate[4s] at now, 1 s apart: {rates:?}; range query's last point {last:.0}; loadgen {qps}/s");
+    assert!(
+        (qps - 15000.0).abs() < 150.0,
+        "the run kept its pace: {qps}/s"
+    );
+    for r in rates.iter().chain([&last]) {
+        assert!(
+            (r - 15000.0).abs() <= 15000.0 * 0.05,
+            "rate {r:.0}/s at now is more than 5% off the paced 15000/s: {rates:?}, range {last:.0}"
+        );
     }
 }

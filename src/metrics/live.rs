@@ -26,6 +26,8 @@ pub(crate) struct RunInfo {
     pub started_at: String,
     /// The run has ended: `/` serves its report (when there is one).
     pub done: bool,
+    /// Every run's verdict is valid (known once the run has ended with a result).
+    pub valid: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -69,6 +71,7 @@ struct Target<'a> {
 pub(crate) fn json(points: &[Point], rows: &[Rows], run: &RunInfo) -> String {
     let interval_ms = run.settings.as_ref().map_or(1000, |s| s.interval_ms.max(1));
     let interval_s = interval_ms as f64 / 1000.0;
+    let points: Vec<Point> = points.iter().map(Point::now).collect();
     let targets = points
         .iter()
         .zip(rows)

@@ -1,35 +1,17 @@
 //! What a scrape renders for one target: its cumulative numbers, with the latency histogram in
 //! the exported buckets.
 
+use std::sync::Arc;
+
 use hdrhistogram::Histogram;
 
+use crate::cells::Cells;
+use crate::mix::Op;
 use crate::outcome::ErrorKind;
 use crate::recorder::Counts;
 use crate::totals::Totals;
 
-/// Latency bucket bounds: the `le` label (canonical float form) and the bound in nanoseconds.
-/// `+Inf` follows.
-pub const BUCKETS: [(&str, u64); 19] = [
-    ("1e-05", 10_000),
-    ("2e-05", 20_000),
-    ("5e-05", 50_000),
-    ("0.0001", 100_000),
-    ("0.0002", 200_000),
-    ("0.0005", 500_000),
-    ("0.001", 1_000_000),
-    ("0.002", 2_000_000),
-    ("0.005", 5_000_000),
-    ("0.01", 10_000_000),
-    ("0.02", 20_000_000),
-    ("0.05", 50_000_000),
-    ("0.1", 100_000_000),
-    ("0.2", 200_000_000),
-    ("0.5", 500_000_000),
-    ("1.0", 1_000_000_000),
-    ("2.0", 2_000_000_000),
-    ("5.0", 5_000_000_000),
-    ("10.0", 10_000_000_000),
-];
+pub use crate::cells::BUCKETS;
 
 /// Cumulative numbers of one target.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -86,6 +68,32 @@ impl Cum {
         c
     }
 
+    /// A run's numbers as its workers' live blocks hold them now; per op when `per_op`.
+    pub fn of_cells(cells: &Cells, per_op: bool) -> Cum {
+        let mut top = Cum::default();
+        let mut ops = Vec::new();
+        for i in 0..Op::COUNT {
+            let s = cells.op_sum(i);
+            let c = Cum {
+                hits: s.hits,
+                misses: s.misses,
+                errors: s.errors,
+                reconnects: 0,
+                buckets: s.buckets,
+                sum_ns: s.sum_ns,
+                count: s.buckets.iter().sum(),
+                ops: Vec::new(),
+            };
+            top.add(&c);
+            if per_op {
+                ops.push(c);
+            }
+        }
+        top.reconnects = cells.reconnects();
+        top.ops = ops;
+        top
+    }
+
     pub(crate) fn add(&mut self, o: &Cum) {
         self.hits += o.hits;
         self.misses += o.misses;
@@ -117,7 +125,37 @@ pub(crate) struct Point {
     pub in_flight: u64,
     pub connections: u64,
     pub rate: Option<f64>,
-    /// Unix milliseconds at the end of the interval these numbers describe: every sample carries
-    /// it, so a scrape that lands between two updates is not read as "now".
+    /// Unix milliseconds at the end of the last interval.
     pub at_ms: i64,
+    /// The current run's live blocks: `c` is then read from them at each scrape, and the
+    /// samples carry no timestamp (they are current when scraped).
+    pub live: Option<Live>,
+}
+
+/// Where a point's current numbers come from while its run is live.
+#[derive(Clone, Debug)]
+pub(crate) struct Live {
+    /// Finished runs of the target (sweep and SLO steps).
+    pub base: Cum,
+    pub cells: Arc<Cells>,
+    pub per_op: bool,
+}
+
+impl Point {
+    /// The numbers as of now: read from the live blocks when there are some.
+    pub fn now(&self) -> Point {
+        let mut p = self.clone();
+        if let Some(l) = &self.live {
+            let mut c = l.base.clone();
+            c.add(&Cum::of_cells(&l.cells, l.per_op));
+            p.c = c;
+        }
+        p
+    }
+
+    /// The samples' timestamp: none when live (current at the scrape), else the end of the
+    /// interval the numbers describe, so a scrape between two updates is not read as "now".
+    pub fn stamp(&self) -> Option<i64> {
+        self.live.is_none().then_some(self.at_ms)
+    }
 }

@@ -119,8 +119,14 @@ const TARGET_RATE: Family = Family {
         "The fixed rate asked for with --rate, in requests per second (absent in closed-loop runs).",
 };
 
+const RUN_VALID: Family = Family {
+    name: "loadgen_run_valid",
+    kind: "gauge",
+    help: "1 when every run's verdict is valid, 0 when one is not (the report's verdict line says why); exported once the run has ended.",
+};
+
 /// Every family loadgen exports, in exposition order.
-pub const FAMILIES: [Family; 9] = [
+pub const FAMILIES: [Family; 10] = [
     BUILD_INFO,
     REQUESTS,
     ERRORS,
@@ -130,6 +136,7 @@ pub const FAMILIES: [Family; 9] = [
     IN_FLIGHT,
     CONNECTIONS,
     TARGET_RATE,
+    RUN_VALID,
 ];
 
 struct Out<'a> {
@@ -225,7 +232,15 @@ fn by_op(c: &Cum) -> Vec<(Option<&'static str>, &Cum)> {
         .collect()
 }
 
-pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -> String {
+/// `valid`: the runs' verdict, once the run has ended.
+pub(crate) fn render(
+    points: &[Point],
+    common: &[(String, String)],
+    valid: Option<bool>,
+    f: Format,
+) -> String {
+    let points: Vec<Point> = points.iter().map(Point::now).collect();
+    let points = &points[..];
     let mut o = Out {
         s: String::with_capacity(2048 + points.len() * 4096),
         f,
@@ -241,7 +256,7 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
     if !points.is_empty() {
         o.family(&REQUESTS);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             for (op, c) in by_op(&p.c) {
                 let errors: u64 = c.errors.iter().sum();
                 for (outcome, n) in [("hit", c.hits), ("miss", c.misses), ("error", errors)] {
@@ -254,7 +269,7 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&ERRORS);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             for k in ErrorKind::ALL {
                 o.sample(
                     ERRORS.name,
@@ -265,13 +280,13 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&RECONNECTS);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             o.sample(RECONNECTS.name, &[("target", &p.target)], p.c.reconnects);
         }
         o.family(&DURATION);
         let bucket = format!("{}_bucket", DURATION.name);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             for (op, c) in by_op(&p.c) {
                 let mut labels = vec![("target", p.target.as_str())];
                 labels.extend(op.map(|op| ("op", op)));
@@ -297,28 +312,33 @@ pub(crate) fn render(points: &[Point], common: &[(String, String)], f: Format) -
         }
         o.family(&QPS);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             o.sample(QPS.name, &[("target", &p.target)], float(p.qps));
         }
         o.family(&IN_FLIGHT);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             o.sample(IN_FLIGHT.name, &[("target", &p.target)], p.in_flight);
         }
         o.family(&CONNECTIONS);
         for p in points {
-            o.at_ms = Some(p.at_ms);
+            o.at_ms = p.stamp();
             o.sample(CONNECTIONS.name, &[("target", &p.target)], p.connections);
         }
         if points.iter().any(|p| p.rate.is_some()) {
             o.family(&TARGET_RATE);
             for p in points {
-                o.at_ms = Some(p.at_ms);
+                o.at_ms = p.stamp();
                 if let Some(r) = p.rate {
                     o.sample(TARGET_RATE.name, &[("target", &p.target)], float(r));
                 }
             }
         }
+    }
+    if let Some(v) = valid {
+        o.at_ms = None;
+        o.family(&RUN_VALID);
+        o.sample(RUN_VALID.name, &[], u8::from(v));
     }
     if f == Format::OpenMetrics {
         o.s.push_str("# EOF\n");

@@ -5,8 +5,9 @@
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::live::{self, Rows, RunInfo};
-use super::point::{Cum, Point};
+use super::point::{Cum, Live, Point};
 use super::render::{self, Format};
+use crate::cells::Cells;
 use crate::control::{target_tag, IntervalView};
 use crate::result::{ResultFile, Settings};
 
@@ -21,6 +22,9 @@ struct Series {
     /// Finished runs of this target (sweep and SLO steps).
     base: Cum,
     cur: Cum,
+    /// The current run's live blocks, once its first interval has handed them over.
+    cells: Option<Arc<Cells>>,
+    per_op: bool,
     qps: f64,
     in_flight: u64,
     connections: u64,
@@ -35,9 +39,17 @@ struct Series {
 }
 
 impl Series {
+    /// The current run's numbers: live when it has blocks.
+    fn current(&self) -> Cum {
+        match &self.cells {
+            Some(cells) => Cum::of_cells(cells, self.per_op),
+            None => self.cur.clone(),
+        }
+    }
+
     fn point(&self) -> Point {
         let mut c = self.base.clone();
-        c.add(&self.cur);
+        c.add(&self.current());
         Point {
             target: self.label.clone(),
             c,
@@ -46,6 +58,11 @@ impl Series {
             connections: self.connections,
             rate: self.rate,
             at_ms: self.at_ms,
+            live: self.cells.as_ref().map(|cells| Live {
+                base: self.base.clone(),
+                cells: cells.clone(),
+                per_op: self.per_op,
+            }),
         }
     }
 }
@@ -95,6 +112,7 @@ impl Shared {
         }
         let mut run = (**read(&self.run)).clone();
         run.done = true;
+        run.valid = file.map(|f| f.runs.iter().all(|r| r.verdict.valid));
         *write(&self.run) = Arc::new(run);
     }
 
@@ -138,6 +156,8 @@ impl Shared {
                     run_start: f64::NAN,
                     base: Cum::default(),
                     cur: Cum::default(),
+                    cells: None,
+                    per_op: false,
                     qps: 0.0,
                     in_flight: 0,
                     connections: 0,
@@ -156,12 +176,16 @@ impl Shared {
         };
         let s = &mut all[pos];
         if s.run_start.to_bits() != v.run_start_unix.to_bits() {
-            let done = std::mem::take(&mut s.cur);
+            let done = s.current();
             s.base.add(&done);
+            s.cur = Cum::default();
+            s.cells = None;
             s.run_start = v.run_start_unix;
             s.offset = f64::NAN;
         }
         s.cur = c;
+        s.cells = v.cells.cloned();
+        s.per_op = !v.totals.ops.is_empty();
         s.qps = qps;
         // After the last interval nothing is in flight and the connections are closed.
         s.in_flight = if v.last { 0 } else { v.in_flight };
@@ -196,7 +220,8 @@ impl Shared {
 
     pub(crate) fn render(&self, format: Format) -> String {
         let snap = read(&self.published).clone();
-        render::render(&snap.points, &self.common, format)
+        let valid = read(&self.run).valid;
+        render::render(&snap.points, &self.common, valid, format)
     }
 }
 

@@ -39,6 +39,7 @@ fn view<'a>(
         connections: 16,
         rate,
         row: None,
+        cells: None,
     }
 }
 

@@ -355,6 +355,7 @@ pub fn render_run(r: &RunResult) -> String {
     if let Some(line) = cost_line(r) {
         let _ = writeln!(out, "{line}");
     }
+    let _ = writeln!(out, "{}", verdict_line(&r.verdict));
     if let Some(so) = &r.server_observed {
         match so.delta {
             Some(d) => {
@@ -548,6 +549,15 @@ fn over(r: &RunResult) -> String {
         None => "plain".to_string(),
     };
     format!("{path}, {tls}")
+}
+
+/// `verdict    valid`, or `verdict    NOT VALID: reason; reason`.
+pub fn verdict_line(v: &crate::result::Verdict) -> String {
+    if v.valid {
+        "verdict    valid: no reason to doubt these numbers".to_string()
+    } else {
+        format!("verdict    NOT VALID: {}", v.reasons.join("; "))
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod run;
 mod slo;
 mod sweep;
 mod timeline;
+mod verdict;
 
 pub use file::{Machine, ResultFile, Settings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
@@ -19,3 +20,4 @@ pub use run::{ClientCpu, OpResult, RateResult, RunResult, ServerCpu, ServerObser
 pub use slo::{SloResult, SloStep};
 pub use sweep::{SweepResult, SweepStep};
 pub use timeline::TimelineRow;
+pub use verdict::Verdict;

@@ -97,6 +97,9 @@ pub struct RunResult {
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
+    /// Whether the numbers can be trusted (files from before it was recorded: valid).
+    #[serde(default)]
+    pub verdict: super::verdict::Verdict,
 }
 
 fn tcp() -> String {
