@@ -37,7 +37,7 @@ pub mod report;
 pub mod result;
 mod run;
 pub mod serve;
-mod signals;
+pub mod signals;
 pub mod sweep;
 mod timeouts;
 mod timer;
