@@ -615,6 +615,7 @@ fn sum_observed(
         expected: obs.iter().map(|o| o.expected).sum(),
         matches: obs.iter().all(|o| o.matches),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
+        not_comparable: obs.iter().any(|o| o.not_comparable),
     })
 }
 

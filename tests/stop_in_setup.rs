@@ -3,6 +3,7 @@
 //! The slow servers here are listeners of the test's own that never answer (loopback only).
 
 mod common;
+use common::fake_setup::Silent;
 use common::*;
 
 use std::io::Read;

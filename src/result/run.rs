@@ -200,4 +200,8 @@ pub struct ServerObserved {
     pub expected: u64,
     pub matches: bool,
     pub note: Option<String>,
+    /// The server restarted or reset its counters between the two reads: `delta` is not a
+    /// count of this run, and `note` says what changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_comparable: bool,
 }

@@ -6,8 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-mod fake_setup;
-pub use fake_setup::Silent;
+pub mod fake_setup;
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_loadgen")
