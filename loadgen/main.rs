@@ -450,9 +450,16 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
         return Err("--rows must be at least 1".into());
     }
     let rt = runtime()?;
-    let p = rt
-        .block_on(loadgen::prepare::prepare(&a.target, (1, a.rows)))
-        .map_err(|e| e.0)?;
+    // Ctrl-C / SIGTERM ends a prepare at any step, a hung one included.
+    let p = rt.block_on(async {
+        let mut signals = loadgen::signals::StopSignals::install();
+        tokio::select! {
+            r = loadgen::prepare::prepare(&a.target, (1, a.rows)) => r.map_err(|e| e.0),
+            _ = signals.next() => Err(
+                "stopped while preparing: the data set may be partly loaded; prepare again".into()
+            ),
+        }
+    })?;
     println!(
         "loaded {} rows in {:.1}s ({} rows/s)",
         loadgen::report::text::thousands(p.rows),

@@ -493,6 +493,7 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
         .map(|(&op, o)| {
             let c = &o.counts;
             let server_observed = match (counted(&server.0, op), counted(&server.1, op)) {
+                _ if restarted(&server.0, &server.1).is_some() => None,
                 (Some(b), Some(a)) => Some(observed(
                     format!("{} ({})", server_source(server), op.name()),
                     a.saturating_sub(b),
@@ -523,6 +524,27 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
         .collect()
 }
 
+/// Why the two reads of the server's counter cannot be subtracted: the server restarted or
+/// reset its counters in between (another epoch, or a counter that went back).
+fn restarted(
+    before: &Result<Option<ServerCount>, String>,
+    after: &Result<Option<ServerCount>, String>,
+) -> Option<String> {
+    let (Ok(Some(b)), Ok(Some(a))) = (before, after) else {
+        return None;
+    };
+    match (&b.epoch, &a.epoch) {
+        (Some(x), Some(y)) if x != y => Some(format!(
+            "the server restarted or reset its counters during the run ({x}, then {y}): its count is not comparable"
+        )),
+        _ if a.value < b.value => Some(format!(
+            "the server's counter went back from {} to {} during the run (a restart or a reset): its count is not comparable",
+            b.value, a.value
+        )),
+        _ => None,
+    }
+}
+
 fn server_source(server: &ServerCounts) -> String {
     match &server.1 {
         Ok(Some(c)) => c.source.clone(),
@@ -549,6 +571,7 @@ fn observed(
         delta: Some(delta),
         expected,
         matches: ok,
+        not_comparable: false,
         note: (!ok).then(|| {
             format!(
                 "the server counted {delta} {what}s but loadgen sent {expected} (warm-up included)"
@@ -572,6 +595,23 @@ fn server_observed(
     let connect = totals.counts.errors[ErrorKind::Connect.index()]
         + totals.warm.errors[ErrorKind::Connect.index()];
     let expected = totals.counts.requests() + totals.warm.requests() - connect;
+    if let Some(why) = restarted(&before, &after) {
+        return Some(ServerObserved {
+            source: after
+                .map(|a| a.map(|a| a.source))
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+            delta: None,
+            expected,
+            matches: false,
+            note: Some(why),
+            not_comparable: true,
+            before: None,
+            after: None,
+            shared,
+        });
+    }
     match (before, after) {
         (Ok(Some(b)), Ok(Some(a))) => {
             let delta = a.value.saturating_sub(b.value);
@@ -601,6 +641,7 @@ fn server_observed(
             before: None,
             after: None,
             shared,
+            not_comparable: false,
         }),
     }
 }

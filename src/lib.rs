@@ -39,7 +39,7 @@ pub mod result;
 mod run;
 pub mod serve;
 pub mod shown;
-mod signals;
+pub mod signals;
 pub mod sweep;
 mod timeouts;
 mod timer;

@@ -12,23 +12,10 @@ use crate::cpu::Server;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
-use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::proto::target::{SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
 use crate::worker::{self, wait_true, Ctx};
-
-/// The server's own counters, within the setup bound: a server that never answers its
-/// counters' query (a hostile one) leaves the count unknown, not the run hung.
-async fn server_count<T: Target>(target: &T, plan: &Plan) -> Result<Option<ServerCount>, String> {
-    let limit = plan.timeouts().setup;
-    tokio::time::timeout(limit, target.server_count())
-        .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "no answer to the server's counters within {limit:?}"
-            ))
-        })
-}
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
 pub async fn run<T: Target>(
@@ -39,12 +26,23 @@ pub async fn run<T: Target>(
 ) -> Result<RunResult, SetupError> {
     let target = Arc::new(target);
     preflight(&*target, plan, label, control).await?;
-    let inserts = insert_seq(&*target, plan, label).await?;
+    let inserts = insert_seq(&*target, plan, label, control).await?;
     let durability = match plan.mix.read_only() {
         true => Vec::new(),
-        false => target.durability().await,
+        false => bounded(
+            target.durability(),
+            plan,
+            control,
+            "the durability settings",
+        )
+        .await
+        .map_err(|e| SetupError(format!("{label}: {e}")))?,
     };
-    let server_before = server_count(&*target, plan).await;
+    // A server that takes the connection but never answers the counter read is a setup
+    // failure: the run would only time out on every request.
+    let server_before = bounded(target.server_count(), plan, control, "the server's counter")
+        .await
+        .map_err(|e| SetupError(format!("{label}: {e}")))?;
     let cpu_before = process_cpu_ns();
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
@@ -163,7 +161,10 @@ pub async fn run<T: Target>(
     let server_after = if collector.interrupted() {
         Ok(None)
     } else {
-        server_count(&*target, plan).await
+        // After a measured run a hung counter read costs only the count: the result stays.
+        bounded(target.server_count(), plan, control, "the server's counter")
+            .await
+            .and_then(|r| r)
     };
     let mut result = collector.finish(
         connect,
@@ -232,11 +233,15 @@ async fn insert_seq<T: Target>(
     target: &T,
     plan: &Plan,
     label: &str,
+    control: &Control,
 ) -> Result<InsertSeq, SetupError> {
     let first = match plan.insert_from {
         Some(f) => f,
         None if !plan.mix.has(Op::Insert) => plan.keys.1.saturating_add(1),
-        None => match target.insert_from().await {
+        None => match bounded(target.insert_from(), plan, control, "where inserts start")
+            .await
+            .map_err(|e| SetupError(format!("{label}: {e}")))?
+        {
             Ok(Some(f)) => f,
             Ok(None) => plan.keys.1.saturating_add(1),
             Err(e) => {
@@ -247,6 +252,24 @@ async fn insert_seq<T: Target>(
         },
     };
     Ok(InsertSeq::for_instance(first, plan.instance.as_deref()))
+}
+
+/// A round trip outside the request loop (counter, settings, insert start), bounded like a
+/// handshake by --timeout and given up at once on Ctrl-C / SIGTERM: a server that accepts and
+/// never answers must not hang loadgen.
+async fn bounded<R>(
+    step: impl std::future::Future<Output = R>,
+    plan: &Plan,
+    control: &Control,
+    what: &str,
+) -> Result<R, String> {
+    let limit = plan.timeouts().setup;
+    tokio::select! {
+        r = tokio::time::timeout(limit, step) => r.map_err(|_| format!(
+            "no answer within {limit:?} reading {what} (is the server hung?); check it or raise --timeout"
+        )),
+        _ = wait_true(control.stop.clone()) => Err(format!("stopped while reading {what}")),
+    }
 }
 
 /// CPU time of the whole process (user + system, all threads, ended ones too), nanoseconds.

@@ -13,7 +13,7 @@ const KILL_RATE: &str = "2000";
 
 /// Kills `name` 3 s into a 12 s run of exactly `KILL_N` requests, restarts it, and checks the
 /// run kept counting and lost no request: each one is a hit, a miss or an error.
-fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) {
+fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) -> serde_json::Value {
     let url = url.to_string();
     let t0 = Instant::now();
     let h = std::thread::spawn(move || {
@@ -64,6 +64,7 @@ fn kill_and_restart(name: &str, url: &str, after_restart: impl FnOnce()) {
         "answers after the restart at {restarted_s:.1}s: {timeline:?}"
     );
     assert!(u(r, "reconnects") > 0);
+    r.clone()
 }
 
 #[test]
@@ -80,7 +81,7 @@ fn memcached_killed_and_restarted_mid_run() {
         return;
     };
     let reload = url.clone();
-    kill_and_restart("memcached", &url, move || {
+    let r = kill_and_restart("memcached", &url, move || {
         // memcached keeps nothing across a restart: load the rows again so hits come back
         let out = run(&["prepare", &reload, "--rows", "1000000"]);
         assert!(
@@ -89,6 +90,11 @@ fn memcached_killed_and_restarted_mid_run() {
             String::from_utf8_lossy(&out.stderr)
         );
     });
+    // Its counters restarted with it: the count is said to be not comparable, not a mismatch.
+    let so = &r["server_observed"];
+    assert_eq!(so["not_comparable"], true, "{so}");
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(so["note"].as_str().unwrap().contains("restarted"), "{so}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! The slow servers here are listeners of the test's own that never answer (loopback only).
 
 mod common;
+use common::fake_setup::Silent;
 use common::*;
 
 use std::io::Read;
@@ -170,4 +171,116 @@ fn sigterm_during_the_connect_phase() {
     );
     drop(l);
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
+/// Runs loadgen to its end (killing it past `limit`); exit code, stderr, seconds taken.
+fn run_until(args: &[&str], limit: Duration) -> (Option<i32>, String, f64) {
+    let t = Instant::now();
+    let child = spawn(args);
+    let (code, err) = exits_within(child, limit, args[1]);
+    (code, err, t.elapsed().as_secs_f64())
+}
+
+/// One clear line naming the hang, exit 2, no panic.
+fn one_line_exit_2(code: Option<i32>, err: &str, what: &str) {
+    assert_eq!(code, Some(2), "{what}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{what}: not one line: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+#[test]
+fn a_memcached_that_never_answers_ends_the_run_within_the_timeout() {
+    // It takes the connection (memcached has no greeting), then never answers `stats`: the
+    // counter read before the run used to wait forever.
+    let silent = Silent::start();
+    let url = format!("memcache://127.0.0.1:{}", silent.port);
+    let args = [
+        "run",
+        &url,
+        "--timeout",
+        "1s",
+        "-d",
+        "3s",
+        "-c",
+        "2",
+        "-q",
+        "-o",
+        "-",
+    ];
+    let (code, err, secs) = run_until(&args, Duration::from_secs(10));
+    one_line_exit_2(code, &err, "memcached run");
+    assert!(err.contains("no answer within"), "{err}");
+    assert!(secs < 3.5, "took {secs:.1}s with --timeout 1s");
+}
+
+#[test]
+fn silent_redis_postgres_and_mysql_servers_end_the_run_within_the_timeout() {
+    let silent = Silent::start();
+    let p = silent.port;
+    for url in [
+        format!("redis://127.0.0.1:{p}"),
+        format!("postgres://bench@127.0.0.1:{p}/loadgen?sslmode=disable"),
+        format!("postgres://bench@127.0.0.1:{p}/loadgen?sslmode=disable&driver=wire"),
+        format!("mysql://bench@127.0.0.1:{p}/loadgen"),
+        format!("mysql://bench@127.0.0.1:{p}/loadgen?driver=wire"),
+        format!("hs://127.0.0.1:{p}/loadgen/usr"),
+    ] {
+        let args = [
+            "run",
+            &url,
+            "--timeout",
+            "1s",
+            "-d",
+            "3s",
+            "-c",
+            "2",
+            "-q",
+            "-o",
+            "-",
+        ];
+        let (code, err, secs) = run_until(&args, Duration::from_secs(10));
+        one_line_exit_2(code, &err, &url);
+        assert!(secs < 3.5, "{url}: took {secs:.1}s with --timeout 1s");
+    }
+}
+
+#[test]
+fn a_prepare_against_a_silent_server_ends_with_one_line() {
+    let silent = Silent::start();
+    let p = silent.port;
+    for url in [
+        format!("memcache://127.0.0.1:{p}"),
+        format!("postgres://bench@127.0.0.1:{p}/loadgen?sslmode=disable"),
+        format!("mysql://bench@127.0.0.1:{p}/loadgen"),
+    ] {
+        let args = ["prepare", &url, "--rows", "1000"];
+        let (code, err, secs) = run_until(&args, Duration::from_secs(20));
+        one_line_exit_2(code, &err, &url);
+        assert!(secs < 13.0, "{url}: took {secs:.1}s");
+    }
+}
+
+#[test]
+fn sigterm_during_a_hung_counter_read_or_prepare() {
+    let silent = Silent::start();
+    let mc = format!("memcache://127.0.0.1:{}", silent.port);
+    let pg = format!(
+        "postgres://bench@127.0.0.1:{}/loadgen?sslmode=disable",
+        silent.port
+    );
+    let runs: [&[&str]; 3] = [
+        &["run", &mc, "--timeout", "60s", "-d", "3s", "-q", "-o", "-"],
+        &["prepare", &mc, "--rows", "1000"],
+        &["prepare", &pg, "--rows", "1000"],
+    ];
+    for args in runs {
+        let child = spawn(args);
+        std::thread::sleep(Duration::from_millis(700));
+        sigterm(&child);
+        let (code, err) = exits_within(child, Duration::from_secs(2), args[1]);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("stopped while"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
 }

@@ -308,3 +308,63 @@ fn no_key_material_in_any_output() {
         assert!(!seen.contains(chunk), "key material '{chunk}' in an output");
     }
 }
+
+#[test]
+fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
+    // `openssl x509 -req` without an extension file makes a v1 certificate; psql sends it, and
+    // loadgen refused it ("do not go together: UnsupportedCertVersion") before connecting.
+    let Some(url) = server("LOADGEN_PG_TLS_URL") else {
+        return;
+    };
+    let ca = env("LOADGEN_TLS_CA");
+    let ca_key = ca.replace("ca.crt", "ca.key");
+    let dir = std::env::temp_dir().join(format!("loadgen-v1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (key, csr, crt) = (dir.join("c.key"), dir.join("c.csr"), dir.join("c.crt"));
+    let openssl = |args: &[&str]| {
+        let o = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "openssl {args:?}: {}", outputs(&o));
+    };
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &p(&key),
+        "-out",
+        &p(&csr),
+        "-subj",
+        "/CN=loadgen_tls",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &p(&csr),
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-set_serial",
+        "7",
+        "-out",
+        &p(&crt),
+        "-days",
+        "2",
+    ]);
+    let with_cert = with(&url, &format!("sslcert={}&sslkey={}", p(&crt), p(&key)));
+    for driver in ["wire", "tokio"] {
+        let (code, doc, err) =
+            run_json(&[&with(&with_cert, &format!("driver={driver}")), "-n", "500"]);
+        assert_eq!(code, 0, "{driver}: {err}");
+        assert_eq!(u(&doc["runs"][0], "hits"), 500, "{driver}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -107,6 +107,7 @@ pub(super) fn merge_observed(
         before: None,
         after: None,
         shared: false,
+        not_comparable: obs.iter().any(|o| o.not_comparable),
     })
 }
 
@@ -149,6 +150,7 @@ pub(super) fn sum_observed(
         before: None,
         after: None,
         shared: false,
+        not_comparable: obs.iter().any(|o| o.not_comparable),
     })
 }
 

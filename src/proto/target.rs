@@ -13,6 +13,10 @@ pub struct ServerCount {
     pub source: String,
     /// The server's count per op (`Op::index` order), where it counts writes; empty otherwise.
     pub ops: Vec<u64>,
+    /// Who counted: changes when the server restarts or its counters are reset (memcached's
+    /// pid and start time, Redis's run_id); None where it is not read. Two reads with
+    /// different epochs cannot be subtracted.
+    pub epoch: Option<String>,
 }
 
 impl ServerCount {
@@ -26,6 +30,7 @@ impl ServerCount {
             value,
             source: source.into(),
             ops: Vec::new(),
+            epoch: None,
         }
     }
 }

@@ -374,6 +374,14 @@ pub fn render_run(r: &RunResult) -> String {
                     }
                 );
             }
+            None if so.not_comparable => {
+                let _ = writeln!(
+                    out,
+                    "server     {} NOT COMPARABLE: {}",
+                    so.source,
+                    so.note.as_deref().unwrap_or("")
+                );
+            }
             None => {
                 let _ = writeln!(
                     out,

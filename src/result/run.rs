@@ -219,4 +219,8 @@ pub struct ServerObserved {
     /// requests too, so `matches` only says the server saw at least this one's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// The server restarted or reset its counters between the two reads: `delta` is not a
+    /// count of this run, and `note` says what changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_comparable: bool,
 }

@@ -12,8 +12,10 @@ use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    CertificateError, ClientConfig, DigitallySignedStruct, InconsistentKeys, RootCertStore,
+    SignatureScheme,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::client::TlsStream;
@@ -171,6 +173,7 @@ impl TlsClient {
         }
         let n = opts.names;
         let provider = Arc::new(ring::default_provider());
+        let keys = provider.clone();
         let (store, roots) = match &opts.roots {
             Roots::File(path) => (read_roots(path, n.roots)?, path.display().to_string()),
             Roots::System => (system_roots()?, "the system's trusted CAs".to_string()),
@@ -217,14 +220,29 @@ impl TlsClient {
                         pem_cause(&e)
                     )
                 })?;
-                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                let mismatch = |e: rustls::Error| {
                     format!(
                         "the client certificate {} and key ({}, {}) do not go together: {e}",
                         cert.display(),
                         n.cert,
                         n.key
                     )
-                })?
+                };
+                let signer = keys
+                    .key_provider
+                    .load_private_key(key)
+                    .map_err(|e| format!("the client key ({}) cannot sign: {e}", n.key))?;
+                let certified = CertifiedKey::new(chain, signer);
+                // Only a key of another certificate is refused here. A certificate rustls
+                // cannot parse (an X.509 v1 one, as `openssl x509 -req` makes) is only sent,
+                // as libpq and the mysql client send it: the server judges it.
+                match certified.keys_match() {
+                    Err(e @ rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
+                        return Err(mismatch(e))
+                    }
+                    _ => builder
+                        .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified))),
+                }
             }
             (Some(_), None) | (None, Some(_)) => {
                 return Err(format!(

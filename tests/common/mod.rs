@@ -8,6 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+pub mod fake_setup;
 
 mod own_counts;
 pub use own_counts::*;

@@ -267,6 +267,7 @@ impl Target for HsTarget {
         let mut ops = vec![one; Op::COUNT];
         ops[Op::Insert.index()] = writes;
         Ok(Some(ServerCount {
+            epoch: None,
             value: reads + writes,
             source: "global status Handler_read_key, Handler_write".into(),
             ops,

@@ -144,6 +144,7 @@ impl Target for HttpTarget {
         Ok(self.stats.as_ref().map(|s| {
             let ops = s.per_op();
             ServerCount {
+                epoch: None,
                 value: ops.iter().sum(),
                 source: "embedded server requests".into(),
                 ops,

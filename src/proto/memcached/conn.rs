@@ -61,7 +61,7 @@ impl McTarget {
 }
 
 /// memcached's own counts from `stats` on a fresh connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McCounts {
     /// get_hits + get_misses
     pub gets: u64,
@@ -69,6 +69,8 @@ pub struct McCounts {
     pub sets: u64,
     /// delete_hits + delete_misses
     pub deletes: u64,
+    /// The server process and when it started: another after a restart.
+    pub epoch: String,
 }
 
 pub async fn counts(ep: &Endpoint, connect_timeout: Duration) -> Result<McCounts, LookupError> {
@@ -94,6 +96,11 @@ pub async fn counts(ep: &Endpoint, connect_timeout: Duration) -> Result<McCounts
         gets: get("get_hits")? + get("get_misses")?,
         sets: get("cmd_set")?,
         deletes: get("delete_hits")? + get("delete_misses")?,
+        epoch: format!(
+            "pid {}, up since {}",
+            get("pid")?,
+            get("time")?.saturating_sub(get("uptime")?)
+        ),
     })
 }
 
@@ -135,10 +142,9 @@ impl Target for McTarget {
             .await
             .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;
         if self.mix.read_only() {
-            return Ok(Some(ServerCount::reads(
-                c.gets,
-                "memcached get_hits+get_misses",
-            )));
+            let mut r = ServerCount::reads(c.gets, "memcached get_hits+get_misses");
+            r.epoch = Some(c.epoch);
+            return Ok(Some(r));
         }
         let stores = [Op::Update, Op::Insert, Op::Upsert];
         let sets = match stores.iter().filter(|&&o| self.mix.has(o)).count() {
@@ -149,6 +155,7 @@ impl Target for McTarget {
         ops[Op::Read.index()] = c.gets;
         ops[Op::Delete.index()] = c.deletes;
         Ok(Some(ServerCount {
+            epoch: None,
             value: c.gets + c.sets + c.deletes,
             source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
             ops,

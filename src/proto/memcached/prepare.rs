@@ -36,7 +36,14 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let mut conn = crate::proto::stream::StreamConn::new(sock, codec, true);
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
-    match conn.recv(&last).await {
+    // memcached answers the get as soon as it has taken the sets before it.
+    let limit = crate::timeouts::PREPARE_CONNECT;
+    let reply = tokio::time::timeout(limit, conn.recv(&last))
+        .await
+        .map_err(|_| {
+            format!("memcached took the rows but did not answer within {limit:?}: is this a memcached port?")
+        })?;
+    match reply {
         Ok(crate::outcome::Outcome::Hit) => {
             super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
             Ok(keys.1 - keys.0 + 1)

@@ -14,7 +14,11 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     use mysql_async::prelude::Queryable;
     let opts = mysql_opts(url, crate::timeouts::PREPARE_CONNECT, 1)?;
     let err = |e: mysql_async::Error| opts.explain(&e);
-    let mut c = opts.conn().await?;
+    // The connect's own bound covers only the TCP connect, not a server that never answers.
+    let limit = crate::timeouts::PREPARE_CONNECT;
+    let mut c = tokio::time::timeout(limit, opts.conn()).await.map_err(|_| {
+        format!("no MySQL answer within {limit:?}: is this a MySQL/MariaDB port, and is the server up?")
+    })??;
     for stmt in SCHEMA
         .split(';')
         .map(str::trim)

@@ -175,6 +175,7 @@ pub fn server_count(
     };
     ops[Op::Read.index()] = read;
     ServerCount {
+        epoch: None,
         value,
         source: format!("global status {}", names.join(", ")),
         ops,

@@ -62,6 +62,7 @@ impl PgCounter {
             Ok(Source::IndexScans(oid, name)) => settled_scans(&client, *oid)
                 .await
                 .map(|v| ServerCount {
+                    epoch: None,
                     ops: Vec::new(),
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
@@ -197,6 +198,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         }
     };
     r.map(|row| ServerCount {
+        epoch: None,
         ops: Vec::new(),
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),

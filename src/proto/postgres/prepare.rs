@@ -17,13 +17,15 @@ const CHUNK: usize = 1 << 20;
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     let endpoint = super::endpoint(url)?;
     let config = pg_config(url, &endpoint, crate::timeouts::PREPARE_CONNECT);
-    let (client, task) = PgTls::new(url, &endpoint)?
-        .connect(&config)
+    // The connect's own bound covers only the TCP connect, not a server that never answers.
+    let limit = crate::timeouts::PREPARE_CONNECT;
+    let (client, task) = tokio::time::timeout(limit, PgTls::new(url, &endpoint)?.connect(&config))
         .await
+        .map_err(|_| no_answer(&endpoint, limit))?
         .map_err(|e| explain_connect(&e, &endpoint, "schema"))?;
-    client
-        .batch_execute(SCHEMA)
+    tokio::time::timeout(limit, client.batch_execute(SCHEMA))
         .await
+        .map_err(|_| no_answer(&endpoint, limit))?
         .map_err(|e| explain(&e, "schema"))?;
     let sink = client
         .copy_in("COPY usr (user_id, user_name, user_email, created) FROM STDIN")
@@ -55,4 +57,8 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     drop(client);
     let _ = task.await;
     Ok(n)
+}
+
+fn no_answer(endpoint: &crate::transport::Endpoint, limit: std::time::Duration) -> String {
+    format!("{endpoint} did not answer within {limit:?}: is this a PostgreSQL port, and is the server up?")
 }

@@ -86,6 +86,7 @@ impl Target for RedisTarget {
         ops[Op::Insert.index()] = setnx;
         ops[Op::Delete.index()] = del;
         Ok(Some(ServerCount {
+            epoch: None,
             value: get + set + setnx + del,
             source: "INFO commandstats calls of get, set, setnx, del".into(),
             ops,
