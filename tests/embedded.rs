@@ -39,6 +39,8 @@ fn embedded_verify_and_exact_count() {
 #[test]
 fn result_file_is_written_atomically_and_valid() {
     let dir = std::env::temp_dir().join(format!("loadgen-test-{}", std::process::id()));
+    // -o refuses a directory that does not exist.
+    std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("r.json");
     let out = run(&[
         "run",

@@ -80,6 +80,7 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
         return;
     };
     let dir = std::env::temp_dir().join(format!("loadgen-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
     let path = dir.join("sweep.json");
     let out = run(&[
         "run",
@@ -131,6 +132,7 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
 #[test]
 fn a_writing_sweep_prints_each_write_ops_rate_and_time_per_10k_as_the_json_has_them() {
     let dir = std::env::temp_dir().join(format!("loadgen-sweep-writes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
     let path = dir.join("sweep.json");
     let out = run(&[
         "run",

@@ -40,6 +40,7 @@ fn comparison_over_embedded_postgres_and_memcached() {
         return;
     };
     let dir = std::env::temp_dir().join(format!("loadgen-cmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
     let path = dir.join("cmp.json");
     let out = run(&[
         "run",
