@@ -103,7 +103,7 @@ fn redis_killed_and_restarted_mid_run() {
         return;
     };
     let reload = url.clone();
-    kill_and_restart("redis", &url, move || {
+    let r = kill_and_restart("redis", &url, move || {
         // servers.sh runs Redis without persistence: load the rows again so hits come back
         let out = run(&["prepare", &reload, "--rows", "1000000"]);
         assert!(
@@ -112,6 +112,11 @@ fn redis_killed_and_restarted_mid_run() {
             String::from_utf8_lossy(&out.stderr)
         );
     });
+    // A new run_id: the count is said to be not comparable, whatever the counters did.
+    let so = &r["server_observed"];
+    assert_eq!(so["not_comparable"], true, "{so}");
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(so["note"].as_str().unwrap().contains("run_id"), "{so}");
 }
 
 #[test]

@@ -9,7 +9,6 @@
 mod common;
 use common::*;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -743,43 +742,35 @@ impl Drop for Running {
     }
 }
 
-/// Requests so far (hit + miss + error) and `loadgen_qps` of the one target in a scrape, with
-/// the timestamp the samples carry (the end of the interval they describe).
-fn scraped(text: &str) -> Option<(i64, f64, f64)> {
-    let (mut requests, mut qps, mut at) = (0.0, None, None);
+/// The requests (every series summed) and the qps gauge of one `/metrics` text.
+fn scraped(text: &str) -> Option<(f64, f64)> {
+    let (mut requests, mut qps) = (0.0, None);
     for l in text.lines().filter(|l| !l.starts_with('#')) {
-        let mut f = l.rsplitn(3, ' ');
-        // Untimed samples (the build info) have two fields.
-        let (Some(ts), Some(v), Some(series)) = (f.next(), f.next(), f.next()) else {
+        let Some((series, v)) = l.rsplit_once(' ') else {
             continue;
         };
         if series.starts_with("loadgen_requests_total{") {
             requests += v.parse::<f64>().ok()?;
-            at = Some(ts.parse::<i64>().ok()?);
         } else if series.starts_with("loadgen_qps{") {
             qps = Some(v.parse::<f64>().ok()?);
         }
     }
-    Some((at?, requests, qps?))
+    Some((requests, qps?))
 }
 
-/// Scrapes `/metrics` every 50 ms until `stop`: what it said at each interval end. A stamp
-/// seen twice must carry the same numbers.
-fn record_metrics(
-    addr: String,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<BTreeMap<i64, (f64, f64)>> {
+/// One scrape of `/metrics`: when it was asked and answered, its requests and qps.
+type Scrape = (Instant, Instant, f64, f64);
+
+/// Scrapes `/metrics` every 50 ms until `stop`. Its counters are current when scraped, so
+/// each scrape is kept with the times it was asked and answered.
+fn record_metrics(addr: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Scrape>> {
     std::thread::spawn(move || {
-        let mut seen: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+        let mut seen = Vec::new();
         while !stop.load(Ordering::Relaxed) {
+            let asked = Instant::now();
             let r = http_request(&addr, "GET", "/metrics", "");
-            if let Some((at, requests, qps)) = r.as_ref().and_then(|r| scraped(&r.body)) {
-                let before = seen.insert(at, (requests, qps));
-                assert!(
-                    before.map_or(true, |b| b == (requests, qps)),
-                    "stamp {at}: {before:?} then {:?}",
-                    (requests, qps)
-                );
+            if let Some((requests, qps)) = r.as_ref().and_then(|r| scraped(&r.body)) {
+                seen.push((asked, Instant::now(), requests, qps));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -894,7 +885,9 @@ fn the_live_page_shows_what_metrics_says_then_the_report() {
     );
     assert_no_url_outside(&served.body, "live");
     let url = format!("http://{addr}/");
+    let opened = Instant::now();
     let dom = open_url(browser, &d, &url, "live", &["--virtual-time-budget=3000"]);
+    let closed = Instant::now();
     let (tag, _) = element(&dom, "live-status");
     let polls: u32 = attr(tag, "data-polls").parse().unwrap();
     assert!(polls >= 1, "the page never fetched live.json: {tag}");
@@ -946,17 +939,21 @@ document.getElementById('f').addEventListener('load', () => {{
     );
     let doc = read_json(&d.join("run.json"));
     stop.store(true, Ordering::Relaxed);
-    let seen = recorder.join().expect("the scrapes agree with themselves");
-    // The page and /metrics, at the same interval end: the same numbers, exactly.
-    let &(m_requests, m_qps) = seen
-        .get(&at)
-        .unwrap_or_else(|| panic!("no scrape stamped {at}: {seen:?}"));
-    assert_eq!(
-        (requests, qps),
-        (m_requests, m_qps),
-        "page vs /metrics at {at}"
+    let seen = recorder.join().expect("the scrapes were read");
+    // The page and /metrics read the same live counters: every scrape answered before the page
+    // was opened counted no more than the page shows, every one asked after it closed no less,
+    // and the page's qps is a value the gauge had.
+    let earlier: Vec<f64> = seen.iter().filter(|s| s.1 <= opened).map(|s| s.2).collect();
+    let later: Vec<f64> = seen.iter().filter(|s| s.0 >= closed).map(|s| s.2).collect();
+    assert!(!earlier.is_empty() && !later.is_empty(), "{seen:?}");
+    assert!(
+        earlier.iter().all(|&r| r <= requests) && later.iter().all(|&r| r >= requests),
+        "page {requests} requests between scrapes {earlier:?} and {later:?}"
     );
-    assert!(seen.len() >= 6, "{seen:?}");
+    assert!(
+        seen.iter().any(|s| s.3 == qps),
+        "page qps {qps} never on /metrics: {seen:?}"
+    );
     // Once the run has ended, the live rows are the result's timeline, row for row.
     let rows = &done["targets"][0]["rows"];
     let timeline = doc["runs"][0]["timeline"].as_array().unwrap();
@@ -970,7 +967,7 @@ document.getElementById('f').addEventListener('load', () => {{
     let r = &doc["runs"][0];
     // Every request: the counted ones and the warm-up's, on /metrics and in live.json alike.
     let metrics = http_get(&addr, "/metrics");
-    let (_, total, _) = scraped(&metrics.body).unwrap();
+    let (total, _) = scraped(&metrics.body).unwrap();
     assert_eq!(total as u64, u(r, "requests") + u(r, "warmup_requests"));
     assert_eq!(done["targets"][0]["requests"].as_f64(), Some(total));
     // `/` is now the report written beside the result, and shows its numbers.

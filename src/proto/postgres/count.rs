@@ -71,6 +71,14 @@ impl PgCounter {
             Ok(Source::Unavailable(why)) => Err(format!("{label}: {why}")),
             Err(e) => Err(e),
         };
+        let calls = matches!(self.found.get(), Some(Source::Calls(_)));
+        let r = match r {
+            Ok(mut count) => {
+                count.epoch = epoch(&client, calls).await;
+                Ok(count)
+            }
+            Err(e) => Err(e),
+        };
         drop(client);
         let _ = task.await;
         r.map(Some)
@@ -175,6 +183,18 @@ fn index_nodes(node: &serde_json::Value, out: &mut Vec<(String, Option<String>)>
     {
         index_nodes(child, out);
     }
+}
+
+/// When the server last started, and when pg_stat_statements last reset its counts (a crash
+/// of any backend resets them without a new postmaster): a count read in another epoch is not
+/// comparable. None when it cannot be read: the counter going back still tells.
+async fn epoch(client: &Client, calls: bool) -> Option<String> {
+    let sql = match calls {
+        true => "SELECT 'postmaster started ' || pg_postmaster_start_time()::text || \
+                 ', pg_stat_statements reset ' || coalesce((SELECT stats_reset FROM pg_stat_statements_info)::text, '-')",
+        false => "SELECT 'postmaster started ' || pg_postmaster_start_time()::text",
+    };
+    client.query_one(sql, &[]).await.ok().map(|row| row.get(0))
 }
 
 /// pg_stat_statements' calls of the lookup. Why by identifier and not by text:

@@ -67,15 +67,14 @@ impl Target for RedisTarget {
     /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
     /// is in the mix, of neither when both are.
     async fn server_count(&self) -> Result<Option<ServerCount>, String> {
-        let c = calls(&self.login, &["get", "set", "setnx", "del"])
+        let (c, epoch) = calls(&self.login, &["get", "set", "setnx", "del"])
             .await
             .map_err(|e| e.message)?;
         let (get, set, setnx, del) = (c[0], c[1], c[2], c[3]);
         if self.mix.read_only() {
-            return Ok(Some(ServerCount::reads(
-                get,
-                "INFO commandstats cmdstat_get.calls",
-            )));
+            let mut count = ServerCount::reads(get, "INFO commandstats cmdstat_get.calls");
+            count.epoch = epoch;
+            return Ok(Some(count));
         }
         let sets = match self.mix.has(Op::Update) && self.mix.has(Op::Upsert) {
             true => ServerCount::UNCOUNTED,
@@ -86,7 +85,7 @@ impl Target for RedisTarget {
         ops[Op::Insert.index()] = setnx;
         ops[Op::Delete.index()] = del;
         Ok(Some(ServerCount {
-            epoch: None,
+            epoch,
             value: get + set + setnx + del,
             source: "INFO commandstats calls of get, set, setnx, del".into(),
             ops,

@@ -5,10 +5,21 @@ use crate::outcome::LookupError;
 use crate::proto::redis::login::{Answer, Login};
 
 /// `calls` of each of `commands` (lower case, e.g. `get`) since the server started (or
-/// `CONFIG RESETSTAT`), from one `INFO commandstats` on a fresh connection.
-pub async fn calls(login: &Login, commands: &[&str]) -> Result<Vec<u64>, LookupError> {
+/// `CONFIG RESETSTAT`), from one `INFO commandstats` on a fresh connection, and the server's
+/// `run_id`, which a restart changes (so two counts of different runs are not subtracted).
+pub async fn calls(
+    login: &Login,
+    commands: &[&str],
+) -> Result<(Vec<u64>, Option<String>), LookupError> {
     let mut conn = login.open(false).await?;
-    match login
+    let run_id = match login
+        .ask(&mut conn, &[b"INFO", b"server"], "INFO server")
+        .await?
+    {
+        Answer::Bulk(info) => run_id_of(&info),
+        _ => None,
+    };
+    let counts = match login
         .ask(&mut conn, &[b"INFO", b"commandstats"], "INFO commandstats")
         .await?
     {
@@ -31,7 +42,16 @@ pub async fn calls(login: &Login, commands: &[&str]) -> Result<Vec<u64>, LookupE
             "{}: unexpected reply to INFO: {other:?}",
             login.addr
         ))),
-    }
+    }?;
+    Ok((counts, run_id))
+}
+
+/// `run_id` in an `INFO server` text: a new one at every start of the server.
+pub fn run_id_of(info: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(info)
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .map(|v| format!("run_id {}", v.trim()))
 }
 
 /// `calls` of `cmdstat_<command>` in an `INFO commandstats` text. Redis leaves out commands
@@ -59,5 +79,12 @@ mod tests {
         assert_eq!(calls_of(info, "set"), Some(0));
         assert_eq!(calls_of(b"cmdstat_get:usec=1\r\n", "get"), None);
         assert_eq!(calls_of(b"cmdstat_get:calls=x\r\n", "get"), None);
+    }
+
+    #[test]
+    fn reads_run_id() {
+        let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:5f1d2c\r\ntcp_port:6379\r\n";
+        assert_eq!(run_id_of(info).as_deref(), Some("run_id 5f1d2c"));
+        assert_eq!(run_id_of(b"# Server\r\n"), None);
     }
 }
