@@ -189,15 +189,11 @@ fn one_line_exit_2(code: Option<i32>, err: &str, what: &str) {
     assert!(!err.contains("panicked"), "{what}: {err}");
 }
 
-#[test]
-fn a_memcached_that_never_answers_ends_the_run_within_the_timeout() {
-    // It takes the connection (memcached has no greeting), then never answers `stats`: the
-    // counter read before the run used to wait forever.
-    let silent = Silent::start();
-    let url = format!("memcache://127.0.0.1:{}", silent.port);
+/// `loadgen run URL --timeout 1s -d 3s -c 2` against a silent server, stopped after 10 s.
+fn run_silent(url: &str) -> (Option<i32>, String, f64) {
     let args = [
         "run",
-        &url,
+        url,
         "--timeout",
         "1s",
         "-d",
@@ -208,7 +204,16 @@ fn a_memcached_that_never_answers_ends_the_run_within_the_timeout() {
         "-o",
         "-",
     ];
-    let (code, err, secs) = run_until(&args, Duration::from_secs(10));
+    run_until(&args, Duration::from_secs(10))
+}
+
+#[test]
+fn a_memcached_that_never_answers_ends_the_run_within_the_timeout() {
+    // It takes the connection (memcached has no greeting), then never answers `stats`: the
+    // counter read before the run used to wait forever.
+    let silent = Silent::start();
+    let url = format!("memcache://127.0.0.1:{}", silent.port);
+    let (code, err, secs) = run_silent(&url);
     one_line_exit_2(code, &err, "memcached run");
     assert!(err.contains("no answer within"), "{err}");
     assert!(secs < 3.5, "took {secs:.1}s with --timeout 1s");
@@ -226,20 +231,7 @@ fn silent_redis_postgres_and_mysql_servers_end_the_run_within_the_timeout() {
         format!("mysql://bench@127.0.0.1:{p}/loadgen?driver=wire"),
         format!("hs://127.0.0.1:{p}/loadgen/usr"),
     ] {
-        let args = [
-            "run",
-            &url,
-            "--timeout",
-            "1s",
-            "-d",
-            "3s",
-            "-c",
-            "2",
-            "-q",
-            "-o",
-            "-",
-        ];
-        let (code, err, secs) = run_until(&args, Duration::from_secs(10));
+        let (code, err, secs) = run_silent(&url);
         one_line_exit_2(code, &err, &url);
         assert!(secs < 3.5, "{url}: took {secs:.1}s with --timeout 1s");
     }
