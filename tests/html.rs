@@ -261,6 +261,17 @@ fn assert_runs_shown(dom: &str, doc: &Value) {
         assert_shown(dom, &format!("p99-{i}"), &r["latency_us"]["p99"]);
         assert_shown(dom, &format!("hits-{i}"), &r["hits"]);
         assert_shown(dom, &format!("errors-{i}"), &r["error_total"]);
+        // The verdict's badge says what the JSON says.
+        if let Some(valid) = r["verdict"]["valid"].as_bool() {
+            let (tag, text) = element(dom, &format!("verdict-{i}"));
+            assert_eq!(attr(tag, "data-valid"), valid.to_string(), "{tag}");
+            let want = if valid { "valid: " } else { "NOT VALID: " };
+            assert!(text.starts_with(want), "#verdict-{i}: {text}");
+            for reason in r["verdict"]["reasons"].as_array().unwrap() {
+                let head = reason.as_str().unwrap().split(':').next().unwrap();
+                assert!(text.contains(head), "#verdict-{i} lacks {head}: {text}");
+            }
+        }
         // The server's CPU per request, where it was measured (the embedded server always is).
         if let Some(us) = r["server_cpu"]["per_request_us"].as_f64() {
             let (tag, _) = element(dom, &format!("server-cpu-{i}"));

@@ -95,6 +95,10 @@
     const errs = errorKinds(r.errors);
     const rows = [];
     const row = (label, td) => rows.push(`<tr><th>${label}</th>${td}</tr>`);
+    // The verdict first, as a badge: whether these numbers can be trusted, and why not.
+    const v = r.verdict;
+    if (v) row('verdict', `<td id="verdict-${i}" data-valid="${v.valid}" class="${v.valid ? 'ok' : 'bad'}">` +
+      esc(v.valid ? 'valid: no reason to doubt these numbers' : 'NOT VALID: ' + v.reasons.join('; ')) + '</td>');
     row('QPS', cell('qps-' + i, r.qps, thousands(r.qps), 'big'));
     row('requests', `<td>${thousands(r.requests)} in ${r.duration_s.toFixed(2)}s` +
       (r.interrupted ? ' <span class="bad">interrupted</span>' : '') + '</td>');
