@@ -72,7 +72,15 @@ fn postgres_killed_and_restarted_mid_run() {
     let Some(url) = server("LOADGEN_PG_URL") else {
         return;
     };
-    kill_and_restart("postgres", &url, || {});
+    let r = kill_and_restart("postgres", &url, || {});
+    // A new postmaster (and pg_stat_statements reset by it): not comparable, not lost requests.
+    let so = &r["server_observed"];
+    assert_eq!(so["not_comparable"], true, "{so}");
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(
+        so["note"].as_str().unwrap().contains("postmaster started"),
+        "{so}"
+    );
 }
 
 #[test]

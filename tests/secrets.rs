@@ -313,8 +313,8 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
             outputs.push((p.display().to_string(), read(&p)));
         }
     }
-    // r.json, r.svg, r.html, r.hlog, s.json, s.svg, s.html, m.json, old.html
-    assert_eq!(files, 9, "{outputs:?}");
+    // r.json, r.svg, r.html, r.hlog, s.json, s.svg, s.html, m.json, m.html, old.html
+    assert_eq!(files, 10, "{outputs:?}");
     assert_clean(&outputs, &secrets);
     let _ = std::fs::remove_dir_all(&dir);
 }
