@@ -492,6 +492,14 @@ pub fn comparison(runs: &[RunResult]) -> String {
                 "-".into()
             }
         );
+        if !r.verdict.valid {
+            // The row's numbers stand, but not as a fair comparison: say so on the row.
+            out.pop();
+            out.push_str("  ! not valid\n");
+        }
+    }
+    if runs.iter().any(|r| !r.verdict.valid) {
+        out.push_str("! not valid: its verdict line above says why\n");
     }
     out
 }
@@ -643,6 +651,20 @@ mod tests {
             );
         }
         assert!(table.contains("9.02x"), "{table}");
+    }
+
+    #[test]
+    fn comparison_marks_a_target_whose_verdict_is_not_valid() {
+        let mut bad = run("memcache://127.0.0.1:11211", 50000.0);
+        bad.verdict = crate::result::Verdict::from(vec!["client saturated".into()]);
+        let runs = vec![run("embedded", 100000.0), bad];
+        let table = comparison(&runs);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(!lines[1].contains("not valid"), "{table}");
+        assert!(lines[2].ends_with("0.50x  ! not valid"), "{table}");
+        assert!(lines[3].starts_with("! not valid: "), "{table}");
+        let valid = comparison(&runs[..1]);
+        assert!(!valid.contains("not valid"), "{valid}");
     }
 
     #[test]
