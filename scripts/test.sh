@@ -58,6 +58,7 @@ summary() {
 step "cargo fmt --check" cargo fmt --check
 step "cargo clippy (-D warnings)" cargo clippy --release --quiet --all-targets -- -D warnings
 step "import loops (scripts/imports.py)" python3 scripts/imports.py
+step "file and fn sizes (scripts/sizes.py)" python3 scripts/sizes.py
 
 bash scripts/servers.sh up
 bash scripts/servers.sh tools   # headless Chromium opens the HTML reports (tests/html.rs)
