@@ -1,0 +1,287 @@
+//! A real Prometheus scraping loadgen: the rates and latencies it computes.
+
+use super::*;
+
+/// An instant query; the single result's value, or None when the result is empty.
+fn prom_query(base: &str, q: &str, time: f64) -> Option<f64> {
+    let data = prom_api(
+        base,
+        &format!("/api/v1/query?query={}&time={time:.3}", urlencode(q)),
+    );
+    let r = data["result"].as_array().unwrap();
+    assert!(r.len() <= 1, "{q}: {data}");
+    r.first()
+        .map(|s| s["value"][1].as_str().unwrap().parse().unwrap())
+}
+
+/// The exporter's latency bucket bounds in seconds (docs/metrics.md), `+Inf` left out.
+const BUCKET_BOUNDS_S: [f64; 19] = [
+    1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0,
+    2.0, 5.0, 10.0,
+];
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A run of the embedded server at `-R RATE` for `-d SECS` (1 s warm-up, 3 s linger) with
+/// `--metrics` on a free one of the two ports scripts/servers.sh's Prometheus scrapes every
+/// second, labelled `test_run=<run id>`. Returns (address, run id, the run's result).
+fn scraped_run(what: &str, secs: &str, rate: &str) -> (String, String, Value) {
+    let (child, addr, run_id) = start_scraped_run(what, secs, rate);
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    (addr, run_id, doc)
+}
+
+/// [`scraped_run`] started in the background: (the child, address, run id).
+fn start_scraped_run(what: &str, secs: &str, rate: &str) -> (Child, String, String) {
+    let port = [59464u16, 59465]
+        .into_iter()
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("port 59464 or 59465 is free");
+    let run_id = format!("{what}-{}-{}", std::process::id(), now_unix() as u64);
+    let addr = format!("127.0.0.1:{port}");
+    let label = format!("test_run={run_id}");
+    let child = spawn_run(&[
+        "--metrics",
+        &addr,
+        "--metrics-linger",
+        "3s",
+        "-d",
+        secs,
+        "--warmup",
+        "1s",
+        "-R",
+        rate,
+        "--keys",
+        "1-100000",
+        "--run-label",
+        &label,
+    ]);
+    (child, addr, run_id)
+}
+
+#[test]
+fn prometheus_sees_loadgens_rate_and_latency() {
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let _g = serial();
+    let t0 = now_unix();
+    let (addr, run_id, doc) = scraped_run("whole", "12s", "3000");
+    let r = &doc["runs"][0];
+    let loadgen_qps = f(r, "qps");
+    let loadgen_p99_s = f(r, "latency_us.p99") / 1e6;
+
+    let sel = format!("test_run=\"{run_id}\"");
+    // Scrapes were working (Prometheus asks for OpenMetrics first, so this parses it too).
+    let up = prom_query(
+        &prom,
+        &format!("up{{job=\"loadgen\",instance=\"{addr}\"}}"),
+        t0 + 8.0,
+    );
+    assert_eq!(up, Some(1.0), "Prometheus scraped {addr}");
+    // ...in OpenMetrics: only that format has UNIT lines and counter families without _total.
+    let meta = prom_api(
+        &prom,
+        &format!(
+            "/api/v1/targets/metadata?match_target={}",
+            urlencode(&format!("{{instance=\"{addr}\"}}"))
+        ),
+    );
+    let meta = meta.as_array().expect("metadata list");
+    let of = |m: &str| meta.iter().find(|x| x["metric"] == m).cloned();
+    let d = of("loadgen_request_duration_seconds").expect("histogram metadata");
+    assert_eq!(
+        (d["type"].as_str(), d["unit"].as_str()),
+        (Some("histogram"), Some("seconds"))
+    );
+    let c = of("loadgen_requests").expect("counter family without _total");
+    assert_eq!(c["type"], "counter");
+    // Several evaluation times around 8 s into the run: rate() over 1 s scrapes of counters that
+    // move once a second can be off by one step when the two clocks line up; the median is not.
+    let times: Vec<f64> = (0..5).map(|i| t0 + 7.0 + i as f64 * 0.5).collect();
+    let rates: Vec<f64> = times
+        .iter()
+        .map(|&t| {
+            prom_query(
+                &prom,
+                &format!("sum(rate(loadgen_requests_total{{{sel}}}[5s]))"),
+                t,
+            )
+            .unwrap_or_else(|| panic!("no rate at {t}"))
+        })
+        .collect();
+    let rate = median(rates.clone());
+    eprintln!("prometheus rate {rates:?} -> {rate:.1}/s; loadgen {loadgen_qps}/s");
+    for want in [3000.0, loadgen_qps] {
+        assert!(
+            (rate - want).abs() <= want * 0.10,
+            "Prometheus {rate:.1}/s vs {want}/s ({rates:?})"
+        );
+    }
+    let q = format!(
+        "histogram_quantile(0.99, sum by (le) (rate(loadgen_request_duration_seconds_bucket{{{sel}}}[5s])))"
+    );
+    let p99s: Vec<f64> = times
+        .iter()
+        .map(|&t| prom_query(&prom, &q, t).unwrap_or_else(|| panic!("no p99 at {t}")))
+        .collect();
+    let p99 = median(p99s.clone());
+    eprintln!("prometheus p99 {p99s:?} -> {p99:.6}s over 5 s windows; loadgen {loadgen_p99_s:.6}s");
+    assert!(p99.is_finite() && p99 > 0.0, "{p99s:?}");
+    // The whole run, from the last scraped buckets (the same samples as loadgen's histogram):
+    // histogram_quantile interpolates inside the bucket that holds the 99th percentile, so
+    // Prometheus' p99 lies between that bucket's bounds, and they are read here from the
+    // result's own histogram, the way the exporter files a sample: by the low end of its
+    // HdrHistogram slot.
+    let h = loadgen::result::decode_histogram(r["histogram"].as_str().unwrap()).unwrap();
+    let low = h.lowest_equivalent(h.value_at_quantile(0.99));
+    let bounds: Vec<f64> = [0.0]
+        .into_iter()
+        .chain(BUCKET_BOUNDS_S.iter().copied())
+        .collect();
+    let b = bounds
+        .iter()
+        .position(|&le| low <= (le * 1e9).round() as u64)
+        .expect("p99 within the largest bucket");
+    let (lo, hi) = (bounds[b - 1], bounds[b]);
+    let whole = prom_query(
+        &prom,
+        &format!(
+            "histogram_quantile(0.99, sum by (le) (max_over_time(loadgen_request_duration_seconds_bucket{{{sel}}}[60s])))"
+        ),
+        now_unix(),
+    )
+    .expect("a whole-run p99");
+    eprintln!("prometheus whole-run p99 {whole:.6}s, bucket ({lo}, {hi}]");
+    assert!(
+        (lo..=hi).contains(&whole),
+        "Prometheus p99 {whole}s outside the bucket ({lo}, {hi}] that holds loadgen's {loadgen_p99_s}s"
+    );
+    // The last scrape (during the linger) holds the final count.
+    let hits = prom_query(
+        &prom,
+        &format!("max_over_time(loadgen_requests_total{{{sel},outcome=\"hit\"}}[60s])"),
+        now_unix(),
+    );
+    let total = u(r, "hits") + u(r, "warmup_requests");
+    assert_eq!(
+        hits,
+        Some(total as f64),
+        "last scraped hit counter vs the run's hits + warm-up"
+    );
+}
+
+/// Counters move once per interval and Prometheus scrapes on its own clock at the same period:
+/// without the samples' own timestamps a scrape sees one step twice or skips it, and a short
+/// rate() window is off by a fifth. With them every evaluation is the paced rate.
+#[test]
+fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let _g = serial();
+    let (_, run_id, doc) = scraped_run("paced", "16s", "15000");
+    let qps = f(&doc["runs"][0], "qps");
+    assert!(
+        (qps - 15000.0).abs() < 150.0,
+        "the run kept its pace: {qps}/s"
+    );
+    let sel = format!("test_run=\"{run_id}\"");
+    // The first stored sample: the end of the run's first interval (its own timestamp), so the
+    // windows below lie inside the run, whenever the connect phase let it start.
+    let first = prom_api(
+        &prom,
+        &format!(
+            "/api/v1/query?query={}&time={:.3}",
+            urlencode(&format!(
+                "loadgen_requests_total{{{sel},outcome=\"hit\"}}[60s]"
+            )),
+            now_unix()
+        ),
+    );
+    let first = first["result"][0]["values"][0][0]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no stored sample: {first}"));
+    let q = format!("sum(rate(loadgen_requests_total{{{sel}}}[4s]))");
+    // Ten consecutive evaluations, one a second, inside the run (17 s from its start).
+    let rates: Vec<f64> = (0..10)
+        .map(|i| {
+            let t = first + 4.0 + i as f64;
+            prom_query(&prom, &q, t)
+                .unwrap_or_else(|| panic!("no rate at first sample + {}", 4 + i))
+        })
+        .collect();
+    eprintln!("prometheus rate[4s] at 1 s steps: {rates:?}; loadgen {qps}/s");
+    for r in &rates {
+        assert!(
+            (r - 15000.0).abs() <= 15000.0 * 0.05,
+            "rate {r:.0}/s is more than 5% off the paced 15000/s: {rates:?}"
+        );
+    }
+}
+
+/// Grafana, alerting and recording rules evaluate at "now", not at a stored sample's time: the
+/// counters a scrape reads are current when it lands, so rate() at now is the paced rate, in an
+/// instant query and at the last point of a range query ending now.
+#[test]
+fn prometheus_rate_at_now_is_the_paced_rate() {
+    let Some(prom) = server("LOADGEN_PROM_URL") else {
+        return;
+    };
+    let _g = serial();
+    let (child, _, run_id) = start_scraped_run("now", "24s", "15000");
+    let sel = format!("test_run=\"{run_id}\"");
+    let q = format!("sum(rate(loadgen_requests_total{{{sel}}}[4s]))");
+    let instant = |q: &str| -> Option<f64> {
+        let data = prom_api(&prom, &format!("/api/v1/query?query={}", urlencode(q)));
+        let r = data["result"].as_array().unwrap().first().cloned()?;
+        Some(r["value"][1].as_str().unwrap().parse().unwrap())
+    };
+    // The first scrape of the run, then 5 s more, so every 4 s window below lies inside it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while instant(&format!("loadgen_requests_total{{{sel},outcome=\"hit\"}}")).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never scraped the run"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let mut rates = Vec::new();
+    for _ in 0..10 {
+        rates.push(instant(&q).expect("a rate at now"));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let end = now_unix();
+    let range = prom_api(
+        &prom,
+        &format!(
+            "/api/v1/query_range?query={}&start={:.3}&end={end:.3}&step=1",
+            urlencode(&q),
+            end - 10.0
+        ),
+    );
+    let values = range["result"][0]["values"].as_array().cloned();
+    let last: f64 = values
+        .and_then(|v| v.last().cloned())
+        .and_then(|p| p[1].as_str().map(|s| s.parse().unwrap()))
+        .unwrap_or_else(|| panic!("no range result: {range}"));
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let qps = f(&doc["runs"][0], "qps");
+    eprintln!("rate[4s] at now, 1 s apart: {rates:?}; range query's last point {last:.0}; loadgen {qps}/s");
+    assert!(
+        (qps - 15000.0).abs() < 150.0,
+        "the run kept its pace: {qps}/s"
+    );
+    for r in rates.iter().chain([&last]) {
+        assert!(
+            (r - 15000.0).abs() <= 15000.0 * 0.05,
+            "rate {r:.0}/s at now is more than 5% off the paced 15000/s: {rates:?}, range {last:.0}"
+        );
+    }
+}
