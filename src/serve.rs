@@ -27,7 +27,7 @@ use tokio::net::{TcpListener, UnixListener};
 use crate::mix::Op;
 use crate::transport::Listener;
 
-/// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (row.rs), so the
+/// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (dataset.rs), so the
 /// store holds only the range and builds a row when it is asked for: any range costs the same
 /// few bytes. Written rows go in a map consulted first (a deleted row is `None` there), only
 /// once something was written, so a read-only run never takes its lock.
