@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained page per result file. The result is embedded once, as
-//! JSON; the page's own script (`html/report.js`, hand-written, no library) draws the tables and
-//! SVG charts from it in the browser. Nothing is loaded from elsewhere: a Content-Security-Policy
-//! of `default-src 'none'` lets the browser itself refuse any request.
+//! JSON; the page's own script (`html/report.js` and its `html/charts.js`, hand-written, no
+//! library) draws the tables and SVG charts from it in the browser. Nothing is loaded from
+//! elsewhere: a Content-Security-Policy of `default-src 'none'` lets the browser itself refuse
+//! any request.
 //!
 //! What is heavy to derive in a browser is derived here: each run's latency spectrum from its
 //! compressed HdrHistogram (which is then left out of the page, as are the per-op ones, so a
@@ -16,7 +17,14 @@ use super::downsample::{downsample, Columns, MAX_POINTS};
 use crate::result::{decode_histogram, ResultFile, RunResult};
 
 const STYLE: &str = include_str!("html/report.css");
-const SCRIPT: &str = include_str!("html/report.js");
+// One strict-mode function scope for both files; the charts come first so that the page's
+// code, run at the end of report.js, finds them defined.
+const SCRIPT: &str = concat!(
+    "(() => {\n  'use strict';\n",
+    include_str!("html/charts.js"),
+    include_str!("html/report.js"),
+    "})();\n"
+);
 
 /// Allows the inline style and script, and nothing else: no fetch, no font, no image but data:.
 pub const CSP: &str =
