@@ -232,6 +232,37 @@ fn by_op(c: &Cum) -> Vec<(Option<&'static str>, &Cum)> {
         .collect()
 }
 
+/// The request duration histogram: cumulative buckets, sum and count per target (and op).
+fn durations(o: &mut Out, points: &[Point]) {
+    o.family(&DURATION);
+    let bucket = format!("{}_bucket", DURATION.name);
+    for p in points {
+        o.at_ms = p.stamp();
+        for (op, c) in by_op(&p.c) {
+            let mut labels = vec![("target", p.target.as_str())];
+            labels.extend(op.map(|op| ("op", op)));
+            let n = labels.len();
+            let mut acc = 0u64;
+            for (i, (le, _)) in BUCKETS.iter().enumerate() {
+                acc += c.buckets[i];
+                labels.push(("le", le));
+                o.sample(&bucket, &labels, acc);
+                labels.truncate(n);
+            }
+            acc += c.buckets[BUCKETS.len()];
+            labels.push(("le", "+Inf"));
+            o.sample(&bucket, &labels, acc);
+            labels.truncate(n);
+            o.sample(
+                &format!("{}_sum", DURATION.name),
+                &labels,
+                float(c.sum_ns as f64 / 1e9),
+            );
+            o.sample(&format!("{}_count", DURATION.name), &labels, c.count);
+        }
+    }
+}
+
 /// `valid`: the runs' verdict, once the run has ended.
 pub(crate) fn render(
     points: &[Point],
@@ -283,33 +314,7 @@ pub(crate) fn render(
             o.at_ms = p.stamp();
             o.sample(RECONNECTS.name, &[("target", &p.target)], p.c.reconnects);
         }
-        o.family(&DURATION);
-        let bucket = format!("{}_bucket", DURATION.name);
-        for p in points {
-            o.at_ms = p.stamp();
-            for (op, c) in by_op(&p.c) {
-                let mut labels = vec![("target", p.target.as_str())];
-                labels.extend(op.map(|op| ("op", op)));
-                let n = labels.len();
-                let mut acc = 0u64;
-                for (i, (le, _)) in BUCKETS.iter().enumerate() {
-                    acc += c.buckets[i];
-                    labels.push(("le", le));
-                    o.sample(&bucket, &labels, acc);
-                    labels.truncate(n);
-                }
-                acc += c.buckets[BUCKETS.len()];
-                labels.push(("le", "+Inf"));
-                o.sample(&bucket, &labels, acc);
-                labels.truncate(n);
-                o.sample(
-                    &format!("{}_sum", DURATION.name),
-                    &labels,
-                    float(c.sum_ns as f64 / 1e9),
-                );
-                o.sample(&format!("{}_count", DURATION.name), &labels, c.count);
-            }
-        }
+        durations(&mut o, points);
         o.family(&QPS);
         for p in points {
             o.at_ms = p.stamp();
