@@ -19,6 +19,15 @@ pub enum Format {
     Json,
 }
 
+/// The pages `--metrics` serves on `/`: the report's, handed down to metrics (which sits below
+/// the report and does not import it).
+pub const METRICS_PAGES: crate::metrics::Pages = crate::metrics::Pages {
+    live: crate::report::html::live_page,
+    live_csp: crate::report::html::LIVE_CSP,
+    report: crate::report::html::render,
+    report_csp: crate::report::html::CSP,
+};
+
 pub struct RunOptions {
     /// Target URLs; empty means the embedded server.
     pub targets: Vec<String>,
@@ -186,6 +195,28 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
     crate::fdlimit::ensure(connections, per, plan.threads.min(connections)).map_err(SetupError)
 }
 
+/// The run's hooks: the progress line on stderr first (it printed before the others ran),
+/// then the exporters'.
+fn hooks(opts: &RunOptions) -> Vec<crate::control::Hook> {
+    let mut hooks: Vec<crate::control::Hook> = Vec::new();
+    if opts.progress {
+        hooks.push(std::sync::Arc::new(|v: &crate::control::IntervalView| {
+            if let Some(row) = v.progress_row {
+                let iv = v.interval;
+                let errors = iv.counts.error_total() + iv.warm.error_total();
+                let reconnects = iv.counts.reconnects + iv.warm.reconnects;
+                eprintln!(
+                    "{}{}",
+                    crate::report::text::progress_line(row, errors, reconnects, v.interval_s),
+                    crate::report::text::op_rates(iv, v.interval_s)
+                );
+            }
+        }));
+    }
+    hooks.extend(opts.hooks.iter().cloned());
+    hooks
+}
+
 /// Sleeps until Unix time `at` (or Ctrl-C).
 async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
     let now = std::time::SystemTime::now()
@@ -256,7 +287,7 @@ async fn execute_targets(
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
-        hooks: opts.hooks.clone(),
+        hooks: hooks(opts),
         server,
     };
     let mut file = ResultFile {

@@ -62,6 +62,9 @@ pub struct IntervalView<'a> {
     /// The row the result's timeline gets for this interval (None: warm-up, or an empty final
     /// sliver), so a live view draws exactly what the report will.
     pub row: Option<&'a TimelineRow>,
+    /// The row the progress line shows: warm-up included; None for a final sliver (the last
+    /// replies of a `-n` run just after a whole interval), which gets no line.
+    pub progress_row: Option<&'a TimelineRow>,
     /// The workers' live counters (None in tests that feed views by hand).
     pub cells: Option<&'a Arc<crate::cells::Cells>>,
 }

@@ -20,7 +20,7 @@ use crate::proto::table::{self, Proto, EMBEDDED, NOT_YET};
 use crate::proto::target::SetupError;
 use crate::result::RunResult;
 use crate::run::run;
-use crate::serve::ServerStats;
+use crate::server_stats::ServerStats;
 use crate::url::TargetUrl;
 use crate::worker::wait_true;
 

@@ -225,6 +225,7 @@ mod tests {
             connections: 1,
             rate: None,
             row: None,
+            progress_row: None,
             cells: None,
         }
     }

@@ -7,8 +7,8 @@
 //! each owns a current_thread runtime, its connections ([`proto::target::Conn`]) and a
 //! [`recorder::Recorder`]. The only request loop is `worker::drive`: keys from [`keys`], due
 //! times from [`pacer`]. Every interval each worker hands a [`recorder::Snapshot`] to the
-//! [`collector`], which merges them into [`totals::Totals`], prints progress and feeds the hooks
-//! of [`control`] ([`metrics`], [`hdrlog`]). The result is a [`result::RunResult`] (the model,
+//! [`collector`], which merges them into [`totals::Totals`] and feeds the hooks of [`control`]
+//! (the progress line, [`metrics`], [`hdrlog`]). The result is a [`result::RunResult`] (the model,
 //! below everything), written as JSON (schema in `schemas/`) and printed as text by [`report`].
 //! Each protocol lives in its own folder under `proto/`; every connection it opens goes through
 //! [`transport`] (TCP or a Unix socket); [`dataset`] alone knows the row a key should return.
@@ -38,6 +38,7 @@ pub mod report;
 pub mod result;
 mod run;
 pub mod serve;
+mod server_stats;
 pub mod shown;
 pub mod signals;
 pub mod sweep;

@@ -20,6 +20,7 @@
 //! URL never becomes a label.
 
 mod live;
+mod pages;
 mod point;
 mod render;
 mod server;
@@ -33,6 +34,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::control::IntervalView;
 
+pub use pages::Pages;
 pub use point::BUCKETS;
 pub use render::{Family, Format, FAMILIES};
 pub(crate) use server::Limits;
@@ -47,6 +49,8 @@ pub struct MetricsConfig {
     pub labels: Vec<(String, String)>,
     /// `--instance`: exported as the `instance_name` label (Prometheus owns `instance`).
     pub instance: Option<String>,
+    /// The HTML pages `/` serves ([`crate::app::METRICS_PAGES`]).
+    pub pages: Pages,
 }
 
 /// Labels loadgen sets itself; a `--run-label` may not reuse them.
@@ -89,7 +93,7 @@ impl Exporter {
             .await
             .map_err(|e| bind_error(&cfg.addr, &e))?;
         let addr = listener.local_addr().unwrap_or(want);
-        let shared = Arc::new(Shared::new(common));
+        let shared = Arc::new(Shared::new(common, cfg.pages));
         let (stop, stop_rx) = watch::channel(false);
         let slots = Arc::new(Semaphore::new(limits.max_connections));
         let server = tokio::spawn(server::accept_loop(

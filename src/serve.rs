@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::mix::Op;
+use crate::server_stats::ServerStats;
 use crate::transport::Listener;
 
 /// Rows `lo..=hi` of the `usr` data set. Every row is derived from its id (dataset.rs), so the
@@ -85,32 +86,6 @@ impl Store {
 
     pub fn rows(&self) -> u64 {
         (self.hi - self.lo).saturating_add(1)
-    }
-}
-
-/// The server's own counters: the server-side truth for the embedded target.
-#[derive(Default)]
-pub struct ServerStats {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    /// Writes per op (`Op::index` order; reads are hits + misses), whatever they came to.
-    pub writes: [AtomicU64; Op::COUNT],
-}
-
-impl ServerStats {
-    pub fn lookups(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed) + self.misses.load(Ordering::Relaxed)
-    }
-
-    /// Requests per op, `Op::index` order.
-    pub fn per_op(&self) -> Vec<u64> {
-        let mut ops: Vec<u64> = self
-            .writes
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .collect();
-        ops[Op::Read.index()] = self.lookups();
-        ops
     }
 }
 

@@ -25,7 +25,6 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::render::Format;
 use super::shared::Shared;
-use crate::report::html;
 
 /// Limits of the HTTP server.
 #[derive(Clone, Copy, Debug)]
@@ -128,8 +127,7 @@ fn respond(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
         return r;
     }
     if path == "/" {
-        let (page, report) = shared.page();
-        let csp = if report { html::CSP } else { html::LIVE_CSP };
+        let (page, csp) = shared.page();
         return body(
             Bytes::from(page.as_bytes().to_vec()),
             "text/html; charset=utf-8",

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::live::{self, Rows, RunInfo};
+use super::pages::Pages;
 use super::point::{Cum, Live, Point};
 use super::render::{self, Format};
 use crate::cells::Cells;
@@ -81,10 +82,11 @@ pub(crate) struct Shared {
     run: RwLock<Arc<RunInfo>>,
     /// The finished run's HTML report, which `/` serves from then on.
     report: RwLock<Option<Arc<String>>>,
+    pages: Pages,
 }
 
 impl Shared {
-    pub(crate) fn new(common: Vec<(String, String)>) -> Shared {
+    pub(crate) fn new(common: Vec<(String, String)>, pages: Pages) -> Shared {
         Shared {
             common,
             series: Mutex::new(Vec::new()),
@@ -94,6 +96,7 @@ impl Shared {
                 ..RunInfo::default()
             })),
             report: RwLock::new(None),
+            pages,
         }
     }
 
@@ -108,7 +111,7 @@ impl Shared {
     /// result), and `/live.json` says so. None: it ended without one (a set-up error).
     pub(crate) fn finish(&self, file: Option<&ResultFile>) {
         if let Some(f) = file {
-            *write(&self.report) = Some(Arc::new(crate::report::html::render(f)));
+            *write(&self.report) = Some(Arc::new((self.pages.report)(f)));
         }
         let mut run = (**read(&self.run)).clone();
         run.done = true;
@@ -116,14 +119,14 @@ impl Shared {
         *write(&self.run) = Arc::new(run);
     }
 
-    /// `GET /`: the live page, or the report once the run has ended.
-    pub(crate) fn page(&self) -> (Arc<String>, bool) {
+    /// `GET /`: the live page, or the report once the run has ended; and its CSP.
+    pub(crate) fn page(&self) -> (Arc<String>, &'static str) {
         if let Some(r) = read(&self.report).clone() {
-            return (r, true);
+            return (r, self.pages.report_csp);
         }
         (
-            Arc::new(crate::report::html::live_page(&self.live_json())),
-            false,
+            Arc::new((self.pages.live)(&self.live_json())),
+            self.pages.live_csp,
         )
     }
 

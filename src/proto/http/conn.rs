@@ -16,7 +16,7 @@ use crate::plan::Plan;
 use crate::proto::http::codec::HttpCodec;
 use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
-use crate::serve::ServerStats;
+use crate::server_stats::ServerStats;
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
