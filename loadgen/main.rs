@@ -267,12 +267,24 @@ enum FormatArg {
 /// The target lists come from the protocol table, so a new protocol shows up here by itself.
 fn run_targets_help() -> String {
     format!(
-        "Target URLs, run one after another with the same settings and key stream: {}. None: \
-         the embedded server. Options go in the query (?driver=wire); an unknown one is \
+        "Target URLs, run one after another with the same settings and key stream. None: the \
+         embedded server.{}\nOptions go in the query (?driver=wire); an unknown one is \
          refused, except on http://, where params other than loadgen's are the server's and \
          are sent (?format=raw).",
-        loadgen::proto::table::url_forms(false)
+        forms_list(false)
     )
+}
+
+/// The URL forms one protocol a line, its TLS form on the next: a list a person can scan.
+fn forms_list(loadable: bool) -> String {
+    let mut out = String::new();
+    for (forms, tls) in loadgen::proto::table::url_forms(loadable) {
+        out.push_str(&format!("\n  {forms}"));
+        if let Some(t) = tls {
+            out.push_str(&format!("\n      TLS: {t}"));
+        }
+    }
+    out
 }
 
 fn pipeline_help() -> String {
@@ -285,8 +297,8 @@ fn pipeline_help() -> String {
 
 fn prepare_target_help() -> String {
     format!(
-        "Target URL: {}. HandlerSocket reads the MySQL table; http:// serves what is there.",
-        loadgen::proto::table::url_forms(true)
+        "Target URL, one of:{}\nHandlerSocket reads the MySQL table; http:// serves what is there.",
+        forms_list(true)
     )
 }
 
@@ -529,6 +541,7 @@ fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>
         linger: a.metrics_linger,
         labels,
         instance: a.instance.clone(),
+        pages: loadgen::app::METRICS_PAGES,
     }))
 }
 

@@ -143,6 +143,34 @@ fn run_help_names_every_target_that_pipelines() {
     }
 }
 
+/// `run --help` lists the target forms one protocol a line (with its TLS form under it), not as
+/// one paragraph.
+#[test]
+fn run_help_lists_each_target_form_on_its_own_line() {
+    let out = run(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for form in [
+        "postgres://",
+        "mysql://",
+        "hs://",
+        "memcache://",
+        "redis://",
+        "http://",
+    ] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(form)),
+            "no line of run --help starts with {form}:\n{help}"
+        );
+    }
+    for tls in ["?sslmode=", "?ssl-mode=", "rediss://", "https://"] {
+        assert!(
+            help.lines()
+                .any(|l| l.trim_start().starts_with(&format!("TLS: {tls}"))),
+            "no TLS line for {tls}:\n{help}"
+        );
+    }
+}
+
 /// `-d 5s` measures five seconds: the JSON's duration is 5 s within 2%, and the qps is the
 /// requests over that duration.
 #[test]

@@ -236,11 +236,11 @@ pub fn pipelining() -> (String, String) {
     (yes.join(", "), no.join(", "))
 }
 
-/// The URL forms, for `--help`: `postgres://user@host:port/db or
-/// postgres://user@/db?host=/var/run/postgresql (also postgresql://), ...`; only those `prepare`
-/// loads when `loadable`.
-pub fn url_forms(loadable: bool) -> String {
-    let all: Vec<String> = PROTOCOLS
+/// The URL forms, for `--help`, one protocol each: `postgres://user@host:port/db or
+/// postgres://user@/db?host=/var/run/postgresql (also postgresql://)` and how it asks for TLS;
+/// only those `prepare` loads when `loadable`.
+pub fn url_forms(loadable: bool) -> Vec<(String, Option<&'static str>)> {
+    PROTOCOLS
         .iter()
         .filter(|p| !loadable || matches!(p.load, Load::By(_)))
         .map(|p| {
@@ -248,7 +248,6 @@ pub fn url_forms(loadable: bool) -> String {
                 Some(socket) => format!("{} or {socket}", p.url),
                 None => p.url.to_string(),
             };
-            let tls = p.tls.map(|t| format!("; TLS: {t}")).unwrap_or_default();
             // Schemes the forms above, and the TLS one, do not already start with.
             let also: Vec<String> = p.schemes[1..]
                 .iter()
@@ -257,13 +256,12 @@ pub fn url_forms(loadable: bool) -> String {
                 .filter(|s| !p.tls.is_some_and(|t| t.starts_with(s.as_str())))
                 .collect();
             if also.is_empty() {
-                format!("{forms}{tls}")
+                (forms, p.tls)
             } else {
-                format!("{forms} (also {}){tls}", also.join(", "))
+                (format!("{forms} (also {})", also.join(", ")), p.tls)
             }
         })
-        .collect();
-    all.join(", ")
+        .collect()
 }
 
 impl Protocol {
