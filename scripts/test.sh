@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All the tests: fmt, clippy and the import-loop check, unit tests, then integration tests
+# All the tests: fmt, clippy, the import-loop and size checks, unit tests, then integration tests
 # against real servers that this script installs (apt-get, when missing) and starts on loopback
 # via scripts/servers.sh (which also installs Chromium, for the HTML report's tests).
 # Every step and every test file runs even when an earlier one failed; the end prints one
