@@ -58,8 +58,13 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
-    fn max_pipeline(&self) -> usize;
+    /// Requests one connection can have in flight (1 where the protocol cannot pipeline); the
+    /// protocol table's driver row reads it.
+    const MAX_PIPELINE: usize;
+
+    fn max_pipeline(&self) -> usize {
+        Self::MAX_PIPELINE
+    }
 
     /// Ok when this target can run every op of `mix`; Err is the one line saying why not
     /// (checked in preflight, exit 2). Targets that write override it.

@@ -213,9 +213,7 @@ impl Target for HsTarget {
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// The write port takes every op but upsert (HandlerSocket has none); the read port none
     /// (known by its answer to a write, asked here: `D` of user_id 0, never a loaded key).

@@ -2,6 +2,7 @@
 
 pub mod codec;
 pub mod conn;
+pub mod legacy_pipeline;
 
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

@@ -126,9 +126,7 @@ impl Target for McTarget {
         .await
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     fn writes(&self, _mix: &Mix) -> Result<(), String> {
         Ok(())

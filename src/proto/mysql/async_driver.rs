@@ -430,9 +430,7 @@ impl Target for MysqlTarget {
         self.tls.get().cloned()
     }
 
-    fn max_pipeline(&self) -> usize {
-        1
-    }
+    const MAX_PIPELINE: usize = 1;
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {

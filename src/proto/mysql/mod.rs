@@ -2,6 +2,7 @@
 //! and the `mysql_async` driver.
 
 pub mod async_driver;
+pub mod choose;
 pub mod codec;
 pub mod error;
 pub mod handshake;

@@ -347,9 +347,7 @@ impl Target for MyWireTarget {
 
     /// The server reads commands off the socket in order and answers each in turn, so
     /// executes pipeline (checked with --verify over every key at -p 32: tests/mysql_hs.rs).
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {

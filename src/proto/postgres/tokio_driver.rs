@@ -323,9 +323,7 @@ impl Target for PgTarget {
         })
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     fn tls(&self) -> Option<TlsInfo> {
         self.tls.negotiated()

@@ -315,9 +315,7 @@ impl Target for PgWireTarget {
     }
 
     /// Lookups pipeline freely: one Sync per batch written (see `codec`).
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// Every write op, with its prepared statement (`writes`).
     fn writes(&self, _mix: &Mix) -> Result<(), String> {

@@ -55,9 +55,7 @@ impl Target for RedisTarget {
         self.login.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     fn writes(&self, _mix: &Mix) -> Result<(), String> {
         Ok(())
