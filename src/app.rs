@@ -124,11 +124,7 @@ pub async fn execute(
     check_open_files(plan, &opts)?;
     // Bind the metrics port and create the log before anything runs: a taken port is a setup error.
     let exporter = match opts.metrics.take() {
-        Some(cfg) => Some(
-            crate::metrics::Exporter::start(cfg)
-                .await
-                .map_err(SetupError)?,
-        ),
+        Some(cfg) => Some(crate::metrics::Exporter::start(cfg).await?),
         None => None,
     };
     if let Some(e) = &exporter {
@@ -140,7 +136,7 @@ pub async fn execute(
         opts.hooks.push(e.hook());
     }
     let hdr_log = match &opts.hdr_log {
-        Some(p) => Some(crate::hdrlog::IntervalLog::create(p).map_err(SetupError)?),
+        Some(p) => Some(crate::hdrlog::IntervalLog::create(p)?),
         None => None,
     };
     if let Some(l) = &hdr_log {
@@ -183,7 +179,8 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
         embedded: opts.targets.is_empty() || opts.targets.iter().any(|t| t == "embedded"),
         paced: plan.rate.is_some() || matches!(opts.model, Model::Slo(_)),
     };
-    crate::fdlimit::ensure(connections, per, plan.threads.min(connections)).map_err(SetupError)
+    crate::fdlimit::ensure(connections, per, plan.threads.min(connections))
+        .map_err(SetupError::from)
 }
 
 /// Sleeps until Unix time `at` (or Ctrl-C).

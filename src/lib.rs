@@ -21,6 +21,7 @@ mod cpu;
 pub mod dataset;
 mod decimal;
 mod dispatch;
+pub mod error;
 mod fdlimit;
 mod hdrlog;
 pub mod keys;

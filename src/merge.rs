@@ -47,6 +47,7 @@
 //! its `instance` or, without one, its file name. A run's durability settings come from the first
 //! file (a warning when the servers reported different ones).
 
+use crate::error::ConfigError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -67,7 +68,7 @@ pub struct Input {
 }
 
 /// What `loadgen merge` does: reads, merges, prints the warnings on stderr.
-pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, String> {
+pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, ConfigError> {
     let inputs = paths
         .iter()
         .map(|p| read_input(p))
@@ -79,7 +80,7 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, String> {
     Ok(file)
 }
 
-pub fn read_input(path: &Path) -> Result<Input, String> {
+pub fn read_input(path: &Path) -> Result<Input, ConfigError> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut file: ResultFile = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a loadgen result file: {e}", path.display()))?;
@@ -94,7 +95,7 @@ pub fn read_input(path: &Path) -> Result<Input, String> {
 }
 
 /// Merges parsed result files; returns the merged file and warnings for stderr.
-pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
+pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), ConfigError> {
     let mut warnings = Vec::new();
     let first = inputs
         .first()
@@ -170,17 +171,17 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
 /// One setting of an input, as text for comparison and messages.
 type Field<'a> = dyn Fn(&Input) -> String + 'a;
 
-fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), String> {
+fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), ConfigError> {
     let first = &inputs[0];
     for x in inputs {
         if !x.file.sweeps.is_empty() || !x.file.slo.is_empty() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "{}: holds a --sweep or --slo result; merge combines plain runs only",
                 x.name
-            ));
+            )));
         }
         if x.file.runs.is_empty() {
-            return Err(format!("{}: holds no runs", x.name));
+            return Err(ConfigError(format!("{}: holds no runs", x.name)));
         }
     }
     let differ = |what: &str, f: &Field<'_>| -> Option<String> {
@@ -217,23 +218,23 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
     ];
     for (what, f) in refuse {
         if let Some(m) = differ(what, f) {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "cannot merge: {m}; the generators ran different workloads"
-            ));
+            )));
         }
     }
     if let Some(m) = differ("run counts", &|x| x.file.runs.len().to_string()) {
-        return Err(format!(
+        return Err(ConfigError(format!(
             "cannot merge: {m}; every generator must run the same targets in the same order"
-        ));
+        )));
     }
     for i in 0..first.file.runs.len() {
         if let Some(m) = differ(&format!("kinds of target #{}", i + 1), &|x| {
             x.file.runs[i].kind.clone()
         }) {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "cannot merge: {m}; every generator must run the same targets in the same order"
-            ));
+            )));
         }
     }
     // Same workload, different shape: fine to add up, but worth a note.
@@ -265,7 +266,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
 }
 
 /// Measured window of a run, Unix seconds.
-fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), String> {
+fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), ConfigError> {
     let t = crate::plan::parse_rfc3339(&r.started_at)
         .map_err(|e| format!("{}: run started_at: {e}", x.name))?;
     let s = t + x.file.settings.warmup_s;
@@ -276,7 +277,7 @@ fn merge_group(
     inputs: &[Input],
     i: usize,
     warnings: &mut Vec<String>,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, ConfigError> {
     let runs: Vec<&RunResult> = inputs.iter().map(|x| &x.file.runs[i]).collect();
     let r0 = runs[0];
     let label = format!("{} (target #{})", r0.kind, i + 1);
@@ -284,11 +285,11 @@ fn merge_group(
     // Latency: one histogram of every sample.
     for (x, r) in inputs.iter().zip(&runs) {
         if r.histogram.is_empty() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "{}: run #{} has no latency histogram",
                 x.name,
                 i + 1
-            ));
+            )));
         }
     }
     let hist = add_histograms(
@@ -530,7 +531,7 @@ impl Windows {
 fn add_histograms<'a>(
     parts: impl Iterator<Item = (&'a str, &'a str)>,
     what: &str,
-) -> Result<Histogram<u64>, String> {
+) -> Result<Histogram<u64>, ConfigError> {
     let mut hist = crate::recorder::new_histogram();
     for (name, encoded) in parts {
         let h = decode_histogram(encoded).map_err(|e| format!("{name}: {what}: {e}"))?;
@@ -558,7 +559,7 @@ fn merge_ops(
     label: &str,
     windows: &Windows,
     warnings: &mut Vec<String>,
-) -> Result<BTreeMap<String, OpResult>, String> {
+) -> Result<BTreeMap<String, OpResult>, ConfigError> {
     let names: BTreeSet<&String> = runs.iter().flat_map(|r| r.ops.keys()).collect();
     let mut ops = BTreeMap::new();
     for name in names {

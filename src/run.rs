@@ -168,7 +168,10 @@ pub async fn run<T: Target>(
     };
     let mut result = collector.finish(
         connect,
-        (server_before, server_after),
+        (
+            server_before.map_err(String::from),
+            server_after.map_err(String::from),
+        ),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),
@@ -262,13 +265,13 @@ async fn bounded<R>(
     plan: &Plan,
     control: &Control,
     what: &str,
-) -> Result<R, String> {
+) -> Result<R, SetupError> {
     let limit = plan.timeouts().setup;
     tokio::select! {
-        r = tokio::time::timeout(limit, step) => r.map_err(|_| format!(
+        r = tokio::time::timeout(limit, step) => r.map_err(|_| SetupError(format!(
             "no answer within {limit:?} reading {what} (is the server hung?); check it or raise --timeout"
-        )),
-        _ = wait_true(control.stop.clone()) => Err(format!("stopped while reading {what}")),
+        ))),
+        _ = wait_true(control.stop.clone()) => Err(SetupError(format!("stopped while reading {what}"))),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
+use crate::error::ConfigError;
 use crate::plan::Plan;
 use crate::proto::target::SetupError;
 use crate::result::{RunResult, SloResult, SloStep, SweepResult, SweepStep};
@@ -16,17 +17,17 @@ pub struct Slo {
 }
 
 impl Slo {
-    pub fn parse(s: &str) -> Result<Slo, String> {
+    pub fn parse(s: &str) -> Result<Slo, ConfigError> {
         let bad = || {
             format!("bad --slo '{s}': use PERCENTILE=DURATION with p50, p90, p99 or p99.9, like p99=1ms")
         };
         let (p, d) = s.split_once('=').ok_or_else(bad)?;
         if !matches!(p, "p50" | "p90" | "p99" | "p99.9" | "p999") {
-            return Err(bad());
+            return Err(bad().into());
         }
         let d = crate::plan::parse_duration(d).map_err(|_| bad())?;
         if d.is_zero() {
-            return Err(bad());
+            return Err(bad().into());
         }
         Ok(Slo {
             name: p.replace("p999", "p99.9"),

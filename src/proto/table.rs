@@ -1,6 +1,7 @@
 //! The one table of protocols. Dispatch, `prepare`, the URL option check, error messages and
 //! `--help` all read it; a new protocol is a folder under `proto/` and a row here.
 
+use crate::error::SetupError;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -45,7 +46,7 @@ pub enum Options {
 }
 
 /// Rows loaded, or a message.
-pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
+pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, SetupError>> + Send + 'a>>;
 
 /// How `prepare` loads the data set into this protocol's server, or why it does not.
 pub enum Load {
@@ -283,25 +284,25 @@ impl Protocol {
     }
 
     /// The driver `?driver=` names, or the default for the mode.
-    pub fn driver(&self, url: &TargetUrl, simple: bool) -> Result<&'static Driver, String> {
+    pub fn driver(&self, url: &TargetUrl, simple: bool) -> Result<&'static Driver, SetupError> {
         match url.param("driver") {
             None => self
                 .drivers
                 .iter()
                 .find(|d| d.simple || !simple)
-                .ok_or_else(|| format!("no {} driver speaks --mode simple", self.name)),
+                .ok_or_else(|| format!("no {} driver speaks --mode simple", self.name).into()),
             Some(name) => self.drivers.iter().find(|d| d.name == name).ok_or_else(|| {
                 let known: Vec<String> = self
                     .drivers
                     .iter()
                     .map(|d| format!("driver={} ({})", d.name, d.about))
                     .collect();
-                format!(
+                SetupError(format!(
                     "unknown {} driver '{name}' in {}: use {}",
                     self.name,
                     url.redacted(),
                     known.join(" or ")
-                )
+                ))
             }),
         }
     }
@@ -309,22 +310,22 @@ impl Protocol {
 
 impl Driver {
     /// Refuses query options this driver does not read.
-    pub fn check_options(&self, url: &TargetUrl) -> Result<(), String> {
+    pub fn check_options(&self, url: &TargetUrl) -> Result<(), SetupError> {
         let known = match self.options {
             Options::Only(known) => known,
             Options::ServerTakesTheRest(_) => return Ok(()),
         };
         match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
             None => Ok(()),
-            Some((k, _)) if known.is_empty() => Err(format!(
+            Some((k, _)) if known.is_empty() => Err(SetupError(format!(
                 "unknown option '{k}' in {}: this target takes no options",
                 url.redacted()
-            )),
-            Some((k, _)) => Err(format!(
+            ))),
+            Some((k, _)) => Err(SetupError(format!(
                 "unknown option '{k}' in {}: this target takes {}",
                 url.redacted(),
                 known.join(", ")
-            )),
+            ))),
         }
     }
 }

@@ -135,11 +135,11 @@ impl Target for HttpTarget {
 
     /// Reads are GETs, writes PUTs and DELETEs on the same URL; an endpoint that does not
     /// take them answers with errors (405), counted as `server` errors.
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         Ok(self.stats.as_ref().map(|s| {
             let ops = s.per_op();
             ServerCount {

@@ -89,7 +89,7 @@ impl MyWireTarget {
                 }
             },
             opts,
-            writes: writes::statements(plan).map_err(SetupError)?,
+            writes: writes::statements(plan)?,
             txn: plan.txn,
         })
     }
@@ -350,16 +350,16 @@ impl Target for MyWireTarget {
     const MAX_PIPELINE: usize = usize::MAX;
 
     /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// BEGIN and COMMIT pipelined with the writes (`txn`).
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await
     }
 
@@ -367,7 +367,7 @@ impl Target for MyWireTarget {
         self.opts.durability().await
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         self.opts.server_count(false, &self.writes).await.map(Some)
     }
 }
