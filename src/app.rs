@@ -8,6 +8,7 @@ use tokio::sync::watch;
 
 use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
+use crate::error::Exit;
 use crate::plan::{Plan, Stop};
 use crate::proto::target::SetupError;
 use crate::report::output::Dest;
@@ -44,6 +45,8 @@ pub struct RunOptions {
     /// The server process whose CPU the report shows (`--server-pid`); else found from the
     /// port each target listens on.
     pub server_pid: Option<u32>,
+    /// Where progress lines, notes and warnings go (`sink::stderr` in the binary).
+    pub say: crate::sink::Sink,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -61,8 +64,8 @@ pub struct Outcome {
     pub chart: Option<PathBuf>,
     /// The HTML report written beside it.
     pub report: Option<PathBuf>,
-    /// 0 clean, 1 errors seen or stopped early.
-    pub exit_code: i32,
+    /// Clean, or errors seen or stopped early.
+    pub exit: Exit,
     /// The metrics endpoint, still serving: call `finish` after printing the report, so
     /// `--metrics-linger` keeps the last values up without holding the report back.
     pub exporter: Option<crate::metrics::Exporter>,
@@ -104,12 +107,12 @@ pub fn settings_of(plan: &Plan) -> Settings {
 /// Installs Ctrl-C / SIGTERM handling: the first signal stops the run (results kept), set-up
 /// included. The handlers are registered here, before any set-up work runs, not when the task
 /// first gets to run.
-pub fn stop_on_signals() -> watch::Receiver<bool> {
+pub fn stop_on_signals(say: crate::sink::Sink) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     let mut signals = crate::signals::StopSignals::install();
     tokio::spawn(async move {
         signals.next().await;
-        eprintln!("loadgen: stopping, keeping the results measured so far");
+        say("loadgen: stopping, keeping the results measured so far");
         let _ = tx.send(true);
     });
     rx
@@ -130,7 +133,9 @@ pub async fn execute(
     if let Some(e) = &exporter {
         if opts.progress {
             let a = e.local_addr();
-            eprintln!("loadgen: metrics at http://{a}/metrics, live page at http://{a}/");
+            (opts.say)(&format!(
+                "loadgen: metrics at http://{a}/metrics, live page at http://{a}/"
+            ));
         }
         e.set_settings(settings_of(plan));
         opts.hooks.push(e.hook());
@@ -140,15 +145,15 @@ pub async fn execute(
         None => None,
     };
     if let Some(l) = &hdr_log {
-        opts.hooks.push(l.hook());
+        opts.hooks.push(l.hook(opts.say.clone()));
     }
     if let Some(at) = opts.start_at {
-        wait_until(at, opts.progress, stop.clone()).await;
+        wait_until(at, opts.progress.then_some(&opts.say), stop.clone()).await;
     }
     let result = execute_targets(plan, &opts, stop).await;
     if let Some(l) = &hdr_log {
         if let Err(e) = l.finish() {
-            eprintln!("loadgen: {e}");
+            (opts.say)(&format!("loadgen: {e}"));
         }
     }
     match result {
@@ -184,7 +189,7 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
 }
 
 /// Sleeps until Unix time `at` (or Ctrl-C).
-async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
+async fn wait_until(at: f64, say: Option<&crate::sink::Sink>, mut stop: watch::Receiver<bool>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -192,8 +197,8 @@ async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
     if at <= now {
         return;
     }
-    if progress {
-        eprintln!("loadgen: waiting {:.1}s for --start-at", at - now);
+    if let Some(say) = say {
+        say(&format!("loadgen: waiting {:.1}s for --start-at", at - now));
     }
     tokio::select! {
         _ = tokio::time::sleep(std::time::Duration::from_secs_f64(at - now)) => {}
@@ -214,47 +219,18 @@ async fn execute_targets(
         None => None,
     };
     let to_file = dest.as_ref().map_or(true, Dest::is_file);
-    let server = match opts.server_pid {
-        Some(pid) => match crate::cpu::Server::pid(pid) {
-            s @ crate::cpu::Server::Process { .. } => s,
-            _ => {
-                return Err(SetupError(format!(
-                    "--server-pid {pid}: no such process on this machine; give the pid of the \
-                     server's main process (e.g. the postmaster's) or leave it out"
-                )))
-            }
-        },
-        None => crate::cpu::Server::default(),
-    };
     let mut targets = opts.targets.clone();
-    let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
-        if targets.is_empty() {
-            targets.push("embedded".into());
-        }
-        let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
-        let (lo, hi) = opts.embedded_rows;
-        let server = crate::serve::start(addr, (lo, hi), plan.threads)
-            .map_err(|e| SetupError(format!("cannot start the embedded server: {e}")))?;
-        if opts.progress {
-            eprintln!(
-                "loadgen: embedded server with {} rows on {}",
-                crate::report::text::thousands(server.rows),
-                server.url()
-            );
-        }
-        Some(Embedded {
-            url: server.url(),
-            stats: server.stats.clone(),
-        })
-    } else {
-        None
-    };
+    if targets.is_empty() {
+        targets.push("embedded".into());
+    }
+    let embedded = start_embedded(plan, opts, &targets)?;
     let mut control = Control {
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
         hooks: opts.hooks.clone(),
-        server,
+        server: server_of(opts.server_pid)?,
+        say: opts.say.clone(),
     };
     let mut file = ResultFile {
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -268,32 +244,17 @@ async fn execute_targets(
         slo: Vec::new(),
     };
     let mut saved = Saved::default();
-    let mut exit_code = 0;
+    let mut exit = Exit::Clean;
     for (i, t) in targets.iter().enumerate() {
         if *stop.borrow() {
             break;
         }
         control.target_index = i;
         if opts.progress && targets.len() > 1 {
-            eprintln!("loadgen: running {}", crate::url::redact_str(t));
+            (opts.say)(&format!("loadgen: running {}", crate::url::redact_str(t)));
         }
         let before = file.runs.len();
-        let r = match &opts.model {
-            Model::Single => run_target(t, plan, &control, embedded.as_ref())
-                .await
-                .map(|r| file.runs.push(r)),
-            Model::Sweep(counts) => {
-                crate::sweep::sweep(t, plan, counts, &control, embedded.as_ref(), &mut file.runs)
-                    .await
-                    .map(|s| file.sweeps.push(s))
-            }
-            Model::Slo(slo) => {
-                crate::sweep::slo_search(t, plan, slo, &control, embedded.as_ref(), &mut file.runs)
-                    .await
-                    .map(|s| file.slo.push(s))
-            }
-        };
-        if let Err(e) = r {
+        if let Err(e) = run_one(t, plan, opts, &control, embedded.as_ref(), &mut file).await {
             // Stopped during a target's set-up: report what earlier targets measured.
             if *stop.borrow() && !file.runs.is_empty() {
                 file.interrupted = true;
@@ -310,7 +271,7 @@ async fn execute_targets(
         }
         for r in &file.runs[before..] {
             if r.error_total > 0 || r.stopped_early.is_some() {
-                exit_code = 1;
+                exit = Exit::Errors;
             }
             file.interrupted |= r.interrupted;
         }
@@ -326,7 +287,7 @@ async fn execute_targets(
         .iter()
         .any(|s| s.best_rate.is_none() && s.stopped != "interrupted")
     {
-        exit_code = 1;
+        exit = Exit::Errors;
     }
     if !to_file {
         write_result(&file, opts, dest.as_ref(), &mut saved);
@@ -336,9 +297,74 @@ async fn execute_targets(
         path: saved.ok.then_some(saved.path).flatten(),
         chart: saved.chart,
         report: saved.report,
-        exit_code,
+        exit,
         exporter: None,
     })
+}
+
+/// The server whose CPU the report shows: `--server-pid` (which must exist), else found later.
+fn server_of(pid: Option<u32>) -> Result<crate::cpu::Server, SetupError> {
+    match pid {
+        Some(pid) => match crate::cpu::Server::pid(pid) {
+            s @ crate::cpu::Server::Process { .. } => Ok(s),
+            _ => Err(SetupError(format!(
+                "--server-pid {pid}: no such process on this machine; give the pid of the \
+                 server's main process (e.g. the postmaster's) or leave it out"
+            ))),
+        },
+        None => Ok(crate::cpu::Server::default()),
+    }
+}
+
+/// The embedded server, started when a target is `embedded`.
+fn start_embedded(
+    plan: &Plan,
+    opts: &RunOptions,
+    targets: &[String],
+) -> Result<Option<Embedded>, SetupError> {
+    if !targets.iter().any(|t| t == "embedded") {
+        return Ok(None);
+    }
+    let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+    let server = crate::serve::start(addr, opts.embedded_rows, plan.threads)
+        .map_err(|e| SetupError(format!("cannot start the embedded server: {e}")))?;
+    if opts.progress {
+        (opts.say)(&format!(
+            "loadgen: embedded server with {} rows on {}",
+            crate::report::text::thousands(server.rows),
+            server.url()
+        ));
+    }
+    Ok(Some(Embedded {
+        url: server.url(),
+        stats: server.stats.clone(),
+    }))
+}
+
+/// One target by the run's model: its runs (and its sweep or SLO search) go into `file`.
+async fn run_one(
+    t: &str,
+    plan: &Plan,
+    opts: &RunOptions,
+    control: &Control,
+    embedded: Option<&Embedded>,
+    file: &mut ResultFile,
+) -> Result<(), SetupError> {
+    match &opts.model {
+        Model::Single => run_target(t, plan, control, embedded)
+            .await
+            .map(|r| file.runs.push(r)),
+        Model::Sweep(counts) => {
+            crate::sweep::sweep(t, plan, counts, control, embedded, &mut file.runs)
+                .await
+                .map(|s| file.sweeps.push(s))
+        }
+        Model::Slo(slo) => {
+            crate::sweep::slo_search(t, plan, slo, control, embedded, &mut file.runs)
+                .await
+                .map(|s| file.slo.push(s))
+        }
+    }
 }
 
 /// The machine the run measured from.
@@ -389,7 +415,7 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     saved.ok = match written {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("loadgen: cannot write {}: {e}", p.display());
+            (opts.say)(&format!("loadgen: cannot write {}: {e}", p.display()));
             false
         }
     };
@@ -401,7 +427,10 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     let html = crate::report::html::render(file);
     match crate::report::output::write(&html_path, html.as_bytes()) {
         Ok(()) => saved.report = Some(html_path),
-        Err(e) => eprintln!("loadgen: cannot write {}: {e}", html_path.display()),
+        Err(e) => (opts.say)(&format!(
+            "loadgen: cannot write {}: {e}",
+            html_path.display()
+        )),
     }
     // Charts beside the JSON: the comparison as bars, a sweep as QPS against connections.
     let chart = if !file.sweeps.is_empty() {
@@ -442,7 +471,10 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
         let svg_path = crate::report::output::beside(p, "svg");
         match crate::report::output::write(&svg_path, svg.as_bytes()) {
             Ok(()) => saved.chart = Some(svg_path),
-            Err(e) => eprintln!("loadgen: cannot write {}: {e}", svg_path.display()),
+            Err(e) => (opts.say)(&format!(
+                "loadgen: cannot write {}: {e}",
+                svg_path.display()
+            )),
         }
     }
 }

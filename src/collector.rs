@@ -227,11 +227,11 @@ impl<'a> Collector<'a> {
         if self.control.progress && !sliver {
             let errors = iv.counts.error_total() + iv.warm.error_total();
             let reconnects = iv.counts.reconnects + iv.warm.reconnects;
-            eprintln!(
+            (self.control.say)(&format!(
                 "{}{}",
                 crate::report::text::progress_line(&row, errors, reconnects, len_s),
                 op_rates(&iv, len_s)
-            );
+            ));
         }
         let view = IntervalView {
             target: self.label,

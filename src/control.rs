@@ -23,6 +23,8 @@ pub struct Control {
     pub hooks: Vec<Hook>,
     /// The server whose CPU the run reads: `--server-pid`, else located by dispatch.
     pub server: Server,
+    /// Where progress lines and notes go.
+    pub say: crate::sink::Sink,
 }
 
 pub type Hook = Arc<dyn Fn(&IntervalView) + Send + Sync>;

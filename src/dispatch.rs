@@ -67,7 +67,7 @@ pub async fn run_target(
             match mysql::choose::choose(&url, plan, &label, stop).await? {
                 Chosen::Wire(t) => run(t, plan, &label, control).await,
                 Chosen::Async(t, note) => {
-                    eprintln!("loadgen: {note}");
+                    (control.say)(&format!("loadgen: {note}"));
                     run(t, plan, &label, control).await
                 }
             }

@@ -31,6 +31,19 @@ pub enum Error {
     Setup(#[from] SetupError),
 }
 
+// The binary's own checks of its flags say what is wrong in a line, like `ConfigError`.
+impl From<String> for Error {
+    fn from(s: String) -> Self {
+        Error::Config(ConfigError(s))
+    }
+}
+
+impl From<&str> for Error {
+    fn from(s: &str) -> Self {
+        Error::Config(ConfigError(s.to_string()))
+    }
+}
+
 impl Error {
     /// Every error that ends a command is bad input or a failed set-up.
     pub fn exit(&self) -> Exit {

@@ -100,7 +100,7 @@ impl IntervalLog {
     }
 
     /// The per-interval hook: writes and flushes one interval histogram (post-warm-up only).
-    pub fn hook(&self) -> crate::control::Hook {
+    pub fn hook(&self, say: crate::sink::Sink) -> crate::control::Hook {
         let inner = self.inner.clone();
         let path = self.path.clone();
         Arc::new(move |v: &IntervalView| {
@@ -110,7 +110,7 @@ impl IntervalLog {
             }
             if let Err(e) = g.write(v) {
                 let msg = format!("cannot write --hdr-log {}: {e}", path.display());
-                eprintln!("loadgen: {msg}");
+                say(&format!("loadgen: {msg}"));
                 g.error = Some(msg);
             }
         })
@@ -251,7 +251,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.hlog");
         let log = IntervalLog::create(&path).unwrap();
-        let hook = log.hook();
+        let hook = log.hook(crate::sink::none());
         let empty = Totals::default();
         let mut full = Totals::default();
         for v in [1_000u64, 20_000, 3_000_000] {

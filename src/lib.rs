@@ -41,6 +41,7 @@ mod run;
 pub mod serve;
 pub mod shown;
 pub mod signals;
+pub mod sink;
 pub mod sweep;
 mod timeouts;
 mod timer;

@@ -67,15 +67,15 @@ pub struct Input {
     pub file: ResultFile,
 }
 
-/// What `loadgen merge` does: reads, merges, prints the warnings on stderr.
-pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, ConfigError> {
+/// What `loadgen merge` does: reads, merges, says the warnings through `say`.
+pub fn merge_files(paths: &[PathBuf], say: &crate::sink::Sink) -> Result<ResultFile, ConfigError> {
     let inputs = paths
         .iter()
         .map(|p| read_input(p))
         .collect::<Result<Vec<_>, _>>()?;
     let (file, warnings) = merge(&inputs)?;
     for w in warnings {
-        eprintln!("loadgen: warning: {w}");
+        say(&format!("loadgen: warning: {w}"));
     }
     Ok(file)
 }

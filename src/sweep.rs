@@ -80,7 +80,7 @@ pub async fn sweep(
         };
         if control.progress {
             let s = if c == 1 { "" } else { "s" };
-            eprintln!("loadgen: sweep step: {c} connection{s}");
+            (control.say)(&format!("loadgen: sweep step: {c} connection{s}"));
         }
         let r = run_target(target, &p, control, embedded).await?;
         steps.push(SweepStep {
@@ -256,7 +256,7 @@ async fn slo_step(
         } else {
             ""
         };
-        eprintln!("loadgen: slo step: {rate}/s{again}");
+        (control.say)(&format!("loadgen: slo step: {rate}/s{again}"));
     }
     let r = run_target(
         target,
