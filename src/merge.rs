@@ -282,23 +282,7 @@ fn merge_group(
     let r0 = runs[0];
     let label = format!("{} (target #{})", r0.kind, i + 1);
 
-    // Latency: one histogram of every sample.
-    for (x, r) in inputs.iter().zip(&runs) {
-        if r.histogram.is_empty() {
-            return Err(ConfigError(format!(
-                "{}: run #{} has no latency histogram",
-                x.name,
-                i + 1
-            )));
-        }
-    }
-    let hist = add_histograms(
-        inputs
-            .iter()
-            .zip(&runs)
-            .map(|(x, r)| (x.name.as_str(), r.histogram.as_str())),
-        &format!("run #{}", i + 1),
-    )?;
+    let hist = group_histogram(inputs, &runs, i)?;
     let latency_us = Percentiles::of(&hist);
 
     // Windows and QPS.
@@ -307,75 +291,20 @@ fn merge_group(
         .zip(&runs)
         .map(|(x, r)| window(x, r))
         .collect::<Result<Vec<_>, _>>()?;
-    let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
     let first_start = wins.iter().map(|w| w.0).fold(f64::MAX, f64::min);
-    let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
-    // started_at has one-second resolution.
-    let concurrent = common_end - common_start > -1.0;
-    let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
-    let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
-    let windows = Windows {
-        concurrent,
-        durations: durations.clone(),
-    };
-    let (qps, duration_s) = if concurrent {
-        let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
-        let overlap = (common_end - common_start).max(0.0);
-        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - 1.0 {
-            warnings.push(format!(
-                "{label}: the generators' windows overlap for only {overlap:.0}s of {shortest:.0}s; \
-                 the merged QPS (their sum) assumes they ran together"
-            ));
-        }
-        (
-            windows.qps(runs.iter().map(|r| r.qps), answered),
-            durations.iter().copied().fold(0.0, f64::max),
-        )
-    } else {
-        warnings.push(format!(
-            "{label}: the generators' measured windows do not overlap (they ran one after another); \
-             QPS is total answered / summed windows, not the sum of their QPS"
-        ));
-        (
-            windows.qps(runs.iter().map(|r| r.qps), answered),
-            durations.iter().sum(),
-        )
-    };
+    let (windows, qps, duration_s) = group_qps(&runs, &wins, &label, warnings);
+    let concurrent = windows.concurrent;
+    let durations = windows.durations.clone();
 
     let errors = sum_errors(runs.iter().map(|r| &r.errors));
     let ops = merge_ops(inputs, &runs, &label, &windows, warnings)?;
-    if runs.iter().any(|r| r.durability != r0.durability) {
-        let all: Vec<String> = inputs
-            .iter()
-            .zip(&runs)
-            .map(|(x, r)| format!("{}: {:?}", x.name, r.durability))
-            .collect();
-        warnings.push(format!(
-            "{label}: the servers reported different durability settings ({}); the merged run shows the first",
-            all.join(", ")
-        ));
-    }
-    let mut error_samples: Vec<String> = Vec::new();
-    for r in &runs {
-        for s in &r.error_samples {
-            if error_samples.len() < 8 && !error_samples.contains(s) {
-                error_samples.push(s.clone());
-            }
-        }
-    }
+    let error_samples = first_error_samples(&runs);
     let stopped: Vec<String> = inputs
         .iter()
         .zip(&runs)
         .filter_map(|(x, r)| r.stopped_early.as_ref().map(|s| format!("{}: {s}", x.name)))
         .collect();
-    let targets_differ = runs.iter().any(|r| r.target != r0.target);
-    if targets_differ {
-        let all: Vec<&str> = runs.iter().map(|r| r.target.as_str()).collect();
-        warnings.push(format!(
-            "{label}: the generators name the target differently ({}); check they loaded the same server",
-            all.join(", ")
-        ));
-    }
+    warn_differences(inputs, &runs, &label, warnings);
 
     let paced = runs.iter().any(|r| r.rate.is_some());
     let service_us = if paced {
@@ -392,33 +321,7 @@ fn merge_group(
              generator); latency percentiles are exact"
         ));
     }
-    let rate = if runs.iter().all(|r| r.rate.is_some()) {
-        let rs: Vec<&RateResult> = runs.iter().filter_map(|r| r.rate.as_ref()).collect();
-        let combine = |f: &dyn Fn(&RateResult) -> f64| -> f64 {
-            if concurrent {
-                rs.iter().map(|r| f(r)).sum()
-            } else {
-                let total: f64 = durations.iter().sum();
-                if total > 0.0 {
-                    rs.iter()
-                        .zip(&durations)
-                        .map(|(r, d)| f(r) * d)
-                        .sum::<f64>()
-                        / total
-                } else {
-                    0.0
-                }
-            }
-        };
-        Some(RateResult {
-            asked: combine(&|r| r.asked),
-            achieved: round1(combine(&|r| r.achieved)),
-            late: rs.iter().map(|r| r.late).sum(),
-            kept: rs.iter().all(|r| r.kept),
-        })
-    } else {
-        None
-    };
+    let rate = merge_rates(&runs, concurrent, &durations);
 
     let hosts: Vec<(&str, usize)> = inputs
         .iter()
@@ -426,29 +329,8 @@ fn merge_group(
         .collect();
     let requests: u64 = runs.iter().map(|r| r.requests).sum();
     let warmup_requests: u64 = runs.iter().map(|r| r.warmup_requests).sum();
-    let worker_s: f64 = runs.iter().map(|r| r.client_cpu.worker_s).sum();
     let all_requests = requests + warmup_requests;
-    let client_cpu = ClientCpu {
-        worker_s: round3(worker_s),
-        process_s: round3(runs.iter().map(|r| r.client_cpu.process_s).sum()),
-        per_request_us: if all_requests > 0 {
-            round3(worker_s * 1e6 / all_requests as f64)
-        } else {
-            0.0
-        },
-        utilization: runs
-            .iter()
-            .map(|r| r.client_cpu.utilization)
-            .fold(0.0, f64::max),
-        saturated: runs.iter().any(|r| r.client_cpu.saturated),
-        // Weighted by each generator's CPU, when every one measured it.
-        kernel_share: runs
-            .iter()
-            .map(|r| Some(r.client_cpu.kernel_share? * r.client_cpu.worker_s))
-            .sum::<Option<f64>>()
-            .filter(|_| worker_s > 0.0)
-            .map(|k| round3(k / worker_s)),
-    };
+    let client_cpu = merge_client_cpu(&runs, all_requests);
 
     Ok(RunResult {
         target: r0.target.clone(),
@@ -502,6 +384,170 @@ fn merge_group(
                 .map(|(x, r)| (x.name.as_str(), &r.verdict)),
         ),
     })
+}
+
+/// The group's QPS and duration from the generators' measured windows (`wins`, Unix seconds):
+/// summed when they ran together, else total answered over the summed windows.
+fn group_qps(
+    runs: &[&RunResult],
+    wins: &[(f64, f64)],
+    label: &str,
+    warnings: &mut Vec<String>,
+) -> (Windows, f64, f64) {
+    let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
+    let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
+    // started_at has one-second resolution.
+    let concurrent = common_end - common_start > -1.0;
+    let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
+    let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
+    let windows = Windows {
+        concurrent,
+        durations: durations.clone(),
+    };
+    let (qps, duration_s) = if concurrent {
+        let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
+        let overlap = (common_end - common_start).max(0.0);
+        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - 1.0 {
+            warnings.push(format!(
+                "{label}: the generators' windows overlap for only {overlap:.0}s of {shortest:.0}s; \
+                 the merged QPS (their sum) assumes they ran together"
+            ));
+        }
+        (
+            windows.qps(runs.iter().map(|r| r.qps), answered),
+            durations.iter().copied().fold(0.0, f64::max),
+        )
+    } else {
+        warnings.push(format!(
+            "{label}: the generators' measured windows do not overlap (they ran one after another); \
+             QPS is total answered / summed windows, not the sum of their QPS"
+        ));
+        (
+            windows.qps(runs.iter().map(|r| r.qps), answered),
+            durations.iter().sum(),
+        )
+    };
+    (windows, qps, duration_s)
+}
+
+/// Warns where the generators saw different servers: durability settings, target names.
+fn warn_differences(
+    inputs: &[Input],
+    runs: &[&RunResult],
+    label: &str,
+    warnings: &mut Vec<String>,
+) {
+    let r0 = runs[0];
+    if runs.iter().any(|r| r.durability != r0.durability) {
+        let all: Vec<String> = inputs
+            .iter()
+            .zip(runs)
+            .map(|(x, r)| format!("{}: {:?}", x.name, r.durability))
+            .collect();
+        warnings.push(format!(
+            "{label}: the servers reported different durability settings ({}); the merged run shows the first",
+            all.join(", ")
+        ));
+    }
+    let targets_differ = runs.iter().any(|r| r.target != r0.target);
+    if targets_differ {
+        let all: Vec<&str> = runs.iter().map(|r| r.target.as_str()).collect();
+        warnings.push(format!(
+            "{label}: the generators name the target differently ({}); check they loaded the same server",
+            all.join(", ")
+        ));
+    }
+}
+
+/// One histogram of every generator's latency samples of run `i`.
+fn group_histogram(
+    inputs: &[Input],
+    runs: &[&RunResult],
+    i: usize,
+) -> Result<Histogram<u64>, ConfigError> {
+    for (x, r) in inputs.iter().zip(runs) {
+        if r.histogram.is_empty() {
+            return Err(ConfigError(format!(
+                "{}: run #{} has no latency histogram",
+                x.name,
+                i + 1
+            )));
+        }
+    }
+    add_histograms(
+        inputs
+            .iter()
+            .zip(runs)
+            .map(|(x, r)| (x.name.as_str(), r.histogram.as_str())),
+        &format!("run #{}", i + 1),
+    )
+}
+
+/// Up to 8 distinct error samples, in the generators' order.
+fn first_error_samples(runs: &[&RunResult]) -> Vec<String> {
+    let mut error_samples: Vec<String> = Vec::new();
+    for r in runs {
+        for s in &r.error_samples {
+            if error_samples.len() < 8 && !error_samples.contains(s) {
+                error_samples.push(s.clone());
+            }
+        }
+    }
+    error_samples
+}
+
+/// The paced rate of the group when every run was paced: summed when they ran together, else
+/// weighted by their durations.
+fn merge_rates(runs: &[&RunResult], concurrent: bool, durations: &[f64]) -> Option<RateResult> {
+    if runs.iter().all(|r| r.rate.is_some()) {
+        let rs: Vec<&RateResult> = runs.iter().filter_map(|r| r.rate.as_ref()).collect();
+        let combine = |f: &dyn Fn(&RateResult) -> f64| -> f64 {
+            if concurrent {
+                rs.iter().map(|r| f(r)).sum()
+            } else {
+                let total: f64 = durations.iter().sum();
+                if total > 0.0 {
+                    rs.iter().zip(durations).map(|(r, d)| f(r) * d).sum::<f64>() / total
+                } else {
+                    0.0
+                }
+            }
+        };
+        Some(RateResult {
+            asked: combine(&|r| r.asked),
+            achieved: round1(combine(&|r| r.achieved)),
+            late: rs.iter().map(|r| r.late).sum(),
+            kept: rs.iter().all(|r| r.kept),
+        })
+    } else {
+        None
+    }
+}
+
+/// The generators' CPU: summed times, the highest utilization.
+fn merge_client_cpu(runs: &[&RunResult], all_requests: u64) -> ClientCpu {
+    let worker_s: f64 = runs.iter().map(|r| r.client_cpu.worker_s).sum();
+    ClientCpu {
+        worker_s: round3(worker_s),
+        process_s: round3(runs.iter().map(|r| r.client_cpu.process_s).sum()),
+        per_request_us: if all_requests > 0 {
+            round3(worker_s * 1e6 / all_requests as f64)
+        } else {
+            0.0
+        },
+        utilization: runs
+            .iter()
+            .map(|r| r.client_cpu.utilization)
+            .fold(0.0, f64::max),
+        saturated: runs.iter().any(|r| r.client_cpu.saturated),
+        // Weighted by each generator's CPU, when every one measured it.
+        kernel_share: runs
+            .iter()
+            .map(|r| Some(r.client_cpu.kernel_share? * r.client_cpu.worker_s))
+            .sum::<Option<f64>>()
+            .filter(|_| worker_s > 0.0)
+            .map(|k| round3(k / worker_s)),
+    }
 }
 
 /// How the parts' measured windows combine.
