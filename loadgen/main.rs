@@ -606,3 +606,20 @@ fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `--help`'s first line names every protocol of the table.
+    #[test]
+    fn about_names_every_protocol() {
+        let about = super::Cli::command()
+            .get_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        for p in loadgen::proto::table::PROTOCOLS {
+            assert!(about.contains(p.name), "{} missing from: {about}", p.name);
+        }
+    }
+}
