@@ -1,5 +1,6 @@
 use std::future::Future;
 
+pub use crate::error::SetupError;
 use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
 use crate::proto::codec::Request;
@@ -58,38 +59,43 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
-    fn max_pipeline(&self) -> usize;
+    /// Requests one connection can have in flight (1 where the protocol cannot pipeline); the
+    /// protocol table's driver row reads it.
+    const MAX_PIPELINE: usize;
+
+    fn max_pipeline(&self) -> usize {
+        Self::MAX_PIPELINE
+    }
 
     /// Ok when this target can run every op of `mix`; Err is the one line saying why not
     /// (checked in preflight, exit 2). Targets that write override it.
-    fn writes(&self, mix: &Mix) -> Result<(), String> {
+    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
         match mix.ops().find(|o| o.writes()) {
             None => Ok(()),
-            Some(op) => Err(format!(
+            Some(op) => Err(SetupError(format!(
                 "--mix {}: this {} target cannot {} yet; use --mix read=100 (the default) here",
                 mix.name(),
                 self.kind(),
                 op.name()
-            )),
+            ))),
         }
     }
 
     /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one
     /// line saying why not (preflight, exit 2). SQL targets that group writes override it.
-    fn txn(&self, n: usize) -> Result<(), String> {
+    fn txn(&self, n: usize) -> Result<(), SetupError> {
         match n {
             1 => Ok(()),
-            _ => Err(format!(
+            _ => Err(SetupError(format!(
                 "--txn {n}: this {} target does not group writes into transactions; leave --txn out (every write is its own)",
                 self.kind()
-            )),
+            ))),
         }
     }
 
     /// Where inserts start when `--insert-from` is not given: above the keys the server holds
     /// (SQL: max(id) + 1), so a re-run continues; None: above `--keys`.
-    fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, String>> {
+    fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, SetupError>> {
         async { Ok(None) }
     }
 
@@ -101,7 +107,7 @@ pub trait Target: Send + Sync + 'static {
 
     /// The server's own lookup counter, where the server has one. Err: the counter could not
     /// be read (said in the report, never fatal).
-    fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, String>> {
+    fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, SetupError>> {
         async { Ok(None) }
     }
 }
@@ -113,22 +119,4 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
-}
-
-/// Setup failures: bad input or an unusable target. The message is the one line the user sees.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SetupError(pub String);
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SetupError {}
-
-impl From<String> for SetupError {
-    fn from(s: String) -> Self {
-        SetupError(s)
-    }
 }

@@ -65,14 +65,14 @@ pub struct MyOpts {
 
 impl MyOpts {
     /// One connection, plain if PREFERRED met a server without TLS.
-    pub async fn conn(&self) -> Result<mysql_async::Conn, String> {
+    pub async fn conn(&self) -> Result<mysql_async::Conn, SetupError> {
         let r = match (mysql_async::Conn::new(self.opts.clone()).await, &self.plain) {
             (Err(e), Some(plain)) if no_tls_offered(&e) => {
                 mysql_async::Conn::new(plain.clone()).await
             }
             (r, _) => r,
         };
-        r.map_err(|e| self.explain(&e))
+        r.map_err(|e| self.explain(&e).into())
     }
 
     /// The server's count of a run whose writes are `writes` (none: a read-only run): every
@@ -82,7 +82,7 @@ impl MyOpts {
         &self,
         simple: bool,
         writes: &[(Op, String)],
-    ) -> Result<ServerCount, String> {
+    ) -> Result<ServerCount, SetupError> {
         let reads = simple.then_some("Com_select");
         if writes.is_empty() {
             let name = reads.unwrap_or("Com_stmt_execute");
@@ -95,7 +95,7 @@ impl MyOpts {
     }
 
     /// Where inserts start (`writes::next_id_sql`), over a connection of its own.
-    pub async fn insert_from(&self, writes: &[(Op, String)]) -> Result<Option<u64>, String> {
+    pub async fn insert_from(&self, writes: &[(Op, String)]) -> Result<Option<u64>, SetupError> {
         let Some(sql) = writes::next_id_sql(writes) else {
             return Ok(None);
         };
@@ -109,7 +109,7 @@ impl MyOpts {
     /// The server's `writes::DURABILITY` settings; a setting that cannot be read says why.
     pub async fn durability(&self) -> Vec<(String, String)> {
         let read = async {
-            let mut c = self.conn().await?;
+            let mut c = self.conn().await.map_err(|e| e.0)?;
             let rows: Vec<(String, String)> = c
                 .query(format!(
                     "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('{}')",
@@ -161,7 +161,11 @@ pub fn no_tls_offered(e: &mysql_async::Error) -> bool {
 
 /// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`; TLS as its
 /// ssl-mode says); MYSQL_PWD is the password fallback.
-pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Result<MyOpts, String> {
+pub fn mysql_opts(
+    url: &TargetUrl,
+    timeout: Duration,
+    max_conns: usize,
+) -> Result<MyOpts, SetupError> {
     let endpoint = super::endpoint(url)?;
     let tls_options = tls_options(url, &endpoint)?;
     let tls = match &tls_options {
@@ -318,7 +322,7 @@ impl MysqlTarget {
             sql,
             simple,
             verify: plan.verify,
-            writes: writes::statements(plan).map_err(SetupError)?,
+            writes: writes::statements(plan)?,
             txn: plan.txn,
         })
     }
@@ -430,21 +434,19 @@ impl Target for MysqlTarget {
         self.tls.get().cloned()
     }
 
-    fn max_pipeline(&self) -> usize {
-        1
-    }
+    const MAX_PIPELINE: usize = 1;
 
     /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// BEGIN and COMMIT around each group of writes (`MysqlConn::send`).
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await
     }
 
@@ -453,7 +455,7 @@ impl Target for MysqlTarget {
     }
 
     /// --mode simple reads with text queries (Com_select); writes are always executes.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let simple = self.simple.is_some();
         self.opts.server_count(simple, &self.writes).await.map(Some)
     }
@@ -482,12 +484,12 @@ async fn session_tls(
 
 /// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
 /// Com_stmt_execute or Handler_read_key itself).
-pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, String> {
+pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, SetupError> {
     global_statuses(opts, &[name]).await.map(|v| v[0])
 }
 
 /// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment.
-pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, String> {
+pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, SetupError> {
     let addr = endpoint_of(&opts.opts);
     let mut c = opts.conn().await?;
     let rows: Vec<(String, String)> = c
@@ -504,7 +506,7 @@ pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, 
             rows.iter()
                 .find(|(n, _)| n.eq_ignore_ascii_case(name))
                 .and_then(|(_, v)| v.parse().ok())
-                .ok_or_else(|| format!("{addr}: no global status {name}"))
+                .ok_or_else(|| SetupError(format!("{addr}: no global status {name}")))
         })
         .collect()
 }

@@ -89,7 +89,7 @@ impl MyWireTarget {
                 }
             },
             opts,
-            writes: writes::statements(plan).map_err(SetupError)?,
+            writes: writes::statements(plan)?,
             txn: plan.txn,
         })
     }
@@ -347,21 +347,19 @@ impl Target for MyWireTarget {
 
     /// The server reads commands off the socket in order and answers each in turn, so
     /// executes pipeline (checked with --verify over every key at -p 32: tests/mysql_hs.rs).
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// BEGIN and COMMIT pipelined with the writes (`txn`).
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await
     }
 
@@ -369,7 +367,7 @@ impl Target for MyWireTarget {
         self.opts.durability().await
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         self.opts.server_count(false, &self.writes).await.map(Some)
     }
 }

@@ -143,7 +143,7 @@ impl PgTarget {
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
             tls,
-            writes: Rc2::new(writes::statements(plan).map_err(SetupError)?),
+            writes: Rc2::new(writes::statements(plan)?),
             txn: plan.txn,
         })
     }
@@ -323,32 +323,30 @@ impl Target for PgTarget {
         })
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     fn tls(&self) -> Option<TlsInfo> {
         self.tls.negotiated()
     }
 
     /// Every write op, prepared; `--mode simple` inlines a lookup's key only.
-    fn writes(&self, mix: &Mix) -> Result<(), String> {
+    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
         match mix.ops().find(|o| o.writes()) {
-            Some(op) if self.mode == Mode::Simple => Err(format!(
+            Some(op) if self.mode == Mode::Simple => Err(SetupError(format!(
                 "--mix {}: --mode simple runs lookups only, not {}; drop --mode simple to write",
                 mix.name(),
                 op.name()
-            )),
+            ))),
             _ => Ok(()),
         }
     }
 
     /// Writes grouped with BEGIN and COMMIT.
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
 
@@ -356,7 +354,7 @@ impl Target for PgTarget {
         writes::durability(&self.config, &self.tls).await
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (config, tls) = (&self.config, &self.tls);
         writes::server_count(
             &self.counter,
