@@ -3,6 +3,7 @@
 mod common;
 use common::fakes::{self, Behaviour, Proto};
 use common::*;
+use common::{fake_mysql, fake_pg};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -125,6 +126,27 @@ fn redis_killed_and_restarted_mid_run() {
     assert_eq!(so["not_comparable"], true, "{so}");
     assert!(so["delta"].is_null(), "{so}");
     assert!(so["note"].as_str().unwrap().contains("run_id"), "{so}");
+}
+
+#[test]
+fn mariadb_killed_and_restarted_mid_run() {
+    let Some(url) = server("LOADGEN_MY_URL") else {
+        return;
+    };
+    // A fresh server first: its statement counter then passes the one read before the run
+    // again within the run, so only the server's start time (now - Uptime) tells the restart.
+    let pid = servers(&["pid", "mariadb"]);
+    kill("-TERM", &pid);
+    let gone = Instant::now() + Duration::from_secs(60);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    servers(&["up", "mariadb"]);
+    let r = kill_and_restart("mariadb", &url, || {});
+    let so = &r["server_observed"];
+    assert_eq!(so["not_comparable"], true, "{so}");
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(so["note"].as_str().unwrap().contains("Uptime"), "{so}");
 }
 
 #[test]
@@ -720,6 +742,32 @@ fn replies_out_of_step_are_protocol_errors_on_every_protocol() {
     }
 }
 
+/// An extra reply that arrives after the next request went out (each reply then answers the
+/// request before the one it is taken for) is a protocol error on every protocol: at the end,
+/// when a reply comes after the last one was answered, and in a paced run as soon as the next
+/// request is due, since it waited on the socket before that request was sent. It once read
+/// as a run of misses, exit 0.
+#[test]
+fn late_extra_replies_are_protocol_errors_on_every_protocol() {
+    for proto in Proto::ALL {
+        for extra in [&["-p", "1"][..], &["-p", "4"], &["--rate", "200"]] {
+            let fake = fakes::start(proto, Behaviour::LateExtra);
+            let (code, r, err) = run_fake(&fake.url, extra);
+            let context = format!("{proto:?} {extra:?}: {err} {r}");
+            assert_eq!(code, 1, "{context}");
+            assert!(u(&r, "errors.protocol") > 0, "{context}");
+            let samples = r["error_samples"].to_string();
+            assert!(samples.contains("more replies than requests"), "{context}");
+            if extra[0] == "--rate" {
+                // Caught on each connection's second request, not only once at the end.
+                assert!(u(&r, "errors.protocol") >= 2, "{context}");
+                assert!(u(&r, "reconnects") >= 1, "{context}");
+            }
+            assert!(!err.contains("panicked"), "{context}");
+        }
+    }
+}
+
 /// A server's bytes 0x00-0xFF reach no report raw: escaped (`\x1b`) and cut, in the JSON's
 /// samples, the text report and stderr.
 #[test]
@@ -745,6 +793,73 @@ fn server_garbage_is_escaped_and_cut_everywhere_it_is_shown() {
         assert!(
             !err.contains('\0') && !err.contains('\x1b'),
             "{proto:?}: {err:?}"
+        );
+    }
+}
+
+/// The fake PostgreSQL and MySQL of `how`, on the wire driver and the default one: (name, fake).
+fn sql_fakes(how: Behaviour) -> Vec<(&'static str, fakes::Fake)> {
+    vec![
+        ("postgres wire", fake_pg::start(how, "wire")),
+        ("postgres", fake_pg::start(how, "")),
+        ("mysql wire", fake_mysql::start(how, "wire")),
+        ("mysql", fake_mysql::start(how, "")),
+    ]
+}
+
+/// PostgreSQL and MySQL that answer every lookup twice: a protocol error on both drivers,
+/// never a run of misses.
+#[test]
+fn sql_replies_out_of_step_are_protocol_errors() {
+    for (name, fake) in sql_fakes(Behaviour::OutOfStep) {
+        let depths: &[&str] = if name.ends_with("wire") {
+            &["1", "4"]
+        } else {
+            &["1"]
+        };
+        for depth in depths {
+            let (code, r, err) = run_fake(&fake.url, &["-p", depth]);
+            let context = format!("{name} -p {depth}: {err} {r}");
+            assert_eq!(code, 1, "{context}");
+            assert!(u(&r, "errors.protocol") > 0, "{context}");
+            // Pipelined, a duplicate batch that comes after the next one went out looks in
+            // step until the two arrive together: caught then, or at the end, not at once.
+            if *depth == "1" {
+                assert!(
+                    u(&r, "misses") <= (u(&r, "reconnects") + 1) * 4,
+                    "{context}"
+                );
+            }
+            assert!(!err.contains("panicked"), "{context}");
+        }
+    }
+}
+
+/// PostgreSQL and MySQL that answer lookups with the bytes 0x00-0xFF: no raw control byte in
+/// the JSON's error samples, the text report or stderr.
+#[test]
+fn sql_server_garbage_is_escaped_everywhere_it_is_shown() {
+    for (name, fake) in sql_fakes(Behaviour::Garbage) {
+        let (code, r, err) = run_fake(&fake.url, &[]);
+        assert_eq!(code, 1, "{name}: {err} {r}");
+        let samples = r["error_samples"].as_array().expect("error_samples");
+        assert!(!samples.is_empty(), "{name}: {r}");
+        for s in samples {
+            let s = s.as_str().unwrap();
+            assert!(!s.chars().any(char::is_control), "{name}: {s:?}");
+            assert!(s.chars().count() < 500, "{name}: {s:?}");
+        }
+        let text = text_fake(&fake.url, "1s", &[]);
+        assert!(text.contains("error"), "{name}: {text}");
+        for line in text.lines() {
+            assert!(
+                !line.chars().any(|c| c.is_control() && c != '\t'),
+                "{name}: {line:?}"
+            );
+        }
+        assert!(
+            !err.contains('\0') && !err.contains('\x1b'),
+            "{name}: {err:?}"
         );
     }
 }

@@ -84,14 +84,24 @@ impl MyOpts {
         writes: &[(Op, String)],
     ) -> Result<ServerCount, String> {
         let reads = simple.then_some("Com_select");
-        if writes.is_empty() {
-            let name = reads.unwrap_or("Com_stmt_execute");
-            let v = global_status(self, name).await?;
-            return Ok(ServerCount::reads(v, format!("global status {name}")));
-        }
-        let names = writes::counter_names("Com_stmt_execute", reads, writes);
-        let values = global_statuses(self, &names).await?;
-        Ok(writes::server_count(&names, &values, reads, writes))
+        // Uptime in the same read: the count's epoch (`uptime_epoch`).
+        let (mut names, reads_only) = match writes.is_empty() {
+            true => (vec![reads.unwrap_or("Com_stmt_execute")], true),
+            false => (
+                writes::counter_names("Com_stmt_execute", reads, writes),
+                false,
+            ),
+        };
+        names.push("Uptime");
+        let mut values = global_statuses(self, &names).await?;
+        let uptime = values.pop().unwrap_or(0);
+        names.pop();
+        let mut count = match reads_only {
+            true => ServerCount::reads(values[0], format!("global status {}", names[0])),
+            false => writes::server_count(&names, &values, reads, writes),
+        };
+        count.epoch = Some(uptime_epoch(uptime));
+        Ok(count)
     }
 
     /// Where inserts start (`writes::next_id_sql`), over a connection of its own.
@@ -480,13 +490,18 @@ async fn session_tls(
     })
 }
 
-/// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
-/// Com_stmt_execute or Handler_read_key itself).
-pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, String> {
-    global_statuses(opts, &[name]).await.map(|v| v[0])
+/// A count's epoch from the server's `Uptime` (read with the count): its start time, now minus
+/// the uptime (`ServerCount::started_epoch`), so a restart mid-run says not comparable even
+/// when the new counter has passed the old one.
+pub fn uptime_epoch(uptime: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ServerCount::started_epoch(now.saturating_sub(uptime))
 }
 
-/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment.
+/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment over a fresh
+/// connection (text protocol, so it does not move Com_stmt_execute or Handler_read_key itself).
 pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, String> {
     let addr = endpoint_of(&opts.opts);
     let mut c = opts.conn().await?;
