@@ -769,11 +769,19 @@ fn late_extra_replies_are_protocol_errors_on_every_protocol() {
 }
 
 /// A server's bytes 0x00-0xFF reach no report raw: escaped (`\x1b`) and cut, in the JSON's
-/// samples, the text report and stderr.
+/// samples, the text report and stderr; PostgreSQL and MySQL on both drivers too.
 #[test]
 fn server_garbage_is_escaped_and_cut_everywhere_it_is_shown() {
-    for proto in Proto::ALL {
-        let fake = fakes::start(proto, Behaviour::Garbage);
+    let mut all: Vec<(String, fakes::Fake)> = Proto::ALL
+        .iter()
+        .map(|&p| (format!("{p:?}"), fakes::start(p, Behaviour::Garbage)))
+        .collect();
+    all.extend(
+        sql_fakes(Behaviour::Garbage)
+            .into_iter()
+            .map(|(name, f)| (name.to_string(), f)),
+    );
+    for (proto, fake) in all {
         let (_, r, err) = run_fake(&fake.url, &[]);
         let samples = r["error_samples"].as_array().expect("error_samples");
         assert!(!samples.is_empty(), "{proto:?}: {r}");
@@ -832,35 +840,6 @@ fn sql_replies_out_of_step_are_protocol_errors() {
             }
             assert!(!err.contains("panicked"), "{context}");
         }
-    }
-}
-
-/// PostgreSQL and MySQL that answer lookups with the bytes 0x00-0xFF: no raw control byte in
-/// the JSON's error samples, the text report or stderr.
-#[test]
-fn sql_server_garbage_is_escaped_everywhere_it_is_shown() {
-    for (name, fake) in sql_fakes(Behaviour::Garbage) {
-        let (code, r, err) = run_fake(&fake.url, &[]);
-        assert_eq!(code, 1, "{name}: {err} {r}");
-        let samples = r["error_samples"].as_array().expect("error_samples");
-        assert!(!samples.is_empty(), "{name}: {r}");
-        for s in samples {
-            let s = s.as_str().unwrap();
-            assert!(!s.chars().any(char::is_control), "{name}: {s:?}");
-            assert!(s.chars().count() < 500, "{name}: {s:?}");
-        }
-        let text = text_fake(&fake.url, "1s", &[]);
-        assert!(text.contains("error"), "{name}: {text}");
-        for line in text.lines() {
-            assert!(
-                !line.chars().any(|c| c.is_control() && c != '\t'),
-                "{name}: {line:?}"
-            );
-        }
-        assert!(
-            !err.contains('\0') && !err.contains('\x1b'),
-            "{name}: {err:?}"
-        );
     }
 }
 

@@ -3,12 +3,12 @@
 //! query, the lookup's COM_STMT_PREPARE and COM_STMT_EXECUTE) and for the count read before
 //! the run (SHOW GLOBAL STATUS fails: no counter), then it misbehaves as told.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::fakes::{listen, Behaviour, Fake};
+use super::fakes::{listen_sql, read_n, Behaviour, Fake};
 
 /// CLIENT_DEPRECATE_EOF: result sets end with an OK packet, no EOF after the columns.
 const DEPRECATE_EOF: u32 = 0x0100_0000;
@@ -16,14 +16,11 @@ const DEPRECATE_EOF: u32 = 0x0100_0000;
 /// Starts a fake MySQL that behaves as `how`; its URL takes `driver` (`wire`, or empty for
 /// the default driver).
 pub fn start(how: Behaviour, driver: &str) -> Fake {
-    let query = match driver {
-        "" => String::new(),
-        d => format!("&driver={d}"),
-    };
-    listen(
-        Duration::from_secs(120),
-        move |s, stop| serve(s, how, stop),
-        move |p| format!("mysql://bench@127.0.0.1:{p}/loadgen?ssl-mode=DISABLED{query}"),
+    listen_sql(
+        "mysql://bench@127.0.0.1:{port}/loadgen?ssl-mode=DISABLED",
+        driver,
+        how,
+        serve,
     )
 }
 
@@ -99,27 +96,6 @@ fn read_packet(s: &mut TcpStream, stop: &AtomicBool) -> Option<Vec<u8>> {
     let head = read_n(s, 4, stop)?;
     let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
     read_n(s, len, stop)
-}
-
-fn read_n(s: &mut TcpStream, n: usize, stop: &AtomicBool) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        match s.read(&mut buf[got..]) {
-            Ok(0) => return None,
-            Ok(k) => got += k,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return None,
-        }
-    }
-    Some(buf)
 }
 
 fn greeting() -> Vec<u8> {

@@ -2,24 +2,21 @@
 //! (trust login, the lookup's Parse/Describe, Bind/Execute/Sync) and for the count read
 //! before the run (every simple query fails: no counter), then it misbehaves as told.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::fakes::{listen, Behaviour, Fake};
+use super::fakes::{listen_sql, read_n, Behaviour, Fake};
 
 /// Starts a fake PostgreSQL that behaves as `how`; its URL takes `driver` (`wire`, or empty
 /// for the default driver).
 pub fn start(how: Behaviour, driver: &str) -> Fake {
-    let query = match driver {
-        "" => String::new(),
-        d => format!("&driver={d}"),
-    };
-    listen(
-        Duration::from_secs(120),
-        move |s, stop| serve(s, how, stop),
-        move |p| format!("postgres://bench@127.0.0.1:{p}/loadgen?sslmode=disable{query}"),
+    listen_sql(
+        "postgres://bench@127.0.0.1:{port}/loadgen?sslmode=disable",
+        driver,
+        how,
+        serve,
     )
 }
 
@@ -33,28 +30,6 @@ fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
 
 fn param(name: &str, value: &str) -> Vec<u8> {
     msg(b'S', format!("{name}\0{value}\0").as_bytes())
-}
-
-/// Reads exactly `n` bytes; None when the client is gone or the fake stops.
-fn read_n(s: &mut TcpStream, n: usize, stop: &AtomicBool) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        if stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        match s.read(&mut buf[got..]) {
-            Ok(0) => return None,
-            Ok(k) => got += k,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return None,
-        }
-    }
-    Some(buf)
 }
 
 fn serve(mut s: TcpStream, how: Behaviour, stop: &AtomicBool) {

@@ -269,6 +269,48 @@ fn serve(mut s: TcpStream, proto: Proto, how: Behaviour, stop: &AtomicBool) {
     }
 }
 
+/// A fake SQL server behaving as `how`, its connections served by `serve`, its URL `url` with
+/// `{port}` filled in and `&driver=` added unless `driver` is empty (the default driver).
+pub fn listen_sql(
+    url: &str,
+    driver: &str,
+    how: Behaviour,
+    serve: fn(TcpStream, Behaviour, &AtomicBool),
+) -> Fake {
+    let mut url = url.to_string();
+    if !driver.is_empty() {
+        url += &format!("&driver={driver}");
+    }
+    listen(
+        Duration::from_secs(120),
+        move |s, stop| serve(s, how, stop),
+        move |p| url.replace("{port}", &p.to_string()),
+    )
+}
+
+/// Reads exactly `n` bytes (a fake with a read timeout polls `stop` meanwhile); None when
+/// the client is gone or the fake stops.
+pub fn read_n(s: &mut TcpStream, n: usize, stop: &AtomicBool) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return None,
+            Ok(k) => got += k,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(buf)
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
