@@ -532,11 +532,19 @@ async fn drive<T: Target>(
             }
         }
     }
-    if conn.is_some() {
+    if let Some(c) = conn.as_mut() {
+        // A reply after the last one is answered: the server was out of step all along.
+        if let Err(e) = c.settle(request_timeout.min(SETTLE)).await {
+            rec.borrow_mut().record_error(false, e.kind, &e.message);
+        }
         rec.borrow_mut().connections -= 1;
     }
     conn
 }
+
+/// How long a connection listens for replies too many once its last request is answered:
+/// past Linux's 40 ms delayed ACK, which holds back a server's late reply under Nagle.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Waits for a due time, on the precise timer when there is one.
 async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, due_ns: u64) {

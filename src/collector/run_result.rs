@@ -178,7 +178,7 @@ fn restarted(
         return None;
     };
     match (&b.epoch, &a.epoch) {
-        (Some(x), Some(y)) if x != y => Some(format!(
+        (Some(x), Some(y)) if !crate::proto::target::same_epoch(x, y) => Some(format!(
             "the server restarted or reset its counters during the run ({x}, then {y}): its count is not comparable"
         )),
         _ if a.value < b.value => Some(format!(

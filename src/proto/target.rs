@@ -1,4 +1,5 @@
 use std::future::Future;
+use std::time::Duration;
 
 pub use crate::error::SetupError;
 use crate::mix::Mix;
@@ -25,6 +26,13 @@ impl ServerCount {
     /// `cmd_set` is every `set`, `add` and `replace`): no count of its own to compare.
     pub const UNCOUNTED: u64 = u64::MAX;
 
+    /// The epoch of a server known only by its uptime (MariaDB's `Uptime`): its start time,
+    /// now minus the uptime, in seconds since 1970, which two reads may see a second or two
+    /// apart ([`same_epoch`]).
+    pub fn started_epoch(start_s: u64) -> String {
+        format!("started ~{start_s} s after 1970 (now - Uptime)")
+    }
+
     /// A count of lookups only.
     pub fn reads(value: u64, source: impl Into<String>) -> ServerCount {
         ServerCount {
@@ -33,6 +41,23 @@ impl ServerCount {
             ops: Vec::new(),
             epoch: None,
         }
+    }
+}
+
+/// Whether two [`ServerCount::epoch`]s name one server lifetime: equal, or start times from
+/// uptimes ([`ServerCount::started_epoch`]) within a couple of seconds of each other (whole
+/// seconds of uptime, and the clock read a moment apart from the server's).
+pub fn same_epoch(a: &str, b: &str) -> bool {
+    let start = |e: &str| {
+        e.strip_prefix("started ~")?
+            .split(' ')
+            .next()?
+            .parse::<u64>()
+            .ok()
+    };
+    match (start(a), start(b)) {
+        (Some(x), Some(y)) => x.abs_diff(y) <= 2,
+        _ => a == b,
     }
 }
 
@@ -119,4 +144,27 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
+
+    /// Called once every request is answered, at the end of the run: Err when the server
+    /// sends a reply within `grace` all the same, answering no request (out of step: its
+    /// earlier replies were taken for the wrong requests). Library drivers check their own.
+    fn settle(&mut self, _grace: Duration) -> impl Future<Output = Result<(), LookupError>> {
+        async { Ok(()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptime_epochs_are_one_server_within_two_seconds() {
+        let at = ServerCount::started_epoch;
+        assert!(same_epoch(&at(1000), &at(1002)));
+        assert!(same_epoch(&at(1002), &at(1000)));
+        assert!(!same_epoch(&at(1000), &at(1003)));
+        assert!(same_epoch("run_id 1", "run_id 1"));
+        assert!(!same_epoch("run_id 1", "run_id 2"));
+        assert!(!same_epoch(&at(1000), "run_id 1000"));
+    }
 }

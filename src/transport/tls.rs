@@ -214,6 +214,13 @@ impl TlsClient {
             (Some(cert), Some(key)) => {
                 let chain = read_certs(cert, n.cert)?;
                 let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                    if encrypted_pem(key) {
+                        return format!(
+                            "the client key file {k} ({}) is encrypted (a passphrase-protected key), which loadgen cannot read: decrypt it with `openssl pkey -in {k} -out KEY` and pass KEY",
+                            n.key,
+                            k = key.display(),
+                        );
+                    }
                     format!(
                         "cannot read the client key file {} ({}): {}",
                         key.display(),
@@ -444,6 +451,15 @@ fn read_certs(path: &Path, option: &str) -> Result<Vec<CertificateDer<'static>>,
 }
 
 /// A PEM reading error without the bytes it choked on.
+/// Whether `path` holds a passphrase-protected key: PKCS#8 `ENCRYPTED PRIVATE KEY`, or a
+/// traditional PEM key with a `Proc-Type: 4,ENCRYPTED` header.
+fn encrypted_pem(path: &std::path::Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| {
+        let has = |w: &[u8]| b.windows(w.len()).any(|x| x == w);
+        has(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || has(b"Proc-Type: 4,ENCRYPTED")
+    })
+}
+
 fn pem_cause(e: &rustls::pki_types::pem::Error) -> String {
     use rustls::pki_types::pem::Error as P;
     match e {

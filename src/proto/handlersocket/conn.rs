@@ -250,15 +250,17 @@ impl Target for HsTarget {
                 "no counter source: add ?mysql=URL to read Handler_read_key".into(),
             ));
         };
-        let status = crate::proto::mysql::async_driver::global_status;
-        let reads = status(opts, "Handler_read_key").await?;
+        use crate::proto::mysql::async_driver::{global_statuses, uptime_epoch};
+        let names = ["Handler_read_key", "Handler_write", "Uptime"];
+        let [reads, writes, uptime] = global_statuses(opts, &names).await?[..] else {
+            return Err("global status: not the values asked for".into());
+        };
+        let epoch = Some(uptime_epoch(uptime));
         if self.mix.read_only() {
-            return Ok(Some(ServerCount::reads(
-                reads,
-                "global status Handler_read_key",
-            )));
+            let mut count = ServerCount::reads(reads, "global status Handler_read_key");
+            count.epoch = epoch;
+            return Ok(Some(count));
         }
-        let writes = status(opts, "Handler_write").await?;
         let finds = [Op::Read, Op::Update, Op::Delete];
         let one = match finds.iter().filter(|&&o| self.mix.has(o)).count() {
             1 => reads,
@@ -267,7 +269,7 @@ impl Target for HsTarget {
         let mut ops = vec![one; Op::COUNT];
         ops[Op::Insert.index()] = writes;
         Ok(Some(ServerCount {
-            epoch: None,
+            epoch,
             value: reads + writes,
             source: "global status Handler_read_key, Handler_write".into(),
             ops,

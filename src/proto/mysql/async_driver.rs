@@ -83,15 +83,9 @@ impl MyOpts {
         simple: bool,
         writes: &[(Op, String)],
     ) -> Result<ServerCount, SetupError> {
-        let reads = simple.then_some("Com_select");
-        if writes.is_empty() {
-            let name = reads.unwrap_or("Com_stmt_execute");
-            let v = global_status(self, name).await?;
-            return Ok(ServerCount::reads(v, format!("global status {name}")));
-        }
-        let names = writes::counter_names("Com_stmt_execute", reads, writes);
+        let names = count_names(simple, writes);
         let values = global_statuses(self, &names).await?;
-        Ok(writes::server_count(&names, &values, reads, writes))
+        Ok(count_of(simple, writes, &names, values))
     }
 
     /// Where inserts start (`writes::next_id_sql`), over a connection of its own.
@@ -141,7 +135,13 @@ impl MyOpts {
         let ep = endpoint_of(&self.opts);
         if let (mysql_async::Error::Io(mysql_async::IoError::Io(io)), Some(tls)) = (e, &self.tls) {
             if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) {
-                return format!("{ep}: {}", tls.explain(self.opts.ip_or_hostname(), io));
+                let why = tls.explain(self.opts.ip_or_hostname(), io);
+                // mysql_async's skip_domain_validation misses rustls's current name error.
+                let name = why.contains("does not match the host name");
+                if tls.mode == TlsMode::VerifyCa && name {
+                    return format!("{ep}: {why}; under ssl-mode=VERIFY_CA the mysql_async driver checks the host name all the same: use driver=wire (which does not), or connect by one of those names");
+                }
+                return format!("{ep}: {why}");
             }
         }
         if no_tls_offered(e) {
@@ -482,13 +482,64 @@ async fn session_tls(
     })
 }
 
-/// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
-/// Com_stmt_execute or Handler_read_key itself).
-pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, SetupError> {
-    global_statuses(opts, &[name]).await.map(|v| v[0])
+/// The `SHOW GLOBAL STATUS` names a count of a run whose writes are `writes` reads (see
+/// `MyOpts::server_count`), `Uptime` last: the count's epoch (`uptime_epoch`), read with it.
+pub fn count_names(simple: bool, writes: &[(Op, String)]) -> Vec<&str> {
+    let reads = simple.then_some("Com_select");
+    let mut names = match writes.is_empty() {
+        true => vec![reads.unwrap_or("Com_stmt_execute")],
+        false => writes::counter_names("Com_stmt_execute", reads, writes),
+    };
+    names.push("Uptime");
+    names
 }
 
-/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment.
+/// The count from the `values` of `count_names(simple, writes)`.
+pub fn count_of(
+    simple: bool,
+    writes: &[(Op, String)],
+    names: &[&str],
+    mut values: Vec<u64>,
+) -> ServerCount {
+    let uptime = values.pop().unwrap_or(0);
+    let names = &names[..names.len() - 1];
+    let mut count = match writes.is_empty() {
+        true => ServerCount::reads(values[0], format!("global status {}", names[0])),
+        false => writes::server_count(names, &values, simple.then_some("Com_select"), writes),
+    };
+    count.epoch = Some(uptime_epoch(uptime));
+    count
+}
+
+/// The values of `names` among `SHOW GLOBAL STATUS` rows, in their order.
+pub fn status_values(
+    rows: &[(String, String)],
+    names: &[&str],
+    addr: &Endpoint,
+) -> Result<Vec<u64>, SetupError> {
+    names
+        .iter()
+        .map(|name| {
+            rows.iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.parse().ok())
+                .ok_or_else(|| SetupError(format!("{addr}: no global status {name}")))
+        })
+        .collect()
+}
+
+/// A count's epoch from the server's `Uptime` (read with the count): its start time, now minus
+/// the uptime (`ServerCount::started_epoch`), so a restart mid-run says not comparable even
+/// when the new counter has passed the old one.
+pub fn uptime_epoch(uptime: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ServerCount::started_epoch(now.saturating_sub(uptime))
+}
+
+/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment over a fresh
+/// connection (text protocol, so it does not move Com_stmt_execute or Handler_read_key itself).
 pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, SetupError> {
     let addr = endpoint_of(&opts.opts);
     let mut c = opts.conn().await?;
@@ -500,15 +551,7 @@ pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, 
         .await
         .map_err(|e| opts.explain(&e))?;
     let _ = c.disconnect().await;
-    names
-        .iter()
-        .map(|name| {
-            rows.iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .and_then(|(_, v)| v.parse().ok())
-                .ok_or_else(|| SetupError(format!("{addr}: no global status {name}")))
-        })
-        .collect()
+    status_values(&rows, names, &addr)
 }
 
 impl Conn for MysqlConn {
