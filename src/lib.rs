@@ -22,6 +22,7 @@ pub mod dataset;
 mod decimal;
 mod dispatch;
 mod fdlimit;
+mod group;
 mod hdrlog;
 pub mod keys;
 pub mod merge;

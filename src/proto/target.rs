@@ -113,6 +113,12 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
+
+    /// `--txn`: commits the connection's open transaction, short of its N writes when the run
+    /// ends (nothing in flight). Ok(false): none was open.
+    fn commit(&mut self) -> impl Future<Output = Result<bool, LookupError>> {
+        async { Ok(false) }
+    }
 }
 
 /// Setup failures: bad input or an unusable target. The message is the one line the user sees.

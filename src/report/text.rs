@@ -284,6 +284,13 @@ pub fn render_run(r: &RunResult) -> String {
             String::new()
         }
     );
+    if r.retries > 0 {
+        let _ = writeln!(
+            out,
+            "retries    {} requests sent again after a deadlock or serialization failure (--retries)",
+            thousands(r.retries)
+        );
+    }
     if r.unsure > 0 {
         let _ = writeln!(
             out,
@@ -429,7 +436,7 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 None => String::new(),
             };
             format!(
-                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}  p50 {}  p99 {}  max {}{server}\n",
+                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}{}  p50 {}  p99 {}  max {}{server}\n",
                 thousands(o.requests),
                 thousands(o.qps.round() as u64),
                 thousands(o.hits),
@@ -439,6 +446,10 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 match o.unsure {
                     0 => String::new(),
                     n => format!("  unsure {}", thousands(n)),
+                },
+                match o.retries {
+                    0 => String::new(),
+                    n => format!("  retries {}", thousands(n)),
                 },
                 micros(o.latency_us.p50),
                 micros(o.latency_us.p99),
