@@ -146,7 +146,7 @@ struct RunArgs {
     txn: usize,
     /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
     /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
-    /// first try. PostgreSQL 40P01 and 40001, MySQL 1213 and 1205. Needs -p 1.
+    /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
     #[arg(long, default_value_t = 0)]
     retries: u32,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
