@@ -567,7 +567,9 @@ fn observed(
         counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
     let expected = counts.requests() + warm.requests() - connect;
     let unsure = counts.error_total() + warm.error_total() - connect;
-    let ok = delta <= expected && delta + unsure >= expected;
+    // A request sent again (`--retries`) reached the server once more.
+    let retries = counts.retries + warm.retries;
+    let ok = delta <= expected + retries && delta + unsure >= expected;
     ServerObserved {
         source,
         delta: Some(delta),

@@ -175,3 +175,75 @@ impl Group {
 pub fn retryable(kind: ErrorKind) -> bool {
     matches!(kind, ErrorKind::Deadlock | ErrorKind::Serialization)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mix::Op;
+
+    fn write(key: u64) -> Sent {
+        Sent {
+            req: Request {
+                op: Op::Update,
+                key,
+                version: key,
+            },
+            due: key * 10,
+            sent: key * 10,
+            warm: false,
+        }
+    }
+
+    fn counts(rec: &Recorder) -> (u64, u64, u64) {
+        let c = &rec.cur.counts;
+        (c.hits, c.errors[ErrorKind::Deadlock.index()], c.retries)
+    }
+
+    #[test]
+    fn writes_count_when_their_transaction_commits() {
+        let mut rec = Recorder::new(0, true);
+        let mut g = Group::new(3, 0, 1).unwrap();
+        assert!(Group::new(1, 0, 1).is_none() && Group::new(3, 1, 8).is_none());
+        g.reply(&mut rec, write(1), 11, Ok(Outcome::Hit));
+        g.reply(&mut rec, write(2), 21, Ok(Outcome::Hit));
+        assert_eq!(counts(&rec), (0, 0, 0));
+        g.reply(&mut rec, write(3), 31, Ok(Outcome::Hit));
+        assert_eq!(counts(&rec), (3, 0, 0));
+        // A short last group: committed at the end, or failed with its commit.
+        g.reply(&mut rec, write(4), 41, Ok(Outcome::Hit));
+        g.ended(&mut rec, 50, Ok(()));
+        assert_eq!(counts(&rec), (4, 0, 0));
+        g.reply(&mut rec, write(5), 51, Ok(Outcome::Hit));
+        g.ended(&mut rec, 60, Err(ErrorKind::Deadlock));
+        assert_eq!(counts(&rec), (4, 1, 0));
+    }
+
+    #[test]
+    fn a_deadlocked_transaction_is_sent_again_then_fails_for_good() {
+        let mut rec = Recorder::new(0, true);
+        let mut g = Group::new(3, 1, 1).unwrap();
+        g.reply(&mut rec, write(1), 11, Ok(Outcome::Hit));
+        let step = g.reply(&mut rec, write(2), 21, Err(ErrorKind::Deadlock));
+        assert!(matches!(step, Step::Retry));
+        assert_eq!(counts(&rec), (0, 0, 2));
+        // Sent again in order, with their first due times.
+        let again: Vec<(u64, u64)> = std::iter::from_fn(|| g.again())
+            .map(|s| (s.req.key, s.due))
+            .collect();
+        assert_eq!(again, [(1, 10), (2, 20)]);
+        g.reply(&mut rec, write(1), 61, Ok(Outcome::Hit));
+        let step = g.reply(&mut rec, write(2), 71, Err(ErrorKind::Deadlock));
+        assert!(matches!(step, Step::Failed));
+        assert_eq!(counts(&rec), (0, 2, 2));
+        // Latency runs from the first due time.
+        assert_eq!(
+            rec.cur.latency.max(),
+            rec.cur.latency.highest_equivalent(71 - 10)
+        );
+        // A fresh transaction gets its retries again; other failures are not retried.
+        g.reply(&mut rec, write(3), 81, Ok(Outcome::Hit));
+        let step = g.reply(&mut rec, write(4), 91, Err(ErrorKind::Server));
+        assert!(matches!(step, Step::Failed));
+        assert_eq!(rec.cur.counts.errors[ErrorKind::Server.index()], 2);
+    }
+}

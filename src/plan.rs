@@ -568,5 +568,16 @@ mod tests {
             ..Plan::default()
         };
         assert!(writes.validate().is_ok());
+        let retries = |retries, pipeline, mix| Plan {
+            retries,
+            pipeline,
+            mix: Mix::parse(mix).unwrap(),
+            ..Plan::default()
+        };
+        assert!(retries(3, 1, "update=100").validate().is_ok());
+        let e = retries(3, 8, "update=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("-p 1"), "{e}");
+        let e = retries(3, 1, "read=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("has none"), "{e}");
     }
 }

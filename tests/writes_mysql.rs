@@ -468,6 +468,10 @@ fn sql_retries_deadlocked_transactions_and_counts_only_committed_writes() {
                 "0" => assert_eq!(u(r, "retries"), 0, "{context}"),
                 _ => assert!(u(r, "retries") > 0, "{context}: {upd}"),
             }
+            // Com_update counts every execute: each request once, and once more per retry.
+            let so = &upd["server_observed"];
+            assert_eq!(u(so, "delta"), 800 + u(upd, "retries"), "{context}: {so}");
+            assert_eq!(so["matches"], true, "{context}: {so}");
             failed.push(u(upd, "error_total"));
         }
         assert!(failed[0] > 0, "{driver}: no deadlock to retry");

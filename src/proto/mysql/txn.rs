@@ -156,4 +156,25 @@ mod tests {
         g.answered(Some(ErrorKind::Deadlock));
         assert_eq!(send(&mut g, true), b".\x07\0\0\0\x03COMMIT");
     }
+
+    #[test]
+    fn any_failure_ends_the_group_and_a_short_one_commits_at_the_end() {
+        let mut g = Groups::new(3).unwrap();
+        send(&mut g, true);
+        send(&mut g, false);
+        g.answered(None);
+        g.answered(Some(ErrorKind::Server)); // a failed read inside the group
+        let mut out = Vec::new();
+        assert!(!g.commit(&mut out), "a failed group is not committed");
+        assert_eq!(
+            send(&mut g, true),
+            b"\x09\0\0\0\x03ROLLBACK\x06\0\0\0\x03BEGIN."
+        );
+        g.answered(None);
+        assert!(g.commit(&mut out));
+        assert_eq!(out, b"\x07\0\0\0\x03COMMIT");
+        // Nothing open: nothing to commit, and the next write begins afresh.
+        assert!(!g.commit(&mut out));
+        assert_eq!(send(&mut g, true), b"\x06\0\0\0\x03BEGIN.");
+    }
 }
