@@ -71,10 +71,12 @@ impl Group {
         })
     }
 
-    /// The next request to send again, if a retry is under way.
+    /// The next request to send again, if a retry is under way; counted in `rec`'s retries.
     #[inline]
-    pub fn again(&mut self) -> Option<Sent> {
-        self.again.pop_front()
+    pub fn again(&mut self, rec: &mut Recorder) -> Option<Sent> {
+        let at = self.again.pop_front()?;
+        rec.retried(at.warm, at.req.op);
+        Some(at)
     }
 
     /// Writes answered in the open transaction, not yet committed.
@@ -113,13 +115,13 @@ impl Group {
                 Step::Done
             }
             Err(kind) if retryable(kind) && self.tries < self.retries => {
+                // From its first write: the ones answered, this one, then those of an earlier
+                // try not yet sent again.
                 self.tries += 1;
-                for a in self.answered.drain(..) {
-                    rec.retried(a.at.warm, a.at.req.op);
-                    self.again.push_back(a.at);
+                self.again.push_front(at);
+                for a in self.answered.drain(..).rev() {
+                    self.again.push_front(a.at);
                 }
-                rec.retried(at.warm, at.req.op);
-                self.again.push_back(at);
                 Step::Retry
             }
             Err(kind) => {
@@ -225,12 +227,13 @@ mod tests {
         g.reply(&mut rec, write(1), 11, Ok(Outcome::Hit));
         let step = g.reply(&mut rec, write(2), 21, Err(ErrorKind::Deadlock));
         assert!(matches!(step, Step::Retry));
-        assert_eq!(counts(&rec), (0, 0, 2));
-        // Sent again in order, with their first due times.
-        let again: Vec<(u64, u64)> = std::iter::from_fn(|| g.again())
+        assert_eq!(counts(&rec), (0, 0, 0));
+        // Sent again in order, with their first due times, each counted as a retry.
+        let again: Vec<(u64, u64)> = std::iter::from_fn(|| g.again(&mut rec))
             .map(|s| (s.req.key, s.due))
             .collect();
         assert_eq!(again, [(1, 10), (2, 20)]);
+        assert_eq!(counts(&rec), (0, 0, 2));
         g.reply(&mut rec, write(1), 61, Ok(Outcome::Hit));
         let step = g.reply(&mut rec, write(2), 71, Err(ErrorKind::Deadlock));
         assert!(matches!(step, Step::Failed));
@@ -240,6 +243,20 @@ mod tests {
             rec.cur.latency.max(),
             rec.cur.latency.highest_equivalent(71 - 10)
         );
+        // A write sent again that fails before the rest of its transaction is sent again
+        // goes back in front of them; those never sent again count no retry.
+        let mut g = Group::new(3, 2, 1).unwrap();
+        let mut rec2 = Recorder::new(0, true);
+        g.reply(&mut rec2, write(1), 11, Ok(Outcome::Hit));
+        g.reply(&mut rec2, write(2), 21, Ok(Outcome::Hit));
+        g.reply(&mut rec2, write(3), 31, Err(ErrorKind::Deadlock));
+        let first = g.again(&mut rec2).unwrap();
+        g.reply(&mut rec2, first, 41, Err(ErrorKind::Deadlock));
+        let again: Vec<u64> = std::iter::from_fn(|| g.again(&mut rec2))
+            .map(|s| s.req.key)
+            .collect();
+        assert_eq!(again, [1, 2, 3]);
+        assert_eq!(counts(&rec2), (0, 0, 4));
         // A fresh transaction gets its retries again; other failures are not retried.
         g.reply(&mut rec, write(3), 81, Ok(Outcome::Hit));
         let step = g.reply(&mut rec, write(4), 91, Err(ErrorKind::Server));

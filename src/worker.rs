@@ -423,7 +423,7 @@ async fn drive<T: Target>(
         let mut now = now;
         let before = window.len();
         while window.len() < depth {
-            if let Some(slot) = group.as_mut().and_then(Group::again) {
+            if let Some(slot) = group.as_mut().and_then(|g| g.again(&mut rec.borrow_mut())) {
                 c.send(&slot.req);
                 window.push_back(slot);
                 continue;
