@@ -195,7 +195,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         Some(format!("{what} differ ({})", all.join(", ")))
     };
     // Different workloads: a merged latency distribution or QPS would describe nothing real.
-    let refuse: [(&str, &Field); 6] = [
+    let refuse: [(&str, &Field); 7] = [
         ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
         ("key distributions (--dist)", &|x| {
             x.file.settings.dist.clone()
@@ -213,6 +213,9 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         }),
         ("writes per transaction (--txn)", &|x| {
             x.file.settings.txn.unwrap_or(1).to_string()
+        }),
+        ("retries (--retries)", &|x| {
+            x.file.settings.retries.unwrap_or(0).to_string()
         }),
     ];
     for (what, f) in refuse {
