@@ -145,6 +145,11 @@ struct RunArgs {
     /// (reads of the mix ride along); 1 is autocommit, every write its own transaction.
     #[arg(long, default_value_t = 1)]
     txn: usize,
+    /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
+    /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
+    /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
     /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
@@ -390,6 +395,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .filter_map(|(op, q)| q.clone().map(|q| (op, q)))
         .collect(),
         txn: a.txn,
+        retries: a.retries,
     };
     plan.validate()?;
     Ok(plan)

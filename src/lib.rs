@@ -23,6 +23,7 @@ mod decimal;
 mod dispatch;
 pub mod error;
 mod fdlimit;
+mod group;
 mod hdrlog;
 pub mod keys;
 pub mod merge;

@@ -196,7 +196,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         Some(format!("{what} differ ({})", all.join(", ")))
     };
     // Different workloads: a merged latency distribution or QPS would describe nothing real.
-    let refuse: [(&str, &Field); 6] = [
+    let refuse: [(&str, &Field); 7] = [
         ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
         ("key distributions (--dist)", &|x| {
             x.file.settings.dist.clone()
@@ -214,6 +214,9 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         }),
         ("writes per transaction (--txn)", &|x| {
             x.file.settings.txn.unwrap_or(1).to_string()
+        }),
+        ("retries (--retries)", &|x| {
+            x.file.settings.retries.unwrap_or(0).to_string()
         }),
     ];
     for (what, f) in refuse {
@@ -336,6 +339,7 @@ fn merge_group(
         misses: runs.iter().map(|r| r.misses).sum(),
         error_total: errors.values().sum(),
         unsure: runs.iter().map(|r| r.unsure).sum(),
+        retries: runs.iter().map(|r| r.retries).sum(),
         errors,
         error_samples,
         reconnects: runs.iter().map(|r| r.reconnects).sum(),
@@ -433,6 +437,7 @@ fn merge_ops(
             misses,
             error_total: errors.values().sum(),
             unsure: parts.iter().map(|(_, o)| o.unsure).sum(),
+            retries: parts.iter().map(|(_, o)| o.retries).sum(),
             errors,
             latency_us,
             server_observed,

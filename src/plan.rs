@@ -58,6 +58,9 @@ pub struct Plan {
     pub write_queries: Vec<(crate::mix::Op, String)>,
     /// `--txn`: writes per transaction on SQL targets; 1 is autocommit, one write each.
     pub txn: usize,
+    /// `--retries`: times a transaction (or write) that failed with a deadlock or
+    /// serialization failure is sent again on its connection; 0: never.
+    pub retries: u32,
 }
 
 impl Default for Plan {
@@ -85,6 +88,7 @@ impl Default for Plan {
             instance: None,
             write_queries: Vec::new(),
             txn: 1,
+            retries: 0,
         }
     }
 }
@@ -174,6 +178,19 @@ impl Plan {
                 "--txn {} groups writes, and --mix {} has none: add writes (e.g. --mix read=50,update=50) or leave --txn out",
                 self.txn,
                 self.mix.name()
+            )));
+        }
+        if self.retries > 0 && self.mix.read_only() {
+            return Err(ConfigError(format!(
+                "--retries {} sends failed writes again, and --mix {} has none: add writes or leave --retries out",
+                self.retries,
+                self.mix.name()
+            )));
+        }
+        if self.retries > 0 && self.pipeline > 1 {
+            return Err(ConfigError(format!(
+                "--retries {} needs one request in flight per connection, to send a failed transaction again in order: use -p 1 (more -c instead)",
+                self.retries
             )));
         }
         if let Some(r) = self.rate {
@@ -574,5 +591,16 @@ mod tests {
             ..Plan::default()
         };
         assert!(writes.validate().is_ok());
+        let retries = |retries, pipeline, mix| Plan {
+            retries,
+            pipeline,
+            mix: Mix::parse(mix).unwrap(),
+            ..Plan::default()
+        };
+        assert!(retries(3, 1, "update=100").validate().is_ok());
+        let e = retries(3, 8, "update=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("-p 1"), "{e}");
+        let e = retries(3, 1, "read=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("has none"), "{e}");
     }
 }

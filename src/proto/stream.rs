@@ -162,6 +162,28 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
         self.queued += 1;
     }
 
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        if self.closing || !self.codec.commit(&mut self.wbuf) {
+            return Ok(false);
+        }
+        self.flush().await?;
+        loop {
+            if let Some((n, failed)) = self.codec.decode_commit(&self.rbuf[self.rpos..])? {
+                self.rpos += n;
+                return failed.map_or(Ok(true), Err);
+            }
+            self.rbuf.reserve(4096);
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| LookupError::io(e.to_string()))?;
+            if n == 0 {
+                return Err(LookupError::io("the server closed the connection"));
+            }
+        }
+    }
+
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         if self.closing {
             return Err(LookupError::io(

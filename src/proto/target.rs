@@ -145,6 +145,12 @@ pub trait Conn: 'static {
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
 
+    /// `--txn`: commits the connection's open transaction, short of its N writes when the run
+    /// ends (nothing in flight). Ok(false): none was open.
+    fn commit(&mut self) -> impl Future<Output = Result<bool, LookupError>> {
+        async { Ok(false) }
+    }
+
     /// Called once every request is answered, at the end of the run: Err when the server
     /// sends a reply within `grace` all the same, answering no request (out of step: its
     /// earlier replies were taken for the wrong requests). Library drivers check their own.

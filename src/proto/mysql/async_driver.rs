@@ -349,6 +349,9 @@ pub struct MysqlConn {
     /// `--txn`: writes per transaction, and the writes sent in the open one (0: none open).
     txn: usize,
     open: usize,
+    /// A failure ended the open group: the next write rolls it back first (a BEGIN alone
+    /// would commit it).
+    rollback: bool,
     in_flight: Option<(
         Request,
         LocalBoxFuture<'static, (mysql_async::Conn, Answer)>,
@@ -426,6 +429,7 @@ impl Target for MysqlTarget {
             verify: self.verify,
             txn: self.txn,
             open: 0,
+            rollback: false,
             in_flight: None,
         })
     }
@@ -555,6 +559,23 @@ pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, 
 }
 
 impl Conn for MysqlConn {
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        let open = self.open > 0 && !self.rollback;
+        let Some(conn) = self.conn.as_mut().filter(|_| open) else {
+            return Ok(false);
+        };
+        self.open = 0;
+        match conn.query_drop("COMMIT").await {
+            Ok(()) => Ok(true),
+            Err(mysql_async::Error::Server(s)) => Err(LookupError::new(
+                super::error::kind(s.code),
+                false,
+                format!("{} (error {})", s.message, s.code),
+            )),
+            Err(e) => Err(LookupError::io(e.to_string())),
+        }
+    }
+
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let Some(mut conn) = self.conn.take() else {
@@ -575,6 +596,7 @@ impl Conn for MysqlConn {
         // connection's in-flight future cannot hold across requests; BEGIN and COMMIT as
         // statements are the same transaction to the server.
         let grouped = self.txn > 1 && write.is_some();
+        let rollback = grouped && std::mem::take(&mut self.rollback);
         let begin = grouped && self.open == 0;
         if grouped {
             self.open = (self.open + 1) % self.txn;
@@ -583,10 +605,13 @@ impl Conn for MysqlConn {
         let fut: LocalBoxFuture<'static, (mysql_async::Conn, Answer)> = Box::pin(async move {
             let r = match (write, sql) {
                 (Some(params), _) => {
-                    let mut r = match begin {
-                        true => conn.query_drop("BEGIN").await,
+                    let mut r = match rollback {
+                        true => conn.query_drop("ROLLBACK").await,
                         false => Ok(()),
                     };
+                    if r.is_ok() && begin {
+                        r = conn.query_drop("BEGIN").await;
+                    }
                     if r.is_ok() {
                         r = conn.exec_drop(&stmt, params).await;
                     }
@@ -594,10 +619,9 @@ impl Conn for MysqlConn {
                     if r.is_ok() && commit {
                         r = conn.query_drop("COMMIT").await;
                     }
-                    let deadlock = |r: &Result<(), mysql_async::Error>| matches!(r, Err(mysql_async::Error::Server(s)) if super::error::kind(s.code) == ErrorKind::Deadlock);
-                    if grouped && deadlock(&r) {
-                        // The group is over (InnoDB rolled a deadlock's transaction back; a lock
-                        // wait timeout only the statement): the next write begins a fresh one.
+                    if grouped && r.is_err() {
+                        // The group is over, as on PostgreSQL (InnoDB rolled a deadlock's
+                        // transaction back, other errors only the statement).
                         let _ = conn.query_drop("ROLLBACK").await;
                     }
                     r.map(|()| Answered::Written(n))
@@ -620,10 +644,10 @@ impl Conn for MysqlConn {
         let (conn, r) = fut.await;
         self.in_flight = None;
         self.conn = Some(conn);
-        if let Err(mysql_async::Error::Server(s)) = &r {
-            if super::error::kind(s.code) == ErrorKind::Deadlock {
-                self.open = 0; // the group is over (`send`)
-            }
+        if r.is_err() && self.open > 0 {
+            // Any failure ends the open group, as on PostgreSQL (InnoDB rolled a deadlock's
+            // transaction back, other errors only the statement): the next write rolls it back.
+            (self.open, self.rollback) = (0, true);
         }
         match r {
             Ok(Answered::Row(row)) => {

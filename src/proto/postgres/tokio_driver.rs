@@ -9,7 +9,8 @@
 //! the same poll as the write so they pipeline in order with it (tokio-postgres sends a request
 //! when its future is first polled, and the in-flight queue polls new futures in order). After
 //! an error the requests already sent in the transaction are refused (25P02); the next request
-//! sends ROLLBACK and the next write a fresh BEGIN.
+//! sends ROLLBACK and the next write a fresh BEGIN. A transaction short of N writes when the
+//! run ends is committed (`commit`).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -422,6 +423,22 @@ impl PgConn {
 }
 
 impl Conn for PgConn {
+    /// The open transaction's COMMIT (none after a failure: its ROLLBACK is still to come).
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        let Some(t) = self
+            .txn
+            .as_ref()
+            .filter(|_| self.group > 0 && !self.rollback)
+        else {
+            return Ok(false);
+        };
+        self.group = 0;
+        match self.client.execute(&t.commit, &[]).await {
+            Ok(_) => Ok(true),
+            Err(e) => Err(request_error(&e, self.client.is_closed())),
+        }
+    }
+
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let client = self.client.clone();
