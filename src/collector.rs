@@ -61,6 +61,11 @@ struct Thread {
     cpu_ns: u64,
     /// (user, system) ticks at its end.
     ticks: Option<(u64, u64)>,
+    /// Its paced requests never sent: due in the window, and dropped at the warm-up's end.
+    backlog: u64,
+    warm_dropped: u64,
+    /// (busy, elapsed) ns since the clock started, as of its latest snapshot.
+    busy: (u64, u64),
     in_flight: u64,
     connections: u64,
 }
@@ -152,6 +157,7 @@ impl<'a> Collector<'a> {
         let t = &mut self.threads[snap.thread];
         t.cpu_ns = snap.cpu_ns;
         t.ticks = snap.ticks.or(t.ticks);
+        (t.backlog, t.warm_dropped, t.busy) = (snap.backlog, snap.warm_dropped, snap.busy);
         t.in_flight = snap.in_flight;
         t.connections = snap.connections;
         t.sent_upto = snap.index;
@@ -355,10 +361,11 @@ impl<'a> Collector<'a> {
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
             lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
-            rate: self
-                .plan
-                .rate
-                .map(|r| rate_result(r, answered + totals.counts.error_total(), window_s, totals)),
+            rate: self.plan.rate.map(|r| RateResult {
+                backlog: self.threads.iter().map(|t| t.backlog).sum(),
+                warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),
+                ..rate_result(r, answered + totals.counts.error_total(), window_s, totals)
+            }),
             client_cpu: ClientCpu {
                 kernel_share: kernel_share(&self.threads),
                 ..ClientCpu::new(
@@ -367,6 +374,13 @@ impl<'a> Collector<'a> {
                     wall_ns,
                     self.threads.len(),
                     all_requests,
+                )
+                .with_busiest(
+                    self.threads
+                        .iter()
+                        .filter(|t| t.busy.1 > 0)
+                        .map(|t| t.busy.0 as f64 / t.busy.1 as f64)
+                        .reduce(f64::max),
                 )
             },
             server_cpu: Some(server_cpu(
@@ -390,6 +404,7 @@ impl<'a> Collector<'a> {
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
+            machine_load: None,
         };
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);
@@ -466,6 +481,8 @@ fn rate_result(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateRes
         // Requests sent more than 1 ms after their due time.
         late: totals.lag.count_between(1_000_000, u64::MAX),
         kept: (achieved - asked).abs() <= asked * 0.01,
+        backlog: 0,
+        warmup_dropped: 0,
     }
 }
 

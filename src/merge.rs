@@ -414,6 +414,8 @@ fn merge_group(
             achieved: round1(combine(&|r| r.achieved)),
             late: rs.iter().map(|r| r.late).sum(),
             kept: rs.iter().all(|r| r.kept),
+            backlog: rs.iter().map(|r| r.backlog).sum(),
+            warmup_dropped: rs.iter().map(|r| r.warmup_dropped).sum(),
         })
     } else {
         None
@@ -438,6 +440,10 @@ fn merge_group(
         utilization: runs
             .iter()
             .map(|r| r.client_cpu.utilization)
+            .fold(0.0, f64::max),
+        busiest: runs
+            .iter()
+            .map(|r| r.client_cpu.busiest)
             .fold(0.0, f64::max),
         saturated: runs.iter().any(|r| r.client_cpu.saturated),
         // Weighted by each generator's CPU, when every one measured it.
@@ -500,6 +506,8 @@ fn merge_group(
                 .zip(&runs)
                 .map(|(x, r)| (x.name.as_str(), &r.verdict)),
         ),
+        // Each part judged its own machine; its verdict above carries that.
+        machine_load: None,
     })
 }
 

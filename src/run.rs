@@ -44,6 +44,7 @@ pub async fn run<T: Target>(
         .await
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
     let cpu_before = process_cpu_ns();
+    let machine_before = (crate::machine::Stat::read(), Instant::now());
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
     let server = match &control.server {
@@ -158,6 +159,14 @@ pub async fn run<T: Target>(
         }
         None => None,
     };
+    // Over the same span as the process's CPU: everything else that ran on this machine.
+    let machine_load = match (machine_before, crate::machine::Stat::read()) {
+        ((Some(before), at), Some(now)) => {
+            let wall = at.elapsed().as_nanos() as u64;
+            before.load_since(&now, wall, cpu_ns + server_cpu_ns.unwrap_or(0))
+        }
+        _ => None,
+    };
     let server_after = if collector.interrupted() {
         Ok(None)
     } else {
@@ -180,6 +189,7 @@ pub async fn run<T: Target>(
         verified: t.verified.name().to_string(),
     });
     result.durability = durability.into_iter().collect();
+    result.machine_load = machine_load;
     result.verdict = crate::verdict::judge(&result);
     Ok(result)
 }
