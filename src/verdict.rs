@@ -143,7 +143,7 @@ pub fn judge_sweep(steps: &[SweepStep]) -> Verdict {
                 break;
             }
         }
-        if low.is_none_or(|l| st.client_cpu_us < l.client_cpu_us) {
+        if !low.is_some_and(|l| st.client_cpu_us >= l.client_cpu_us) {
             low = Some(st);
         }
     }

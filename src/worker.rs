@@ -558,7 +558,7 @@ async fn drive<T: Target>(
     }
     // What the schedule still owed when the window closed (a run cut short by its quota owes
     // nothing).
-    if let (Some(end), true) = (ctx.end_ns, quota.is_none_or(|q| counted < q)) {
+    if let (Some(end), true) = (ctx.end_ns, !quota.is_some_and(|q| counted >= q)) {
         rec.borrow_mut().backlog += pacer.first_due_from(n, end) - n;
     }
     conn
