@@ -230,6 +230,16 @@ fn attr(tag: &str, name: &str) -> String {
     tag[i..i + tag[i..].find('"').unwrap()].to_string()
 }
 
+/// A sweep's or a step's verdict as the JSON has it: valid or not, and a mark that says so.
+fn assert_verdict_shown(dom: &str, id: &str, v: &Value) {
+    let (tag, text) = element(dom, id);
+    let valid = v["valid"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("no verdict: {v}"));
+    assert_eq!(attr(tag, "data-valid"), valid.to_string(), "#{id}: {tag}");
+    assert_eq!(text.contains("NOT VALID"), !valid, "#{id}: {text}");
+}
+
 /// The number the page holds for element `id` equals the JSON's, and so does the text shown.
 fn assert_shown(dom: &str, id: &str, want: &Value) {
     let (tag, text) = element(dom, id);
@@ -478,7 +488,9 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     for (j, st) in sw["steps"].as_array().unwrap().iter().enumerate() {
         assert_shown(&dom, &format!("sweep-0-{j}-qps"), &st["qps"]);
         assert_shown(&dom, &format!("sweep-0-{j}-p99"), &st["p99_us"]);
+        assert_verdict_shown(&dom, &format!("sweep-0-{j}-verdict"), &st["verdict"]);
     }
+    assert_verdict_shown(&dom, "sweep-0-verdict", &sw["verdict"]);
     assert_eq!(
         count(&dom, "sw-qps", "<circle cx"),
         3 + 1,
@@ -504,6 +516,7 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     assert!(steps.len() >= 3, "{slo}");
     for (j, st) in steps.iter().enumerate() {
         assert_shown(&dom, &format!("slo-0-{j}-qps"), &st["achieved_qps"]);
+        assert_verdict_shown(&dom, &format!("slo-0-{j}-verdict"), &st["verdict"]);
     }
     assert_eq!(count(&dom, "slo-0", "<circle cx"), steps.len());
     assert!(dom.contains("bound 20.00ms"));
