@@ -250,6 +250,10 @@ struct ServeArgs {
     /// C connections answer at most C/DELAY requests a second).
     #[arg(long, value_parser = parse_duration)]
     delay: Option<std::time::Duration>,
+    /// Answers take 1 ms more for this long from the first request, like 3s: a server that
+    /// warms up (a cold cache), to see a too short --warmup named in the verdict.
+    #[arg(long, value_parser = parse_duration)]
+    cold: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -508,8 +512,11 @@ fn cmd_serve(a: ServeArgs) -> Result<Exit, Error> {
         return Err("--rows must be at least 1".into());
     }
     let threads = a.threads.unwrap_or_else(loadgen::plan::default_threads);
-    let delay = a.delay.unwrap_or_default();
-    let server = loadgen::serve::start_delayed(&bind, (1, a.rows), threads, delay).map_err(
+    let timing = loadgen::serve::Timing {
+        delay: a.delay.unwrap_or_default(),
+        cold: a.cold.unwrap_or_default(),
+    };
+    let server = loadgen::serve::start_delayed(&bind, (1, a.rows), threads, timing).map_err(
         |e| match &bind {
             Bind::Tcp(addr) => format!("cannot listen on {addr}: {e}"),
             Bind::Unix(path) => format!("cannot listen on socket {}: {e}", path.display()),

@@ -369,6 +369,8 @@ fn merge_group(
                 .zip(&runs)
                 .map(|(x, r)| (x.name.as_str(), &r.verdict)),
         ),
+        // Each part judged its own machine; its verdict above carries that.
+        machine_load: None,
     })
 }
 

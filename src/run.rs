@@ -27,6 +27,7 @@ pub async fn run<T: Target>(
     let target = Arc::new(target);
     let before = read_before(&*target, plan, label, control).await?;
     let cpu_before = process_cpu_ns();
+    let machine_before = (crate::machine::Stat::read(), Instant::now());
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
     let server = match &control.server {
@@ -75,6 +76,7 @@ pub async fn run<T: Target>(
         }
         None => None,
     };
+    let machine_load = machine_load(machine_before, cpu_ns + server_cpu_ns.unwrap_or(0));
     let server_after = if collector.interrupted() {
         Ok(None)
     } else {
@@ -100,8 +102,23 @@ pub async fn run<T: Target>(
         verified: t.verified.name().to_string(),
     });
     result.durability = before.durability.into_iter().collect();
+    result.machine_load = machine_load;
     result.verdict = crate::verdict::judge(&result);
     Ok(result)
+}
+
+/// What else ran on this machine since `before` (its /proc/stat and when it was read), next to
+/// `ours`: the CPU time of loadgen and of the server over the same span.
+fn machine_load(
+    before: (Option<crate::machine::Stat>, Instant),
+    ours: u64,
+) -> Option<crate::result::MachineLoad> {
+    match (before, crate::machine::Stat::read()) {
+        ((Some(before), at), Some(now)) => {
+            before.load_since(&now, at.elapsed().as_nanos() as u64, ours)
+        }
+        _ => None,
+    }
 }
 
 /// What is read from the server before the run: whether it can run at all (preflight), where

@@ -90,6 +90,8 @@ pub async fn sweep(
             p99_us: r.latency_us.p99,
             errors: r.error_total,
             ops: r.ops.iter().map(|(op, o)| (op.clone(), o.qps)).collect(),
+            verdict: r.verdict.clone(),
+            client_cpu_us: r.client_cpu.per_request_us,
         });
         label.clone_from(&r.target);
         kind.clone_from(&r.kind);
@@ -102,6 +104,7 @@ pub async fn sweep(
         kind,
         peak_qps: peak.map(|s| s.qps).unwrap_or(0.0),
         peak_connections: peak.map(|s| s.connections).unwrap_or(0),
+        verdict: crate::verdict::judge_sweep(&steps),
         steps,
         durability,
     })
@@ -134,6 +137,7 @@ pub async fn slo_search(
         percentile_us: max_p,
         pass: max_p <= slo.bound_us,
         retry: false,
+        verdict: max.verdict.clone(),
     }];
     let (label, kind, max_qps) = (max.target.clone(), max.kind.clone(), max.qps);
     runs.push(max);
@@ -278,6 +282,7 @@ async fn slo_step(
         percentile_us: p,
         pass: p <= slo.bound_us && kept && r.error_total == 0,
         retry,
+        verdict: r.verdict.clone(),
     };
     runs.push(r);
     Ok((st, near))

@@ -66,6 +66,14 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// (busy, elapsed) ns of this thread since the clock started: busy is the time its runtime
+/// was not parked (see idle.rs); `idle_from` the idle time it had then.
+fn busy<T>(ctx: &Ctx<T>, idle_from: u64) -> (u64, u64) {
+    let elapsed = ctx.now_ns();
+    let idle = crate::idle::idle_ns().saturating_sub(idle_from);
+    (elapsed.saturating_sub(idle), elapsed)
+}
+
 /// Starts the worker thread of `share`. It first opens its connections (the connect phase,
 /// before the clock starts, as pgbench and sysbench do: the measured window holds lookups, not
 /// connection set-up; at 1,000 PostgreSQL connections set-up takes seconds), says how many it
@@ -86,6 +94,8 @@ pub fn spawn<T: Target>(
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(crate::idle::on_park)
+                .on_thread_unpark(crate::idle::on_unpark)
                 .build()
                 .expect("worker runtime");
             let local = tokio::task::LocalSet::new();
@@ -166,6 +176,7 @@ async fn thread_main<T: Target>(
     }
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
+    let idle_from = crate::idle::idle_ns();
     // Requests still in flight at the end get up to one timeout to finish, then are abandoned.
     let timeouts = ctx.plan.timeouts();
     let hard_end = ctx.end_ns.map(|e| e + timeouts.drain.as_nanos() as u64);
@@ -174,7 +185,8 @@ async fn thread_main<T: Target>(
     loop {
         tokio::select! {
             _ = sleep_until(ctx.at(tick * interval)) => {
-                let s = rec.borrow_mut().take(thread_cpu_ns(), false);
+                let mut s = rec.borrow_mut().take(thread_cpu_ns(), false);
+                s.busy = busy(&ctx, idle_from);
                 let _ = tx.send(s);
                 tick += 1;
             }
@@ -190,6 +202,7 @@ async fn thread_main<T: Target>(
     set.abort_all();
     let mut s = rec.borrow_mut().take(thread_cpu_ns(), true);
     s.ticks = crate::cpu::thread_ticks();
+    s.busy = busy(&ctx, idle_from);
     let _ = tx.send(s);
     // Connections that finished stay open until every worker has drained (the collector then
     // says stop): closing one ends its server process (a PostgreSQL backend exits) while other
@@ -437,6 +450,14 @@ async fn drive<T: Target>(
                     wait_for = Some(d);
                     break;
                 }
+                // Still owed from the warm-up once it is over: dropped, not sent, so the
+                // measured window does not open behind the warm-up's queue.
+                Some(d) if d < ctx.warm_end_ns && now >= ctx.warm_end_ns => {
+                    let next = pacer.first_due_from(n, ctx.warm_end_ns);
+                    rec.borrow_mut().warm_dropped += next - n;
+                    n = next;
+                    continue;
+                }
                 Some(d) => d,
             };
             let req = requests.next();
@@ -510,6 +531,11 @@ async fn drive<T: Target>(
             rec.borrow_mut().record_error(false, e.kind, &e.message);
         }
         rec.borrow_mut().connections -= 1;
+    }
+    // What the schedule still owed when the window closed (a run cut short by its quota owes
+    // nothing).
+    if let (Some(end), true) = (ctx.end_ns, !quota.is_some_and(|q| counted >= q)) {
+        rec.borrow_mut().backlog += pacer.first_due_from(n, end) - n;
     }
     conn
 }

@@ -56,10 +56,11 @@ impl Collector<'_> {
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
             lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
-            rate: self
-                .plan
-                .rate
-                .map(|r| rate_result(r, answered + totals.counts.error_total(), window_s, totals)),
+            rate: self.plan.rate.map(|r| RateResult {
+                backlog: self.threads.iter().map(|t| t.backlog).sum(),
+                warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),
+                ..rate_result(r, answered + totals.counts.error_total(), window_s, totals)
+            }),
             client_cpu: ClientCpu {
                 kernel_share: kernel_share(&self.threads),
                 ..ClientCpu::new(
@@ -68,6 +69,13 @@ impl Collector<'_> {
                     wall_ns,
                     self.threads.len(),
                     all_requests,
+                )
+                .with_busiest(
+                    self.threads
+                        .iter()
+                        .filter(|t| t.busy.1 > 0)
+                        .map(|t| t.busy.0 as f64 / t.busy.1 as f64)
+                        .reduce(f64::max),
                 )
             },
             server_cpu: Some(server_cpu(
@@ -91,6 +99,7 @@ impl Collector<'_> {
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
+            machine_load: None,
         };
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);
@@ -111,6 +120,8 @@ fn rate_result(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateRes
         // Requests sent more than 1 ms after their due time.
         late: totals.lag.count_between(1_000_000, u64::MAX),
         kept: (achieved - asked).abs() <= asked * 0.01,
+        backlog: 0,
+        warmup_dropped: 0,
     }
 }
 

@@ -144,6 +144,8 @@ pub(super) fn merge_rates(
             achieved: round1(combine(&|r| r.achieved)),
             late: rs.iter().map(|r| r.late).sum(),
             kept: rs.iter().all(|r| r.kept),
+            backlog: rs.iter().map(|r| r.backlog).sum(),
+            warmup_dropped: rs.iter().map(|r| r.warmup_dropped).sum(),
         })
     } else {
         None
@@ -164,6 +166,10 @@ pub(super) fn merge_client_cpu(runs: &[&RunResult], all_requests: u64) -> Client
         utilization: runs
             .iter()
             .map(|r| r.client_cpu.utilization)
+            .fold(0.0, f64::max),
+        busiest: runs
+            .iter()
+            .map(|r| r.client_cpu.busiest)
             .fold(0.0, f64::max),
         saturated: runs.iter().any(|r| r.client_cpu.saturated),
         // Weighted by each generator's CPU, when every one measured it.

@@ -168,14 +168,18 @@ fn slo_table(slo: &crate::result::SloResult) -> String {
     for st in &slo.steps {
         let _ = writeln!(
             out,
-            "  {:>16}  achieved {:>9}/s  {:>9}  {}{}",
+            "  {:>16}  achieved {:>9}/s  {:>9}  {}{}{}",
             st.rate
                 .map(|r| format!("rate {}/s", thousands(r as u64)))
                 .unwrap_or_else(|| "closed loop".into()),
             thousands(st.achieved_qps.round() as u64),
             micros(st.percentile_us),
             if st.pass { "pass" } else { "fail" },
-            if st.retry { " (run again)" } else { "" }
+            if st.retry { " (run again)" } else { "" },
+            match st.verdict.valid {
+                true => String::new(),
+                false => format!("  ! not valid: {}", st.verdict.reasons.join("; ")),
+            }
         );
     }
     if let Some(f) = slo.fail_rate {
@@ -263,6 +267,11 @@ pub fn sweep_table(sw: &SweepResult) -> String {
                 ""
             }
         );
+        if !st.verdict.valid {
+            // Before the newline: the mark ends the step's own row.
+            out.pop();
+            out.push_str("  ! not valid\n");
+        }
     }
     let _ = writeln!(
         out,
@@ -270,6 +279,7 @@ pub fn sweep_table(sw: &SweepResult) -> String {
         thousands(sw.peak_qps.round() as u64),
         sw.peak_connections
     );
+    let _ = writeln!(out, "{}", verdict_line(&sw.verdict));
     out
 }
 
