@@ -222,9 +222,15 @@ fn verdict_a_clean_paced_run_is_valid() {
     let (code, doc, err) = run_json(&[
         "-d", "3s", "--warmup", "1s", "-R", "2000", "--keys", "1-100000", "--strict",
     ]);
+    assert_schema_valid(&doc);
+    // Valid, unless this machine was busy with other work (then --strict exits 3 for it).
+    let v = &doc["runs"][0]["verdict"];
+    if only_disturbed(v) {
+        assert_eq!(code, 3, "{err}");
+        return;
+    }
     assert_eq!(code, 0, "{err}");
     assert_eq!(verdict(&doc), (true, String::new()));
-    assert_schema_valid(&doc);
 }
 
 #[test]

@@ -499,3 +499,13 @@ pub fn assert_ops_conserved(r: &Value, ops: &[&str], own: Option<&OwnOps>, conte
     }
     assert_eq!(sum, u(r, "requests"), "{context}");
 }
+
+/// A verdict whose every reason is the machine being busy with other work: what a test
+/// cannot control on a shared machine, so a clean run may say it and still be clean.
+pub fn only_disturbed(verdict: &Value) -> bool {
+    let reasons = verdict["reasons"].as_array().unwrap();
+    !reasons.is_empty()
+        && reasons
+            .iter()
+            .all(|r| r.as_str().unwrap().starts_with("machine disturbed"))
+}

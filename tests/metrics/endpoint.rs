@@ -27,7 +27,7 @@ fn scrape_during_linger_counts_every_request() {
     let ended = scrape_until(port, Duration::from_secs(30), |t| {
         value(t, "loadgen_run_valid").is_some()
     });
-    assert_eq!(value(&ended, "loadgen_run_valid"), Some(1.0), "{ended}");
+    let run_valid = value(&ended, "loadgen_run_valid");
     for outcome in ["miss", "error"] {
         let s = format!("loadgen_requests_total{{target=\"embedded\",outcome=\"{outcome}\"}}");
         assert_eq!(value(&text, &s), Some(0.0), "{s}");
@@ -71,6 +71,12 @@ fn scrape_during_linger_counts_every_request() {
     let (code, doc, err) = finish(child, Duration::from_secs(30));
     assert_eq!(code, 0, "{err}");
     assert_eq!(u(&doc["runs"][0], "hits"), 20000);
+    // The metric is the JSON's verdict; a clean run is valid unless this machine was busy
+    // with other work, which the test does not control.
+    let verdict = &doc["runs"][0]["verdict"];
+    let valid = verdict["valid"].as_bool().unwrap();
+    assert_eq!(run_valid, Some(if valid { 1.0 } else { 0.0 }), "{verdict}");
+    assert!(valid || only_disturbed(verdict), "{verdict}");
     // The linger is over: the port is closed.
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }
