@@ -15,7 +15,7 @@ use tokio::time::sleep_until;
 use crate::dataset::ANY_VERSION;
 use crate::keys::{KeyGen, KeySpace, Rng};
 use crate::mix::{InsertSeq, Mix, Op};
-use crate::outcome::{ErrorKind, Outcome};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
 use crate::proto::codec::Request;
@@ -346,142 +346,229 @@ impl Slot {
     }
 }
 
+/// What one connection's request loop keeps between its turns.
+struct Lane<T: Target> {
+    ctx: Arc<Ctx<T>>,
+    rec: Rc<RefCell<Recorder>>,
+    requests: Requests,
+    pacer: Pacer,
+    quota: Option<u64>,
+    depth: usize,
+    window: VecDeque<Slot>,
+    /// Requests sent (the pacer's index).
+    n: u64,
+    /// Counted requests sent or failed to send.
+    counted: u64,
+    ever_connected: bool,
+    backoff: Duration,
+}
+
+impl<T: Target> Lane<T> {
+    fn new(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>, connected: bool) -> Self {
+        let plan = &ctx.plan;
+        let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
+        if connected {
+            rec.borrow_mut().connections += 1;
+        }
+        Lane {
+            requests: Requests::new(&ctx, index as u64),
+            pacer: Pacer::new(
+                plan.rate,
+                plan.arrival,
+                index as u64,
+                plan.connections as u64,
+                plan.seed,
+            ),
+            quota: plan.quota(index),
+            depth,
+            window: VecDeque::with_capacity(depth),
+            n: 0,
+            counted: 0,
+            ever_connected: connected,
+            backoff: plan.reconnect_backoff.0,
+            rec,
+            ctx,
+        }
+    }
+
+    /// Time or quota reached: no request is sent any more.
+    #[inline]
+    fn over(&self, now: u64) -> bool {
+        self.ctx.end_ns.is_some_and(|e| now >= e) || self.quota.is_some_and(|q| self.counted >= q)
+    }
+
+    /// One connect attempt. A failed one is a request that could not be sent: it is counted
+    /// (and uses quota), so `-n` runs end even when the server stays down; the next attempt
+    /// waits a backoff that doubles up to `--reconnect-backoff`'s maximum.
+    async fn connect(&mut self, now: u64) -> Option<T::Conn> {
+        let (backoff_min, backoff_max) = self.ctx.plan.reconnect_backoff;
+        match self.ctx.target.connect().await {
+            Ok(c) => {
+                self.backoff = backoff_min;
+                let mut r = self.rec.borrow_mut();
+                r.connections += 1;
+                if self.ever_connected {
+                    r.reconnected();
+                }
+                self.ever_connected = true;
+                Some(c)
+            }
+            Err(e) => {
+                let warm = now < self.ctx.warm_end_ns;
+                self.rec
+                    .borrow_mut()
+                    .record_error(warm, ErrorKind::Connect, &e.message);
+                self.counted += u64::from(!warm);
+                let end = self.ctx.end_ns.unwrap_or(u64::MAX);
+                let wake = (now + self.backoff.as_nanos() as u64).min(end);
+                sleep_until(self.ctx.at(wake)).await;
+                self.backoff = (self.backoff * 2).min(backoff_max);
+                None
+            }
+        }
+    }
+
+    /// Fills the window up to the depth, as far as the pacer allows. Returns how many requests
+    /// it queued and, when the pacer holds the next one back, its due time.
+    fn fill(&mut self, c: &mut T::Conn, mut now: u64) -> (usize, Option<u64>) {
+        let before = self.window.len();
+        let mut wait_for = None;
+        while self.window.len() < self.depth && !self.over(now) {
+            let due = match self.pacer.due_ns(self.n) {
+                None => now,
+                Some(d) if d > now => {
+                    wait_for = Some(d);
+                    break;
+                }
+                Some(d) => d,
+            };
+            let req = self.requests.next();
+            c.send(&req);
+            let warm = due < self.ctx.warm_end_ns;
+            let sent = now;
+            self.window.push_back(Slot {
+                req,
+                due,
+                sent,
+                warm,
+            });
+            self.n += 1;
+            self.counted += u64::from(!warm);
+            if self.window.len() < self.depth && self.pacer.is_paced() {
+                now = self.ctx.now_ns();
+            }
+        }
+        let queued = self.window.len() - before;
+        self.rec.borrow_mut().in_flight += queued as u64;
+        (queued, wait_for)
+    }
+
+    /// Records the oldest request's `result` (None: it timed out). Returns false when the
+    /// connection is lost (timeout or a fatal error): every request in flight on it failed.
+    fn settle(&mut self, result: Option<Result<Outcome, LookupError>>, done: u64) -> bool {
+        let front = self.window[0];
+        let mut r = self.rec.borrow_mut();
+        let failure = match result {
+            Some(Ok(outcome)) => {
+                r.record(front.warm, front.at(done), Ok(outcome));
+                self.requests.settled(&front.req, outcome);
+                None
+            }
+            Some(Err(e)) if !e.fatal => {
+                r.record(front.warm, front.at(done), Err(e.kind));
+                self.requests.unsure(&front.req);
+                r.sample(e.kind, &e.message);
+                None
+            }
+            Some(Err(e)) => Some((e.kind, e.message)),
+            None => Some((
+                ErrorKind::Timeout,
+                format!("no reply within {:?}", self.ctx.plan.timeouts().request),
+            )),
+        };
+        let Some((kind, message)) = failure else {
+            self.window.pop_front();
+            r.in_flight -= 1;
+            return true;
+        };
+        r.sample(kind, &message);
+        for s in self.window.drain(..) {
+            r.record(s.warm, s.at(done), Err(kind));
+            if s.req.op.writes() {
+                r.unsure(s.warm, s.req.op);
+            }
+            self.requests.unsure(&s.req);
+            r.in_flight -= 1;
+        }
+        r.connections -= 1;
+        false
+    }
+}
+
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
 /// Returns the connection it ended with, for the caller to close.
+///
+/// In a closed loop the requests queued after a reply go out only once every connection of
+/// this thread whose reply is ready has had its turn (`yield_now` runs after the thread's
+/// other ready tasks and the next poll of its sockets): the thread reads all its replies first
+/// and writes the next requests after, together, so they reach the server in one burst that
+/// it takes in one wake-up, as a libevent client's do, instead of one wake-up per request.
 async fn drive<T: Target>(
     ctx: Arc<Ctx<T>>,
     index: usize,
     rec: Rc<RefCell<Recorder>>,
     first: Option<T::Conn>,
 ) -> Option<T::Conn> {
-    let plan = &ctx.plan;
-    let conns = plan.connections as u64;
-    let mut requests = Requests::new(&ctx, index as u64);
-    let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
-    let quota = plan.quota(index);
-    let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
-    let request_timeout = plan.timeouts().request;
-    let timeout = request_timeout.as_nanos() as u64;
-    let (backoff_min, backoff_max) = plan.reconnect_backoff;
-
-    let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
-    // The connection from the connect phase, if it succeeded; else the loop connects.
-    let mut ever_connected = first.is_some();
-    if ever_connected {
-        rec.borrow_mut().connections += 1;
-    }
+    let mut lane = Lane::new(ctx.clone(), index, rec, first.is_some());
+    let timeout = ctx.plan.timeouts().request.as_nanos() as u64;
     let mut conn: Option<T::Conn> = first;
-    let mut n = 0u64; // requests sent (pacer index)
-    let mut counted = 0u64; // counted requests sent or failed to send
-    let mut backoff = backoff_min;
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
-    // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
-    let mut pace_timer = if pacer.is_paced() {
-        crate::timer::PreciseSleep::new().ok()
-    } else {
-        None
-    };
     let mut timer_at = u64::MAX;
+    // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
+    let paced = lane.pacer.is_paced();
+    let mut pace_timer = paced
+        .then(|| crate::timer::PreciseSleep::new().ok())
+        .flatten();
     // The clock read that timed the last reply also starts the next round: in a closed loop the
     // next request is sent within nanoseconds of it, and one clock read per request is saved.
     let mut last_done: Option<u64> = None;
 
     loop {
+        let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
-        let over = ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q);
+        let over = lane.over(now);
         let Some(c) = conn.as_mut() else {
             if over {
                 break;
             }
-            match ctx.target.connect().await {
-                Ok(c) => {
-                    conn = Some(c);
-                    backoff = backoff_min;
-                    let mut r = rec.borrow_mut();
-                    r.connections += 1;
-                    if ever_connected {
-                        r.reconnected();
-                    }
-                    ever_connected = true;
-                }
-                Err(e) => {
-                    // A failed connect is a request that could not be sent: it is counted (and
-                    // uses quota), so `-n` runs end even when the server stays down.
-                    let warm = now < ctx.warm_end_ns;
-                    rec.borrow_mut()
-                        .record_error(warm, ErrorKind::Connect, &e.message);
-                    if !warm {
-                        counted += 1;
-                    }
-                    let wake =
-                        (now + backoff.as_nanos() as u64).min(ctx.end_ns.unwrap_or(u64::MAX));
-                    sleep_until(ctx.at(wake)).await;
-                    backoff = (backoff * 2).min(backoff_max);
-                }
-            }
+            conn = lane.connect(now).await;
             continue;
         };
-
-        // Fill the window.
-        let mut wait_for: Option<u64> = None;
-        if !over {
-            let mut now = now;
-            let before = window.len();
-            while window.len() < depth {
-                if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
-                    break;
-                }
-                let due = match pacer.due_ns(n) {
-                    None => now,
-                    Some(d) if d > now => {
-                        wait_for = Some(d);
-                        break;
-                    }
-                    Some(d) => d,
-                };
-                let req = requests.next();
-                c.send(&req);
-                let warm = due < ctx.warm_end_ns;
-                window.push_back(Slot {
-                    req,
-                    due,
-                    sent: now,
-                    warm,
-                });
-                n += 1;
-                counted += u64::from(!warm);
-                if window.len() < depth && pacer.is_paced() {
-                    now = ctx.now_ns();
-                }
-            }
-            rec.borrow_mut().in_flight += (window.len() - before) as u64;
+        let (queued, wait_for) = if over { (0, None) } else { lane.fill(c, now) };
+        if replied && queued > 0 && !paced {
+            tokio::task::yield_now().await;
         }
 
-        let Some(&front) = window.front() else {
+        let Some(front) = lane.window.front() else {
             match wait_for {
                 Some(d) => {
-                    let d = d.min(ctx.end_ns.unwrap_or(u64::MAX));
-                    match pace_timer.as_mut() {
-                        Some(t) => t.until(ctx.start_mono_ns + d).await,
-                        None => sleep_until(ctx.at(d)).await,
-                    }
+                    pace(&mut pace_timer, &ctx, d.min(ctx.end_ns.unwrap_or(u64::MAX))).await;
                     continue;
                 }
                 None => break, // time or quota reached, nothing in flight
             }
         };
-
-        let deadline = front.sent + timeout;
+        let (req, deadline) = (front.req, front.sent + timeout);
         if timer_at > deadline {
             timer_at = deadline;
             timer.as_mut().reset(ctx.at(deadline));
         }
         let result = tokio::select! {
             biased;
-            r = c.recv(&front.req) => Some(r),
+            r = c.recv(&req) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -492,48 +579,16 @@ async fn drive<T: Target>(
             _ = pace(&mut pace_timer, &ctx, wait_for.unwrap_or(0)), if wait_for.is_some() => continue,
         };
         let done = ctx.now_ns();
-        let mut r = rec.borrow_mut();
-        match result {
-            Some(Ok(outcome)) => {
-                window.pop_front();
-                r.in_flight -= 1;
-                r.record(front.warm, front.at(done), Ok(outcome));
-                requests.settled(&front.req, outcome);
-                last_done = Some(done);
-            }
-            Some(Err(e)) if !e.fatal => {
-                window.pop_front();
-                r.in_flight -= 1;
-                r.record(front.warm, front.at(done), Err(e.kind));
-                requests.unsure(&front.req);
-                r.sample(e.kind, &e.message);
-            }
-            failure => {
-                // Timeout or broken connection: every request in flight on it is lost.
-                let (kind, message) = match failure {
-                    Some(Err(e)) => (e.kind, e.message),
-                    _ => (
-                        ErrorKind::Timeout,
-                        format!("no reply within {request_timeout:?}"),
-                    ),
-                };
-                r.sample(kind, &message);
-                for s in window.drain(..) {
-                    r.record(s.warm, s.at(done), Err(kind));
-                    if s.req.op.writes() {
-                        r.unsure(s.warm, s.req.op);
-                    }
-                    requests.unsure(&s.req);
-                    r.in_flight -= 1;
-                }
-                r.connections -= 1;
-                conn = None;
-                timer_at = u64::MAX;
-            }
+        let ok = matches!(result, Some(Ok(_)));
+        if !lane.settle(result, done) {
+            conn = None;
+            timer_at = u64::MAX;
+        } else if ok {
+            last_done = Some(done);
         }
     }
     if conn.is_some() {
-        rec.borrow_mut().connections -= 1;
+        lane.rec.borrow_mut().connections -= 1;
     }
     conn
 }
