@@ -600,3 +600,6 @@ async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, d
         None => sleep_until(ctx.at(due_ns)).await,
     }
 }
+
+#[cfg(test)]
+mod tests;
