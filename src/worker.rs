@@ -160,8 +160,10 @@ async fn thread_main<T: Target>(
         Recorder::new(share.thread, !ctx.plan.mix.read_only()).with_cells(ctx.cells.clone()),
     ));
     let mut set = JoinSet::new();
+    // With one connection on the thread there is no other reply to wait for.
+    let together = share.conns > 1;
     for (conn, first) in (share.first_conn..).zip(conns) {
-        set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first));
+        set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first, together));
     }
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
@@ -514,11 +516,14 @@ impl<T: Target> Lane<T> {
 /// other ready tasks and the next poll of its sockets): the thread reads all its replies first
 /// and writes the next requests after, together, so they reach the server in one burst that
 /// it takes in one wake-up, as a libevent client's do, instead of one wake-up per request.
+/// While replies of a pipelined batch are still buffered there is no write to defer; with
+/// `together` false (one connection on the thread) nothing is deferred.
 async fn drive<T: Target>(
     ctx: Arc<Ctx<T>>,
     index: usize,
     rec: Rc<RefCell<Recorder>>,
     first: Option<T::Conn>,
+    together: bool,
 ) -> Option<T::Conn> {
     let mut lane = Lane::new(ctx.clone(), index, rec, first.is_some());
     let timeout = ctx.plan.timeouts().request.as_nanos() as u64;
@@ -529,6 +534,7 @@ async fn drive<T: Target>(
     let mut timer_at = u64::MAX;
     // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
     let paced = lane.pacer.is_paced();
+    let together = together && !paced;
     let mut pace_timer = paced
         .then(|| crate::timer::PreciseSleep::new().ok())
         .flatten();
@@ -548,7 +554,7 @@ async fn drive<T: Target>(
             continue;
         };
         let (queued, wait_for) = if over { (0, None) } else { lane.fill(c, now) };
-        if replied && queued > 0 && !paced {
+        if together && replied && queued > 0 && !c.reply_buffered() {
             tokio::task::yield_now().await;
         }
 

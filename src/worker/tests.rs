@@ -85,7 +85,9 @@ fn run(conns: usize, requests: u64) -> Vec<(usize, char)> {
     LOG.with(|l| l.borrow_mut().clear());
     local.block_on(&rt, async {
         let tasks: Vec<_> = (0..conns)
-            .map(|i| tokio::task::spawn_local(drive(ctx.clone(), i, rec.clone(), Some(Ready(i)))))
+            .map(|i| {
+                tokio::task::spawn_local(drive(ctx.clone(), i, rec.clone(), Some(Ready(i)), true))
+            })
             .collect();
         for t in tasks {
             assert!(t.await.unwrap().is_some(), "the connection is handed back");
