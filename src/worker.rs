@@ -516,8 +516,8 @@ impl<T: Target> Lane<T> {
 /// other ready tasks and the next poll of its sockets): the thread reads all its replies first
 /// and writes the next requests after, together, so they reach the server in one burst that
 /// it takes in one wake-up, as a libevent client's do, instead of one wake-up per request.
-/// While replies of a pipelined batch are still buffered there is no write to defer; with
-/// `together` false (one connection on the thread) nothing is deferred.
+/// Not deferred: paced sends (due times), a thread's only connection (`together` false) and
+/// pipelined ones, which batch on their own and whose server would idle while others read.
 async fn drive<T: Target>(
     ctx: Arc<Ctx<T>>,
     index: usize,
@@ -534,7 +534,7 @@ async fn drive<T: Target>(
     let mut timer_at = u64::MAX;
     // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
     let paced = lane.pacer.is_paced();
-    let together = together && !paced;
+    let together = together && !paced && lane.depth == 1;
     let mut pace_timer = paced
         .then(|| crate::timer::PreciseSleep::new().ok())
         .flatten();
@@ -554,7 +554,7 @@ async fn drive<T: Target>(
             continue;
         };
         let (queued, wait_for) = if over { (0, None) } else { lane.fill(c, now) };
-        if together && replied && queued > 0 && !c.reply_buffered() {
+        if together && replied && queued > 0 {
             tokio::task::yield_now().await;
         }
 

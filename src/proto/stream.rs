@@ -154,11 +154,6 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
         self.queued += 1;
     }
 
-    #[inline]
-    fn reply_buffered(&self) -> bool {
-        self.rpos < self.rbuf.len()
-    }
-
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         if self.closing {
             return Err(LookupError::io(

@@ -113,12 +113,6 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
-
-    /// True when the next reply is already read: `recv` returns it without touching the socket
-    /// (nor writing what `send` queued). The closed loop defers only writes `recv` would make.
-    fn reply_buffered(&self) -> bool {
-        false
-    }
 }
 
 /// Setup failures: bad input or an unusable target. The message is the one line the user sees.
