@@ -63,6 +63,11 @@ struct Thread {
     cpu_ns: u64,
     /// (user, system) ticks at its end.
     ticks: Option<(u64, u64)>,
+    /// Its paced requests never sent: due in the window, and dropped at the warm-up's end.
+    backlog: u64,
+    warm_dropped: u64,
+    /// (busy, elapsed) ns since the clock started, as of its latest snapshot.
+    busy: (u64, u64),
     in_flight: u64,
     connections: u64,
 }
@@ -154,6 +159,7 @@ impl<'a> Collector<'a> {
         let t = &mut self.threads[snap.thread];
         t.cpu_ns = snap.cpu_ns;
         t.ticks = snap.ticks.or(t.ticks);
+        (t.backlog, t.warm_dropped, t.busy) = (snap.backlog, snap.warm_dropped, snap.busy);
         t.in_flight = snap.in_flight;
         t.connections = snap.connections;
         t.sent_upto = snap.index;

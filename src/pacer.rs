@@ -77,6 +77,26 @@ impl Pacer {
         }
     }
 
+    /// The first request at or after `n` due at or after `t_ns` (n itself in closed loop).
+    /// For `Poisson` the same rule as `due_ns`: `n` no lower than any asked before.
+    pub fn first_due_from(&mut self, n: u64, t_ns: u64) -> u64 {
+        let mut k = match self {
+            Pacer::Closed => return n,
+            // An estimate from the formula, then settled on the exact (rounded) due times.
+            Pacer::Fixed { first_ns, gap_ns } => {
+                (((t_ns as f64 - *first_ns) / *gap_ns).ceil().max(0.0) as u64).max(n)
+            }
+            Pacer::Poisson { .. } => n,
+        };
+        while k > n && self.due_ns(k - 1).is_some_and(|d| d >= t_ns) {
+            k -= 1;
+        }
+        while self.due_ns(k).is_some_and(|d| d < t_ns) {
+            k += 1;
+        }
+        k
+    }
+
     pub fn is_paced(&self) -> bool {
         !matches!(self, Pacer::Closed)
     }
@@ -125,6 +145,22 @@ mod tests {
         // 2.5/s over 1 connection
         let mut p = Pacer::new(Some(2.5), Arrival::Uniform, 0, 1, 0);
         assert_eq!(p.due_ns(5), Some(2_000_000_000));
+    }
+
+    #[test]
+    fn first_due_from_skips_exactly_the_requests_due_before() {
+        // 1000/s over 4 connections, connection 1: due at 1, 5, 9, 13... ms.
+        let mut p = Pacer::new(Some(1000.0), Arrival::Uniform, 1, 4, 0);
+        assert_eq!(p.first_due_from(0, 9_000_000), 2);
+        assert_eq!(p.first_due_from(0, 9_000_001), 3);
+        assert_eq!(p.first_due_from(5, 9_000_000), 5);
+        assert_eq!(p.first_due_from(0, 0), 0);
+        let mut p = Pacer::new(Some(10_000.0), Arrival::Poisson, 0, 1, 7);
+        let k = p.first_due_from(0, 50_000_000);
+        let mut q = Pacer::new(Some(10_000.0), Arrival::Poisson, 0, 1, 7);
+        assert!(q.due_ns(k - 1).unwrap() < 50_000_000);
+        assert!(q.due_ns(k).unwrap() >= 50_000_000);
+        assert_eq!(Pacer::Closed.first_due_from(3, 1 << 40), 3);
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Counts {
     /// Writes in doubt: sent on a connection that broke (or timed out) before their reply, so
     /// the server may or may not have applied them. Each is also counted as its error.
     pub unsure: u64,
+    /// Requests sent again after a deadlock or serialization failure (`--retries`); each try's
+    /// outcome is counted once, by its last try.
+    pub retries: u64,
 }
 
 impl Counts {
@@ -47,6 +50,7 @@ impl Counts {
         }
         self.reconnects += o.reconnects;
         self.unsure += o.unsure;
+        self.retries += o.retries;
     }
 }
 
@@ -116,6 +120,12 @@ pub struct Snapshot {
     pub cpu_ns: u64,
     /// (user, system) clock ticks of this thread so far, on the last snapshot only.
     pub ticks: Option<(u64, u64)>,
+    /// Paced runs, so far: requests due in the measured window never sent, and requests of
+    /// the warm-up dropped at its end (see `Recorder`).
+    pub backlog: u64,
+    pub warm_dropped: u64,
+    /// (busy, elapsed) ns of the thread since the clock started (worker.rs `busy`).
+    pub busy: (u64, u64),
     /// A few error messages, for the report.
     pub error_samples: Vec<String>,
     /// Per op, when the mix writes (empty for a read-only run).
@@ -138,6 +148,9 @@ impl Snapshot {
             connections: 0,
             cpu_ns: 0,
             ticks: None,
+            backlog: 0,
+            warm_dropped: 0,
+            busy: (0, 0),
             error_samples: Vec::new(),
             ops: OpStats::per_op(per_op),
         }
@@ -152,6 +165,10 @@ pub struct Recorder {
     pub cur: Snapshot,
     pub in_flight: u64,
     pub connections: u64,
+    /// Requests due before the end but never sent, counted once per connection at its end.
+    pub backlog: u64,
+    /// Requests due in the warm-up that were not sent by its end, and never will be.
+    pub warm_dropped: u64,
     samples_taken: usize,
     per_op: bool,
     /// The run's live counters; this thread writes only its own block.
@@ -166,6 +183,8 @@ impl Recorder {
             cur: Snapshot::new(thread, 1, per_op),
             in_flight: 0,
             connections: 0,
+            backlog: 0,
+            warm_dropped: 0,
             samples_taken: 0,
             live: None,
         }
@@ -245,6 +264,11 @@ impl Recorder {
         self.count(warm, Some(op), |c| c.unsure += 1);
     }
 
+    /// A request of `op` is sent again (`--retries`).
+    pub fn retried(&mut self, warm: bool, op: Op) {
+        self.count(warm, Some(op), |c| c.retries += 1);
+    }
+
     /// Applies `add` to the run's counts (or warm-up counts) and to `op`'s, when per op.
     #[inline]
     fn count(&mut self, warm: bool, op: Option<Op>, add: impl Fn(&mut Counts)) {
@@ -282,6 +306,8 @@ impl Recorder {
         s.in_flight = self.in_flight;
         s.connections = self.connections;
         s.cpu_ns = cpu_ns;
+        s.backlog = self.backlog;
+        s.warm_dropped = self.warm_dropped;
         s
     }
 }

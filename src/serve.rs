@@ -113,7 +113,34 @@ impl Server {
 
 /// Binds `addr` and serves rows `rows.0..=rows.1` on `threads` threads in the background.
 pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Result<Server> {
-    start_delayed(&Bind::Tcp(addr), rows, threads, Duration::ZERO)
+    start_delayed(&Bind::Tcp(addr), rows, threads, Timing::default())
+}
+
+/// How long answers take: `delay` each (`serve --delay`), and 1 ms more during the first
+/// `cold` from the first request (`serve --cold`): a server that warms up, as a cold cache
+/// does, for testing that a too short warm-up is noticed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    pub delay: Duration,
+    pub cold: Duration,
+}
+
+/// What `--cold` adds to each answer while the server is cold.
+const COLD_EXTRA: Duration = Duration::from_millis(1);
+
+impl Timing {
+    /// The wait for a request arriving at `now` (monotonic ns); `first` holds the first
+    /// request's arrival.
+    fn wait(&self, now: u64, first: &std::sync::OnceLock<u64>) -> Duration {
+        if self.cold.is_zero() {
+            return self.delay;
+        }
+        let since = now.saturating_sub(*first.get_or_init(|| now));
+        match since < self.cold.as_nanos() as u64 {
+            true => self.delay + COLD_EXTRA,
+            false => self.delay,
+        }
+    }
 }
 
 /// `start` with a fixed service time per request (`serve --delay`): each answer waits `delay`
@@ -123,7 +150,7 @@ pub fn start_delayed(
     bind: &Bind,
     rows: (u64, u64),
     threads: usize,
-    delay: Duration,
+    timing: Timing,
 ) -> std::io::Result<Server> {
     // One descriptor per client connection: take the whole hard limit.
     crate::fdlimit::raise();
@@ -169,7 +196,7 @@ pub fn start_delayed(
                     Bound::Tcp(l) => Listener::Tcp(TcpListener::from_std(l).expect("listener")),
                     Bound::Unix(l) => Listener::Unix(UnixListener::from_std(l).expect("listener")),
                 };
-                accept_loop(listener, store, stats, delay).await;
+                accept_loop(listener, store, stats, timing).await;
             })
         })?;
     Ok(server)
@@ -179,17 +206,20 @@ async fn accept_loop(
     listener: Listener,
     store: Arc<Store>,
     stats: Arc<ServerStats>,
-    delay: Duration,
+    timing: Timing,
 ) {
+    let first = Arc::new(std::sync::OnceLock::new());
     loop {
         let Ok(sock) = listener.accept().await else {
             continue;
         };
-        let (store, stats) = (store.clone(), stats.clone());
+        let (store, stats, first) = (store.clone(), stats.clone(), first.clone());
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
                 // The delay counts from the request's arrival.
-                let due = crate::timer::monotonic_ns() + delay.as_nanos() as u64;
+                let now = crate::timer::monotonic_ns();
+                let delay = timing.wait(now, &first);
+                let due = now + delay.as_nanos() as u64;
                 // A read is answered at once; a write first takes its body.
                 let write = matches!(*req.method(), Method::PUT | Method::DELETE);
                 let read = (!write).then(|| answer(&store, &stats, req.uri().path()));

@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
 use crate::dataset::ANY_VERSION;
+use crate::group::{Group, Sent as Slot, Step};
 use crate::keys::{KeyGen, KeySpace, Rng};
 use crate::mix::{InsertSeq, Mix, Op};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
@@ -65,6 +66,14 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// (busy, elapsed) ns of this thread since the clock started: busy is the time its runtime
+/// was not parked (see idle.rs); `idle_from` the idle time it had then.
+fn busy<T>(ctx: &Ctx<T>, idle_from: u64) -> (u64, u64) {
+    let elapsed = ctx.now_ns();
+    let idle = crate::idle::idle_ns().saturating_sub(idle_from);
+    (elapsed.saturating_sub(idle), elapsed)
+}
+
 /// Starts the worker thread of `share`. It first opens its connections (the connect phase,
 /// before the clock starts, as pgbench and sysbench do: the measured window holds lookups, not
 /// connection set-up; at 1,000 PostgreSQL connections set-up takes seconds), says how many it
@@ -85,6 +94,8 @@ pub fn spawn<T: Target>(
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(crate::idle::on_park)
+                .on_thread_unpark(crate::idle::on_unpark)
                 .build()
                 .expect("worker runtime");
             let local = tokio::task::LocalSet::new();
@@ -167,6 +178,7 @@ async fn thread_main<T: Target>(
     }
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
+    let idle_from = crate::idle::idle_ns();
     // Requests still in flight at the end get up to one timeout to finish, then are abandoned.
     let timeouts = ctx.plan.timeouts();
     let hard_end = ctx.end_ns.map(|e| e + timeouts.drain.as_nanos() as u64);
@@ -175,7 +187,8 @@ async fn thread_main<T: Target>(
     loop {
         tokio::select! {
             _ = sleep_until(ctx.at(tick * interval)) => {
-                let s = rec.borrow_mut().take(thread_cpu_ns(), false);
+                let mut s = rec.borrow_mut().take(thread_cpu_ns(), false);
+                s.busy = busy(&ctx, idle_from);
                 let _ = tx.send(s);
                 tick += 1;
             }
@@ -191,6 +204,7 @@ async fn thread_main<T: Target>(
     set.abort_all();
     let mut s = rec.borrow_mut().take(thread_cpu_ns(), true);
     s.ticks = crate::cpu::thread_ticks();
+    s.busy = busy(&ctx, idle_from);
     let _ = tx.send(s);
     // Connections that finished stay open until every worker has drained (the collector then
     // says stop): closing one ends its server process (a PostgreSQL backend exits) while other
@@ -317,11 +331,19 @@ impl Requests {
         }
     }
 
-    /// A write failed: what its key holds now is unknown, and with `--txn` so is what every
-    /// key of its transaction holds.
+    /// A request failed: what its key holds now is unknown if it wrote, and with `--txn` so is
+    /// what every key of its transaction holds (a failed read rolls it back too).
     fn unsure(&mut self, req: &Request) {
         if let (true, Some(w)) = (req.op.writes(), self.written.as_mut()) {
             w.insert(req.key, ANY_VERSION);
+        }
+        self.unsure_group();
+    }
+
+    /// With `--verify --txn`: the open transaction failed, so what each of its keys holds is
+    /// unknown (the keys of the last N writes, a superset).
+    fn unsure_group(&mut self) {
+        if let Some(w) = self.written.as_mut() {
             for &key in self.group.iter().flatten() {
                 w.insert(key, ANY_VERSION);
             }
@@ -331,181 +353,6 @@ impl Requests {
 
 /// Marks a version an update wrote to a row that may not exist: reads take any version or none.
 const MAYBE: u64 = 1 << 62;
-
-/// One request in flight.
-#[derive(Clone, Copy)]
-struct Slot {
-    req: Request,
-    due: u64,
-    sent: u64,
-    warm: bool,
-}
-
-impl Slot {
-    /// (op, due, sent, done) for the recorder.
-    fn at(&self, done: u64) -> (Op, u64, u64, u64) {
-        (self.req.op, self.due, self.sent, done)
-    }
-}
-
-/// What one connection's request loop keeps between its turns.
-struct Lane<T: Target> {
-    ctx: Arc<Ctx<T>>,
-    rec: Rc<RefCell<Recorder>>,
-    requests: Requests,
-    pacer: Pacer,
-    quota: Option<u64>,
-    depth: usize,
-    window: VecDeque<Slot>,
-    /// Requests sent (the pacer's index).
-    n: u64,
-    /// Counted requests sent or failed to send.
-    counted: u64,
-    ever_connected: bool,
-    backoff: Duration,
-}
-
-impl<T: Target> Lane<T> {
-    fn new(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>, connected: bool) -> Self {
-        let plan = &ctx.plan;
-        let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
-        if connected {
-            rec.borrow_mut().connections += 1;
-        }
-        Lane {
-            requests: Requests::new(&ctx, index as u64),
-            pacer: Pacer::new(
-                plan.rate,
-                plan.arrival,
-                index as u64,
-                plan.connections as u64,
-                plan.seed,
-            ),
-            quota: plan.quota(index),
-            depth,
-            window: VecDeque::with_capacity(depth),
-            n: 0,
-            counted: 0,
-            ever_connected: connected,
-            backoff: plan.reconnect_backoff.0,
-            rec,
-            ctx,
-        }
-    }
-
-    /// Time or quota reached: no request is sent any more.
-    #[inline]
-    fn over(&self, now: u64) -> bool {
-        self.ctx.end_ns.is_some_and(|e| now >= e) || self.quota.is_some_and(|q| self.counted >= q)
-    }
-
-    /// One connect attempt. A failed one is a request that could not be sent: it is counted
-    /// (and uses quota), so `-n` runs end even when the server stays down; the next attempt
-    /// waits a backoff that doubles up to `--reconnect-backoff`'s maximum.
-    async fn connect(&mut self, now: u64) -> Option<T::Conn> {
-        let (backoff_min, backoff_max) = self.ctx.plan.reconnect_backoff;
-        match self.ctx.target.connect().await {
-            Ok(c) => {
-                self.backoff = backoff_min;
-                let mut r = self.rec.borrow_mut();
-                r.connections += 1;
-                if self.ever_connected {
-                    r.reconnected();
-                }
-                self.ever_connected = true;
-                Some(c)
-            }
-            Err(e) => {
-                let warm = now < self.ctx.warm_end_ns;
-                self.rec
-                    .borrow_mut()
-                    .record_error(warm, ErrorKind::Connect, &e.message);
-                self.counted += u64::from(!warm);
-                let end = self.ctx.end_ns.unwrap_or(u64::MAX);
-                let wake = (now + self.backoff.as_nanos() as u64).min(end);
-                sleep_until(self.ctx.at(wake)).await;
-                self.backoff = (self.backoff * 2).min(backoff_max);
-                None
-            }
-        }
-    }
-
-    /// Fills the window up to the depth, as far as the pacer allows. Returns how many requests
-    /// it queued and, when the pacer holds the next one back, its due time.
-    fn fill(&mut self, c: &mut T::Conn, mut now: u64) -> (usize, Option<u64>) {
-        let before = self.window.len();
-        let mut wait_for = None;
-        while self.window.len() < self.depth && !self.over(now) {
-            let due = match self.pacer.due_ns(self.n) {
-                None => now,
-                Some(d) if d > now => {
-                    wait_for = Some(d);
-                    break;
-                }
-                Some(d) => d,
-            };
-            let req = self.requests.next();
-            c.send(&req);
-            let warm = due < self.ctx.warm_end_ns;
-            let sent = now;
-            self.window.push_back(Slot {
-                req,
-                due,
-                sent,
-                warm,
-            });
-            self.n += 1;
-            self.counted += u64::from(!warm);
-            if self.window.len() < self.depth && self.pacer.is_paced() {
-                now = self.ctx.now_ns();
-            }
-        }
-        let queued = self.window.len() - before;
-        self.rec.borrow_mut().in_flight += queued as u64;
-        (queued, wait_for)
-    }
-
-    /// Records the oldest request's `result` (None: it timed out). Returns false when the
-    /// connection is lost (timeout or a fatal error): every request in flight on it failed.
-    fn settle(&mut self, result: Option<Result<Outcome, LookupError>>, done: u64) -> bool {
-        let front = self.window[0];
-        let mut r = self.rec.borrow_mut();
-        let failure = match result {
-            Some(Ok(outcome)) => {
-                r.record(front.warm, front.at(done), Ok(outcome));
-                self.requests.settled(&front.req, outcome);
-                None
-            }
-            Some(Err(e)) if !e.fatal => {
-                r.record(front.warm, front.at(done), Err(e.kind));
-                self.requests.unsure(&front.req);
-                r.sample(e.kind, &e.message);
-                None
-            }
-            Some(Err(e)) => Some((e.kind, e.message)),
-            None => Some((
-                ErrorKind::Timeout,
-                format!("no reply within {:?}", self.ctx.plan.timeouts().request),
-            )),
-        };
-        let Some((kind, message)) = failure else {
-            self.window.pop_front();
-            r.in_flight -= 1;
-            return true;
-        };
-        r.sample(kind, &message);
-        for s in self.window.drain(..) {
-            r.record(s.warm, s.at(done), Err(kind));
-            if s.req.op.writes() {
-                r.unsure(s.warm, s.req.op);
-            }
-            self.requests.unsure(&s.req);
-            r.in_flight -= 1;
-        }
-        r.connections -= 1;
-        false
-    }
-}
 
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
@@ -525,19 +372,38 @@ async fn drive<T: Target>(
     first: Option<T::Conn>,
     together: bool,
 ) -> Option<T::Conn> {
-    let mut lane = Lane::new(ctx.clone(), index, rec, first.is_some());
-    let timeout = ctx.plan.timeouts().request.as_nanos() as u64;
+    let plan = &ctx.plan;
+    let conns = plan.connections as u64;
+    let mut requests = Requests::new(&ctx, index as u64);
+    let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
+    let quota = plan.quota(index);
+    let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
+    let request_timeout = plan.timeouts().request;
+    let timeout = request_timeout.as_nanos() as u64;
+    let (backoff_min, backoff_max) = plan.reconnect_backoff;
+
+    let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
+    let mut group = Group::new(plan.txn, plan.retries, depth);
+    // The connection from the connect phase, if it succeeded; else the loop connects.
+    let mut ever_connected = first.is_some();
+    if ever_connected {
+        rec.borrow_mut().connections += 1;
+    }
     let mut conn: Option<T::Conn> = first;
+    let mut n = 0u64; // requests sent (pacer index)
+    let mut counted = 0u64; // counted requests sent or failed to send
+    let mut backoff = backoff_min;
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
-    let mut timer_at = u64::MAX;
     // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
-    let paced = lane.pacer.is_paced();
-    let together = together && !paced && lane.depth == 1;
-    let mut pace_timer = paced
-        .then(|| crate::timer::PreciseSleep::new().ok())
-        .flatten();
+    let mut pace_timer = if pacer.is_paced() {
+        crate::timer::PreciseSleep::new().ok()
+    } else {
+        None
+    };
+    let mut timer_at = u64::MAX;
+    let together = together && !pacer.is_paced() && depth == 1;
     // The clock read that timed the last reply also starts the next round: in a closed loop the
     // next request is sent within nanoseconds of it, and one clock read per request is saved.
     let mut last_done: Option<u64> = None;
@@ -545,36 +411,110 @@ async fn drive<T: Target>(
     loop {
         let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
-        let over = lane.over(now);
         let Some(c) = conn.as_mut() else {
-            if over {
+            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
                 break;
             }
-            conn = lane.connect(now).await;
+            match ctx.target.connect().await {
+                Ok(c) => {
+                    conn = Some(c);
+                    backoff = backoff_min;
+                    let mut r = rec.borrow_mut();
+                    r.connections += 1;
+                    if ever_connected {
+                        r.reconnected();
+                    }
+                    ever_connected = true;
+                }
+                Err(e) => {
+                    // A failed connect is a request that could not be sent: it is counted (and
+                    // uses quota), so `-n` runs end even when the server stays down.
+                    let warm = now < ctx.warm_end_ns;
+                    rec.borrow_mut()
+                        .record_error(warm, ErrorKind::Connect, &e.message);
+                    if !warm {
+                        counted += 1;
+                    }
+                    let wake =
+                        (now + backoff.as_nanos() as u64).min(ctx.end_ns.unwrap_or(u64::MAX));
+                    sleep_until(ctx.at(wake)).await;
+                    backoff = (backoff * 2).min(backoff_max);
+                }
+            }
             continue;
         };
-        let (queued, wait_for) = if over { (0, None) } else { lane.fill(c, now) };
-        if together && replied && queued > 0 {
+
+        // Fill the window: a transaction sent again first (it was counted when first sent).
+        let mut wait_for: Option<u64> = None;
+        let mut now = now;
+        let before = window.len();
+        while window.len() < depth {
+            if let Some(slot) = group.as_mut().and_then(|g| g.again(&mut rec.borrow_mut())) {
+                c.send(&slot.req);
+                window.push_back(slot);
+                continue;
+            }
+            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
+                break;
+            }
+            let due = match pacer.due_ns(n) {
+                None => now,
+                Some(d) if d > now => {
+                    wait_for = Some(d);
+                    break;
+                }
+                // Still owed from the warm-up once it is over: dropped, not sent, so the
+                // measured window does not open behind the warm-up's queue.
+                Some(d) if d < ctx.warm_end_ns && now >= ctx.warm_end_ns => {
+                    let next = pacer.first_due_from(n, ctx.warm_end_ns);
+                    rec.borrow_mut().warm_dropped += next - n;
+                    n = next;
+                    continue;
+                }
+                Some(d) => d,
+            };
+            let req = requests.next();
+            c.send(&req);
+            let warm = due < ctx.warm_end_ns;
+            window.push_back(Slot {
+                req,
+                due,
+                sent: now,
+                warm,
+            });
+            n += 1;
+            counted += u64::from(!warm);
+            if window.len() < depth && pacer.is_paced() {
+                now = ctx.now_ns();
+            }
+        }
+        rec.borrow_mut().in_flight += (window.len() - before) as u64;
+        if together && replied && window.len() > before {
             tokio::task::yield_now().await;
         }
 
-        let Some(front) = lane.window.front() else {
+        let Some(&front) = window.front() else {
             match wait_for {
                 Some(d) => {
-                    pace(&mut pace_timer, &ctx, d.min(ctx.end_ns.unwrap_or(u64::MAX))).await;
+                    let d = d.min(ctx.end_ns.unwrap_or(u64::MAX));
+                    match pace_timer.as_mut() {
+                        Some(t) => t.until(ctx.start_mono_ns + d).await,
+                        None => sleep_until(ctx.at(d)).await,
+                    }
                     continue;
                 }
                 None => break, // time or quota reached, nothing in flight
             }
         };
-        let (req, deadline) = (front.req, front.sent + timeout);
+
+        let deadline = front.sent + timeout;
         if timer_at > deadline {
             timer_at = deadline;
             timer.as_mut().reset(ctx.at(deadline));
         }
         let result = tokio::select! {
             biased;
-            r = c.recv(&req) => Some(r),
+            r = c.recv(&front.req) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -585,19 +525,146 @@ async fn drive<T: Target>(
             _ = pace(&mut pace_timer, &ctx, wait_for.unwrap_or(0)), if wait_for.is_some() => continue,
         };
         let done = ctx.now_ns();
-        let ok = matches!(result, Some(Ok(_)));
-        if !lane.settle(result, done) {
-            conn = None;
-            timer_at = u64::MAX;
-        } else if ok {
+        if matches!(result, Some(Ok(_))) {
             last_done = Some(done);
         }
+        let mut r = rec.borrow_mut();
+        let replies = Replies {
+            window: &mut window,
+            requests: &mut requests,
+            group: group.as_mut(),
+        };
+        if !replies.answer(&mut r, done, result, request_timeout) {
+            r.connections -= 1;
+            conn = None;
+            timer_at = u64::MAX;
+        }
     }
-    if conn.is_some() {
-        lane.rec.borrow_mut().connections -= 1;
+    if let Some(c) = conn.as_mut() {
+        finish(&ctx, c, &rec, group.as_mut(), &mut requests).await;
+        // A reply after the last one is answered: the server was out of step all along.
+        if let Err(e) = c.settle(request_timeout.min(SETTLE)).await {
+            rec.borrow_mut().record_error(false, e.kind, &e.message);
+        }
+        rec.borrow_mut().connections -= 1;
+    }
+    // What the schedule still owed when the window closed (a run cut short by its quota owes
+    // nothing).
+    if let (Some(end), true) = (ctx.end_ns, !quota.is_some_and(|q| counted >= q)) {
+        rec.borrow_mut().backlog += pacer.first_due_from(n, end) - n;
     }
     conn
 }
+
+/// What a reply to the oldest request in flight changes.
+struct Replies<'a> {
+    window: &'a mut VecDeque<Slot>,
+    requests: &'a mut Requests,
+    group: Option<&'a mut Group>,
+}
+
+impl Replies<'_> {
+    /// Counts the reply to the oldest request in flight (None: its timeout); false when the
+    /// connection is lost, with every request in flight on it.
+    fn answer(
+        self,
+        r: &mut Recorder,
+        done: u64,
+        result: Option<Result<Outcome, LookupError>>,
+        request_timeout: Duration,
+    ) -> bool {
+        let Some(front) = self.window.front().copied() else {
+            return true;
+        };
+        match result {
+            Some(Ok(outcome)) => {
+                self.window.pop_front();
+                r.in_flight -= 1;
+                match self.group {
+                    Some(g) => {
+                        g.reply(r, front, done, Ok(outcome));
+                    }
+                    None => r.record(front.warm, front.at(done), Ok(outcome)),
+                }
+                self.requests.settled(&front.req, outcome);
+                true
+            }
+            Some(Err(e)) if !e.fatal => {
+                self.window.pop_front();
+                r.in_flight -= 1;
+                let step = match self.group {
+                    Some(g) => g.reply(r, front, done, Err(e.kind)),
+                    None => {
+                        r.record(front.warm, front.at(done), Err(e.kind));
+                        Step::Failed
+                    }
+                };
+                if !matches!(step, Step::Retry) {
+                    self.requests.unsure(&front.req);
+                    r.sample(e.kind, &e.message);
+                }
+                true
+            }
+            failure => {
+                // Timeout or broken connection: every request in flight on it is lost, and
+                // the open transaction with it.
+                let (kind, message) = match failure {
+                    Some(Err(e)) => (e.kind, e.message),
+                    _ => (
+                        ErrorKind::Timeout,
+                        format!("no reply within {request_timeout:?}"),
+                    ),
+                };
+                r.sample(kind, &message);
+                if let Some(g) = self.group {
+                    g.lost(r, done, kind);
+                }
+                for s in self.window.drain(..) {
+                    r.record(s.warm, s.at(done), Err(kind));
+                    if s.req.op.writes() {
+                        r.unsure(s.warm, s.req.op);
+                    }
+                    self.requests.unsure(&s.req);
+                    r.in_flight -= 1;
+                }
+                false
+            }
+        }
+    }
+}
+
+/// `--txn`: the connection's last transaction, short of its N writes when the run ends, is
+/// committed (within `--timeout`), so the writes counted are the writes applied.
+async fn finish<T: Target>(
+    ctx: &Ctx<T>,
+    c: &mut T::Conn,
+    rec: &RefCell<Recorder>,
+    group: Option<&mut Group>,
+    requests: &mut Requests,
+) {
+    if ctx.plan.txn < 2 {
+        return;
+    }
+    let timeout = ctx.plan.timeouts().request;
+    let result = match tokio::time::timeout(timeout, c.commit()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => {
+            rec.borrow_mut().sample(e.kind, &e.message);
+            Err(e.kind)
+        }
+        Err(_) => Err(ErrorKind::Timeout),
+    };
+    if result.is_err() {
+        requests.unsure_group();
+    }
+    if let Some(g) = group {
+        g.ended(&mut rec.borrow_mut(), ctx.now_ns(), result);
+    }
+}
+
+/// How long a connection listens for replies too many once its last request is answered:
+/// past Linux's 40 ms delayed ACK, which holds back a server's late reply under Nagle.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Waits for a due time, on the precise timer when there is one.
 async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, due_ns: u64) {

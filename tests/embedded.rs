@@ -270,6 +270,215 @@ fn verdict_a_paced_run_above_capacity_is_behind_schedule() {
         !valid && why.contains("behind schedule: achieved"),
         "{why} {err}"
     );
+    // What was due and never sent when the window closed: about (2000 - 400)/s x 3 s.
+    let backlog = u(&doc["runs"][0], "rate.backlog");
+    assert!(
+        backlog > 2000,
+        "backlog {backlog}: {}",
+        doc["runs"][0]["rate"]
+    );
+    assert!(
+        why.contains(&format!("a backlog of {backlog} requests due but not sent")),
+        "{why}"
+    );
+    assert!(why.contains("send lag p99"), "{why}");
+    assert_schema_valid(&doc);
+}
+
+/// -R above capacity with a warm-up: what the warm-up still owed at its end is dropped, so
+/// the measured window starts with an empty queue rather than a second of the warm-up's.
+#[test]
+fn open_loop_warmup_backlog_is_dropped_not_carried_into_the_window() {
+    // 2 connections answering in 5 ms each: 400/s; asked 600/s, so the warm-up's 2 s leave
+    // about 400 requests (a second of work) unsent at its end.
+    let s = Served::start_with(1000, &["--delay", "5ms"]);
+    let (_, doc, err) = run_json(&[
+        &s.url, "-d", "3s", "--warmup", "2s", "-c", "2", "-R", "600", "--keys", "1-1000",
+    ]);
+    let r = &doc["runs"][0];
+    let dropped = u(r, "rate.warmup_dropped");
+    assert!((150..=700).contains(&dropped), "dropped {dropped}: {err}");
+    let first = r["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| f(row, "t_s") > 0.0)
+        .expect("a measured interval");
+    // The first measured second answers measured requests at the server's pace, not the
+    // warm-up's leftovers, and their latency is not the warm-up's queue.
+    let answered = u(first, "hits") + u(first, "misses");
+    assert!(
+        answered >= 200,
+        "first interval answered {answered}: {first}"
+    );
+    let (p99_first, p99_run) = (f(first, "p99_us"), f(&r["latency_us"], "p99"));
+    assert!(
+        p99_first < p99_run * 0.8,
+        "first interval p99 {p99_first} µs vs the run's {p99_run} µs"
+    );
+    assert_schema_valid(&doc);
+}
+
+/// An HTTP server that answers every request at once with canned bytes, next to no work per
+/// request: the one client thread is the bottleneck. (On a small machine every real server,
+/// `loadgen serve` and memcached included, costs more per lookup than the client does, so none
+/// can saturate it.) Returns the target URL; it serves until the test process ends.
+fn instant_http() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nuser1";
+                let mut s = sock;
+                let (mut buf, mut out, mut state) = (vec![0u8; 1 << 16], Vec::new(), 0u8);
+                while let Ok(n @ 1..) = s.read(&mut buf) {
+                    // One reply per request head's end (\r\n\r\n), across reads.
+                    for &b in &buf[..n] {
+                        state = match (state, b) {
+                            (0 | 2, b'\r') | (1 | 3, b'\n') => state + 1,
+                            (_, b'\r') => 1,
+                            _ => 0,
+                        };
+                        if state == 4 {
+                            out.extend_from_slice(REPLY);
+                            state = 0;
+                        }
+                    }
+                    if s.write_all(&out).is_err() {
+                        return;
+                    }
+                    out.clear();
+                }
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}/usr/{{key}}")
+}
+
+#[test]
+fn verdict_one_worker_thread_never_idle_is_client_saturated() {
+    let url = instant_http();
+    let (_, doc, err) = run_json(&[
+        &url, "-t", "1", "-c", "4", "-p", "32", "-d", "2s", "--warmup", "500ms", "--keys", "1-1000",
+    ]);
+    let busiest = f(&doc["runs"][0], "client_cpu.busiest");
+    assert!(busiest >= 0.9, "busiest {busiest}: {err}");
+    let (valid, why) = verdict(&doc);
+    assert!(
+        !valid && why.contains("client saturated: busiest worker thread"),
+        "{why}"
+    );
+    assert_schema_valid(&doc);
+}
+
+/// A sweep marks the step whose run is not valid, in its JSON, in its own verdict and on the
+/// step's row of the text table.
+#[test]
+fn sweep_marks_a_saturated_step() {
+    let url = instant_http();
+    let dir = std::env::temp_dir().join(format!("loadgen-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.json");
+    let out = run(&[
+        "run",
+        &url,
+        "--sweep",
+        "1,8",
+        "-t",
+        "1",
+        "-p",
+        "32",
+        "-d",
+        "1500ms",
+        "--warmup",
+        "300ms",
+        "--keys",
+        "1-1000",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let sw = &doc["sweeps"][0];
+    let step = &sw["steps"][1];
+    assert_eq!(step["connections"], 8);
+    assert_eq!(step["verdict"]["valid"], false, "{step}");
+    assert_eq!(step["verdict"], doc["runs"][1]["verdict"]);
+    let reasons = sw["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("8 connections: client saturated"),
+        "{reasons}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("8"))
+        .unwrap_or_else(|| panic!("no row for 8 connections: {text}"));
+    assert!(row.ends_with("! not valid"), "{row}");
+    assert!(text.contains("verdict    NOT VALID: "), "{text}");
+    assert_schema_valid(&doc);
+}
+
+/// Answers slow for the server's first 2 s (`serve --cold`): a run without warm-up measures
+/// the slow start, and the verdict says the warm-up was too short.
+#[test]
+fn verdict_a_server_still_warming_up_means_warmup_too_short() {
+    let s = Served::start_with(10_000, &["--cold", "2s"]);
+    let (_, doc, err) = run_json(&[
+        &s.url, "-d", "5s", "--warmup", "0s", "-c", "2", "-p", "1", "--keys", "1-10000",
+    ]);
+    let (valid, why) = verdict(&doc);
+    assert!(!valid && why.contains("warm-up too short"), "{why} {err}");
+    // The first two intervals ran at most 2 connections / 1 ms.
+    let rows = doc["runs"][0]["timeline"].as_array().unwrap();
+    assert!(f(&rows[0], "qps") <= 2100.0, "{}", rows[0]);
+}
+
+/// Processes of the test's own, each a shell spinning for at most 30 s, killed by pid on drop.
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start(n: usize) -> Hogs {
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("timeout")
+                        .args(["30", "sh", "-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("sh starts")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn verdict_other_processes_busy_means_machine_disturbed() {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs = Hogs::start(cores);
+    let (_, doc, err) = run_json(&[
+        "-d", "2s", "--warmup", "500ms", "-R", "1000", "--keys", "1-100000",
+    ]);
+    drop(hogs);
+    let others = f(&doc["runs"][0], "machine_load.others_share");
+    assert!(others > 0.2, "others {others}: {err}");
+    let (valid, why) = verdict(&doc);
+    assert!(
+        !valid && why.contains("machine disturbed: other processes took"),
+        "{why}"
+    );
+    assert_schema_valid(&doc);
 }
 
 #[test]

@@ -234,6 +234,16 @@ fn attr(tag: &str, name: &str) -> String {
     tag[i..i + tag[i..].find('"').unwrap()].to_string()
 }
 
+/// A sweep's or a step's verdict as the JSON has it: valid or not, and a mark that says so.
+fn assert_verdict_shown(dom: &str, id: &str, v: &Value) {
+    let (tag, text) = element(dom, id);
+    let valid = v["valid"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("no verdict: {v}"));
+    assert_eq!(attr(tag, "data-valid"), valid.to_string(), "#{id}: {tag}");
+    assert_eq!(text.contains("NOT VALID"), !valid, "#{id}: {text}");
+}
+
 /// The number the page holds for element `id` equals the JSON's, and so does the text shown.
 fn assert_shown(dom: &str, id: &str, want: &Value) {
     let (tag, text) = element(dom, id);

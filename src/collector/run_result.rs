@@ -45,6 +45,7 @@ impl Collector<'_> {
             errors,
             error_total: totals.counts.error_total(),
             unsure: totals.counts.unsure,
+            retries: totals.counts.retries,
             error_samples: totals.error_samples.clone(),
             reconnects: totals.counts.reconnects,
             warmup_requests: totals.warm.requests(),
@@ -55,10 +56,11 @@ impl Collector<'_> {
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
             lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
-            rate: self
-                .plan
-                .rate
-                .map(|r| rate_result(r, answered + totals.counts.error_total(), window_s, totals)),
+            rate: self.plan.rate.map(|r| RateResult {
+                backlog: self.threads.iter().map(|t| t.backlog).sum(),
+                warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),
+                ..rate_result(r, answered + totals.counts.error_total(), window_s, totals)
+            }),
             client_cpu: ClientCpu {
                 kernel_share: kernel_share(&self.threads),
                 ..ClientCpu::new(
@@ -67,6 +69,13 @@ impl Collector<'_> {
                     wall_ns,
                     self.threads.len(),
                     all_requests,
+                )
+                .with_busiest(
+                    self.threads
+                        .iter()
+                        .filter(|t| t.busy.1 > 0)
+                        .map(|t| t.busy.0 as f64 / t.busy.1 as f64)
+                        .reduce(f64::max),
                 )
             },
             server_cpu: Some(server_cpu(
@@ -90,6 +99,7 @@ impl Collector<'_> {
             timeline: self.timeline,
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
+            machine_load: None,
         };
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);
@@ -110,6 +120,8 @@ fn rate_result(asked: f64, sent: u64, window_s: f64, totals: &Totals) -> RateRes
         // Requests sent more than 1 ms after their due time.
         late: totals.lag.count_between(1_000_000, u64::MAX),
         kept: (achieved - asked).abs() <= asked * 0.01,
+        backlog: 0,
+        warmup_dropped: 0,
     }
 }
 
@@ -159,6 +171,7 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                 errors: by_kind(c),
                 error_total: c.error_total(),
                 unsure: c.unsure,
+                retries: c.retries,
                 latency_us: Percentiles::of(&o.latency),
                 server_observed,
                 histogram: encode_histogram(&o.latency),
@@ -178,7 +191,7 @@ fn restarted(
         return None;
     };
     match (&b.epoch, &a.epoch) {
-        (Some(x), Some(y)) if x != y => Some(format!(
+        (Some(x), Some(y)) if !crate::proto::target::same_epoch(x, y) => Some(format!(
             "the server restarted or reset its counters during the run ({x}, then {y}): its count is not comparable"
         )),
         _ if a.value < b.value => Some(format!(
@@ -209,7 +222,9 @@ fn observed(
         counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
     let expected = counts.requests() + warm.requests() - connect;
     let unsure = counts.error_total() + warm.error_total() - connect;
-    let ok = delta <= expected && delta + unsure >= expected;
+    // A request sent again (`--retries`) reached the server once more.
+    let retries = counts.retries + warm.retries;
+    let ok = delta <= expected + retries && delta + unsure >= expected;
     ServerObserved {
         source,
         delta: Some(delta),

@@ -20,4 +20,4 @@ pub use run::{ClientCpu, OpResult, RateResult, RunResult, ServerCpu, ServerObser
 pub use slo::{SloResult, SloStep};
 pub use sweep::{SweepResult, SweepStep};
 pub use timeline::TimelineRow;
-pub use verdict::Verdict;
+pub use verdict::{MachineLoad, Verdict};

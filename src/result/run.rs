@@ -57,6 +57,9 @@ pub struct RunResult {
     /// the server may or may not have applied them (each also counted as its error).
     #[serde(default)]
     pub unsure: u64,
+    /// Requests sent again after a deadlock or serialization failure (`--retries`).
+    #[serde(default)]
+    pub retries: u64,
     #[serde(default)]
     pub error_samples: Vec<String>,
     #[serde(default)]
@@ -100,6 +103,9 @@ pub struct RunResult {
     /// Whether the numbers can be trusted (files from before it was recorded: valid).
     #[serde(default)]
     pub verdict: super::verdict::Verdict,
+    /// What else used this machine's CPU over the run (None: not read, or not Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_load: Option<super::verdict::MachineLoad>,
 }
 
 fn tcp() -> String {
@@ -121,6 +127,9 @@ pub struct OpResult {
     /// This op's writes in doubt, as the run's `unsure`.
     #[serde(default)]
     pub unsure: u64,
+    /// This op's requests sent again, as the run's `retries`.
+    #[serde(default)]
+    pub retries: u64,
     pub latency_us: Percentiles,
     /// The server's own count of this op, as `server_observed` (None: it has no such counter).
     #[serde(default)]
@@ -138,6 +147,13 @@ pub struct RateResult {
     /// Requests sent more than 1 ms after their due time.
     pub late: u64,
     pub kept: bool,
+    /// Requests due before the window closed but never sent (the schedule's unpaid debt).
+    #[serde(default)]
+    pub backlog: u64,
+    /// Requests due in the warm-up but not sent by its end: dropped, so the measured window
+    /// does not start with the warm-up's queue.
+    #[serde(default)]
+    pub warmup_dropped: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -150,6 +166,10 @@ pub struct ClientCpu {
     pub per_request_us: f64,
     /// Worker CPU / (wall time x worker threads): near 1 means the generator is saturated.
     pub utilization: f64,
+    /// The busiest worker thread's share of the run it was busy (its event loop not waiting
+    /// for I/O or a timer): one thread near 1 holds its connections back, whatever the others.
+    #[serde(default)]
+    pub busiest: f64,
     pub saturated: bool,
     /// Share of the worker threads' CPU spent in the kernel (system time), 0 to 1.
     #[serde(default)]
@@ -178,9 +198,20 @@ impl ClientCpu {
                 0.0
             },
             utilization: (util * 1000.0).round() / 1000.0,
+            busiest: 0.0,
             saturated: util > 0.9,
             kernel_share: None,
         }
+    }
+
+    /// With the busiest worker thread's busy share (its runtime not parked): saturated also
+    /// when that one thread is busy 90% of the time or more.
+    pub fn with_busiest(mut self, busy: Option<f64>) -> ClientCpu {
+        if let Some(busy) = busy {
+            self.busiest = (busy * 1000.0).round() / 1000.0;
+            self.saturated |= busy >= 0.9;
+        }
+        self
     }
 }
 

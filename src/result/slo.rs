@@ -12,6 +12,9 @@ pub struct SloStep {
     /// This step runs the rate of the step before again, which failed by a little.
     #[serde(default)]
     pub retry: bool,
+    /// The step's run's verdict (files from before it: valid).
+    #[serde(default)]
+    pub verdict: super::verdict::Verdict,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

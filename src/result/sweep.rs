@@ -15,6 +15,12 @@ pub struct SweepStep {
     /// the mix writes: a read-only sweep keeps its shape.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ops: BTreeMap<String, f64>,
+    /// The step's run's verdict (files from before it: valid).
+    #[serde(default)]
+    pub verdict: super::verdict::Verdict,
+    /// Worker CPU per request of the step's run, microseconds.
+    #[serde(default)]
+    pub client_cpu_us: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -27,4 +33,8 @@ pub struct SweepResult {
     /// With writes: the server settings that decide a write's cost, as its runs report them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub durability: BTreeMap<String, String>,
+    /// The sweep as a whole: invalid when a step is, or when the client's CPU per request
+    /// rose with the load (files from before it: valid).
+    #[serde(default)]
+    pub verdict: super::verdict::Verdict,
 }

@@ -36,3 +36,12 @@ impl Verdict {
         Verdict::from(reasons)
     }
 }
+
+/// The machine's CPU over a run, from /proc/stat: time stolen by the hypervisor and time taken
+/// by processes other than loadgen and the server, each as a share of all cores' time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineLoad {
+    pub cores: usize,
+    pub steal_share: f64,
+    pub others_share: f64,
+}

@@ -37,6 +37,7 @@ struct Instant0(Endpoint);
 
 impl Target for Instant0 {
     type Conn = Ready;
+    const MAX_PIPELINE: usize = 1;
     fn kind(&self) -> &'static str {
         "test"
     }
@@ -45,9 +46,6 @@ impl Target for Instant0 {
     }
     async fn connect(&self) -> Result<Ready, LookupError> {
         Err(LookupError::io("no new connections in this test"))
-    }
-    fn max_pipeline(&self) -> usize {
-        1
     }
 }
 

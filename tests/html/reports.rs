@@ -151,7 +151,9 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     for (j, st) in sw["steps"].as_array().unwrap().iter().enumerate() {
         assert_shown(&dom, &format!("sweep-0-{j}-qps"), &st["qps"]);
         assert_shown(&dom, &format!("sweep-0-{j}-p99"), &st["p99_us"]);
+        assert_verdict_shown(&dom, &format!("sweep-0-{j}-verdict"), &st["verdict"]);
     }
+    assert_verdict_shown(&dom, "sweep-0-verdict", &sw["verdict"]);
     assert_eq!(
         count(&dom, "sw-qps", "<circle cx"),
         3 + 1,
@@ -177,6 +179,7 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     assert!(steps.len() >= 3, "{slo}");
     for (j, st) in steps.iter().enumerate() {
         assert_shown(&dom, &format!("slo-0-{j}-qps"), &st["achieved_qps"]);
+        assert_verdict_shown(&dom, &format!("slo-0-{j}-verdict"), &st["verdict"]);
     }
     assert_eq!(count(&dom, "slo-0", "<circle cx"), steps.len());
     assert!(dom.contains("bound 20.00ms"));

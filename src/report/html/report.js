@@ -107,6 +107,8 @@
     row('errors', cell('errors-' + i, r.error_total, thousands(r.error_total) +
       (errs.length ? ' (' + esc(errs.join(', ')) + ')' : ''), r.error_total ? 'bad' : ''));
     if (r.reconnects) row('reconnects', cell('reconnects-' + i, r.reconnects, thousands(r.reconnects)));
+    if (r.retries) row('retries', cell('retries-' + i, r.retries, thousands(r.retries) +
+      ' requests sent again after a deadlock or serialization failure (--retries)'));
     if (r.unsure) row('writes in doubt', cell('unsure-' + i, r.unsure, thousands(r.unsure) +
       ' (their connection broke before the reply: applied or not, unknown)', 'bad'));
     row('server count', serverCell(r, i));
@@ -173,8 +175,12 @@
   function opNotes(r, i) {
     const unsure = OPS.filter(op => r.ops[op] && r.ops[op].unsure)
       .map(op => op + ' ' + thousands(r.ops[op].unsure));
+    const retried = OPS.filter(op => r.ops[op] && r.ops[op].retries)
+      .map(op => op + ' ' + thousands(r.ops[op].retries));
     const connects = (r.errors || {}).connect || 0;
-    return (unsure.length ? `<p class="note bad" id="ops-${i}-unsure">writes in doubt ` +
+    return (retried.length ? `<p class="note" id="ops-${i}-retries">retries ` +
+      `(sent again after a deadlock or serialization failure): ${esc(retried.join(', '))}</p>` : '') +
+      (unsure.length ? `<p class="note bad" id="ops-${i}-unsure">writes in doubt ` +
       `(connection broke before the reply): ${esc(unsure.join(', '))}</p>` : '') +
       (connects ? `<p class="note" id="ops-${i}-connect">connect errors ${thousands(connects)}: ` +
         'no request sent, charged to no op</p>' : '');
@@ -317,6 +323,20 @@
     return h;
   }
 
+  // A step's verdict in its table row: valid, or NOT VALID with its reasons on hover.
+  function stepVerdict(id, v) {
+    if (!v) return '<td></td>';
+    return `<td id="${id}" data-valid="${v.valid}" class="${v.valid ? 'ok' : 'bad'}" title="${esc(v.reasons.join('; '))}">` +
+      (v.valid ? 'valid' : '! NOT VALID') + '</td>';
+  }
+
+  // A sweep's own verdict: its invalid steps, and client CPU per request rising with the load.
+  function verdictBadge(id, v) {
+    if (!v) return '';
+    return `<p id="${id}" data-valid="${v.valid}" class="${v.valid ? 'ok' : 'bad'}">` +
+      esc(v.valid ? 'verdict: valid' : 'verdict: NOT VALID: ' + v.reasons.join('; ')) + '</p>';
+  }
+
   function sweepSection(sweeps) {
     const nm = names(sweeps);
     let h = '<h2>Sweep: QPS and p99 by connection count</h2>' + controls() + '<div class="charts">' +
@@ -341,12 +361,13 @@
         `<div class="target">${esc(sw.target)} (${esc(sw.kind)})</div>` +
         `<p id="sweep-${i}-peak" data-value="${sw.peak_qps}" data-connections="${sw.peak_connections}">` +
         `peak <b>${thousands(sw.peak_qps)} qps</b> at ${sw.peak_connections} connections</p>` +
+        verdictBadge(`sweep-${i}-verdict`, sw.verdict) +
         '<div class="scroll"><table class="steps"><tr><th>connections</th><th>qps</th><th>p50</th>' +
-        '<th>p99</th><th>errors</th><th></th></tr>' + sw.steps.map((st, j) => '<tr>' +
+        '<th>p99</th><th>errors</th><th></th><th>verdict</th></tr>' + sw.steps.map((st, j) => '<tr>' +
           `<td>${st.connections}</td>` + cell(`sweep-${i}-${j}-qps`, st.qps, thousands(st.qps)) +
           `<td>${micros(st.p50_us)}</td>` + cell(`sweep-${i}-${j}-p99`, st.p99_us, micros(st.p99_us)) +
           `<td>${thousands(st.errors)}</td><td>${st.connections === sw.peak_connections ? '&larr; peak' : ''}` +
-          '</td></tr>').join('') + '</table></div>';
+          '</td>' + stepVerdict(`sweep-${i}-${j}-verdict`, st.verdict) + '</tr>').join('') + '</table></div>';
     });
     return h;
   }
@@ -382,11 +403,12 @@
         legend: [{ name: 'pass', sym: '●', color: GREEN }, { name: 'fail', sym: '●', color: RED }]
           .concat(bounds[i] != null ? [{ name: 'bound ' + micros(bounds[i]), color: RED, dash: true }] : []) }));
       h += '<div class="scroll"><table class="steps"><tr><th>step</th><th>rate</th><th>achieved</th>' +
-        `<th>${esc(pname)}</th><th>result</th></tr>` + slo.steps.map((st, j) => `<tr><td>${j + 1}</td>` +
+        `<th>${esc(pname)}</th><th>result</th><th>verdict</th></tr>` + slo.steps.map((st, j) => `<tr><td>${j + 1}</td>` +
           `<td>${st.rate != null ? thousands(st.rate) + '/s' : 'closed loop'}</td>` +
           cell(`slo-${i}-${j}-qps`, st.achieved_qps, thousands(st.achieved_qps) + '/s') +
           `<td>${micros(st.percentile_us)}</td><td class="${st.pass ? 'ok' : 'bad'}">` +
-          (st.pass ? 'pass' : 'fail') + (st.retry ? ' (run again)' : '') + '</td></tr>').join('') +
+          (st.pass ? 'pass' : 'fail') + (st.retry ? ' (run again)' : '') + '</td>' +
+          stepVerdict(`slo-${i}-${j}-verdict`, st.verdict) + '</tr>').join('') +
         '</table></div>';
     });
     return h;

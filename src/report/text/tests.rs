@@ -133,6 +133,32 @@ fn an_interval_without_replies_shows_no_percentiles() {
 }
 
 #[test]
+fn an_slo_step_whose_run_is_not_valid_is_marked_on_its_line() {
+    let step = |rate: f64, reasons: &[&str]| {
+        serde_json::json!({"rate": rate, "achieved_qps": rate, "percentile_us": 900.0,
+            "pass": true, "retry": false,
+            "verdict": {"valid": reasons.is_empty(), "reasons": reasons}})
+    };
+    let mut f = file(vec![run("embedded", 1.0)], serde_json::json!([]));
+    f.slo = serde_json::from_value(serde_json::json!([{"target": "embedded",
+        "kind": "embedded", "slo": "p99 <= 1ms", "best_rate": 200.0, "max_qps": 400.0,
+        "pass_rate": 200.0, "fail_rate": null, "stopped": "",
+        "steps": [step(100.0, &[]), step(200.0, &["machine disturbed: x"])]}]))
+    .unwrap();
+    let text = render(&f);
+    let line = |rate: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("rate {rate}/s")))
+            .unwrap_or_else(|| panic!("no step at {rate}/s: {text}"))
+    };
+    assert!(!line("100").contains("not valid"), "{text}");
+    assert!(
+        line("200").ends_with("pass  ! not valid: machine disturbed: x"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_sweep_names_the_connection_counts_it_swept() {
     let step = |c: u32| {
         serde_json::json!({"connections": c, "qps": 100.0 * c as f64,
