@@ -171,8 +171,10 @@ async fn thread_main<T: Target>(
         Recorder::new(share.thread, !ctx.plan.mix.read_only()).with_cells(ctx.cells.clone()),
     ));
     let mut set = JoinSet::new();
+    // With one connection on the thread there is no other reply to wait for.
+    let together = share.conns > 1;
     for (conn, first) in (share.first_conn..).zip(conns) {
-        set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first));
+        set.spawn_local(drive(ctx.clone(), conn, rec.clone(), first, together));
     }
     let interval = ctx.plan.interval.as_nanos() as u64;
     let mut tick = 1u64;
@@ -355,11 +357,20 @@ const MAYBE: u64 = 1 << 62;
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
 /// Returns the connection it ended with, for the caller to close.
+///
+/// In a closed loop the requests queued after a reply go out only once every connection of
+/// this thread whose reply is ready has had its turn (`yield_now` runs after the thread's
+/// other ready tasks and the next poll of its sockets): the thread reads all its replies first
+/// and writes the next requests after, together, so they reach the server in one burst that
+/// it takes in one wake-up, as a libevent client's do, instead of one wake-up per request.
+/// Not deferred: paced sends (due times), a thread's only connection (`together` false) and
+/// pipelined ones, which batch on their own and whose server would idle while others read.
 async fn drive<T: Target>(
     ctx: Arc<Ctx<T>>,
     index: usize,
     rec: Rc<RefCell<Recorder>>,
     first: Option<T::Conn>,
+    together: bool,
 ) -> Option<T::Conn> {
     let plan = &ctx.plan;
     let conns = plan.connections as u64;
@@ -392,11 +403,13 @@ async fn drive<T: Target>(
         None
     };
     let mut timer_at = u64::MAX;
+    let together = together && !pacer.is_paced() && depth == 1;
     // The clock read that timed the last reply also starts the next round: in a closed loop the
     // next request is sent within nanoseconds of it, and one clock read per request is saved.
     let mut last_done: Option<u64> = None;
 
     loop {
+        let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
         let Some(c) = conn.as_mut() else {
             if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
@@ -476,6 +489,9 @@ async fn drive<T: Target>(
             }
         }
         rec.borrow_mut().in_flight += (window.len() - before) as u64;
+        if together && replied && window.len() > before {
+            tokio::task::yield_now().await;
+        }
 
         let Some(&front) = window.front() else {
             match wait_for {
@@ -657,3 +673,6 @@ async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, d
         None => sleep_until(ctx.at(due_ns)).await,
     }
 }
+
+#[cfg(test)]
+mod tests;
