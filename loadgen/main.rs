@@ -45,6 +45,16 @@ enum Cmd {
     /// Render a result file (of a run, a sweep, an SLO search or `merge`) as one self-contained
     /// HTML page: summary, latency by percentile, QPS and latency over time, comparison charts.
     Report(ReportArgs),
+    /// Read and parse a trace file (Twitter cache-trace CSV or a key list, .zst or plain) on one
+    /// core and print how many lines per second that is: a replay can go no faster.
+    TraceBench(TraceBenchArgs),
+}
+
+#[derive(Args)]
+struct TraceBenchArgs {
+    /// The trace: `timestamp,key,key_size,value_size,client_id,op,ttl` lines or `key[,op]` lines,
+    /// zstd-compressed or not.
+    file: PathBuf,
 }
 
 #[derive(Args)]
@@ -310,6 +320,7 @@ fn main() {
         Cmd::Serve(a) => cmd_serve(a),
         Cmd::Merge(a) => cmd_merge(a),
         Cmd::Report(a) => cmd_report(a),
+        Cmd::TraceBench(a) => cmd_trace_bench(a),
     };
     std::process::exit(match code {
         Ok(c) => c,
@@ -483,6 +494,12 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
          inserted are gone): a write run starts from here; to reset after one, prepare again",
         a.rows
     );
+    Ok(0)
+}
+
+fn cmd_trace_bench(a: TraceBenchArgs) -> Result<i32, String> {
+    let r = loadgen::trace::bench::bench(&a.file).map_err(|e| e.to_string())?;
+    println!("{}", r.render());
     Ok(0)
 }
 
