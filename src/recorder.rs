@@ -29,6 +29,9 @@ pub struct Counts {
     /// Writes in doubt: sent on a connection that broke (or timed out) before their reply, so
     /// the server may or may not have applied them. Each is also counted as its error.
     pub unsure: u64,
+    /// Requests sent again after a deadlock or serialization failure (`--retries`); each try's
+    /// outcome is counted once, by its last try.
+    pub retries: u64,
 }
 
 impl Counts {
@@ -47,6 +50,7 @@ impl Counts {
         }
         self.reconnects += o.reconnects;
         self.unsure += o.unsure;
+        self.retries += o.retries;
     }
 }
 
@@ -243,6 +247,11 @@ impl Recorder {
     /// A write of `op` lost with its connection: it may or may not have been applied.
     pub fn unsure(&mut self, warm: bool, op: Op) {
         self.count(warm, Some(op), |c| c.unsure += 1);
+    }
+
+    /// A request of `op` is sent again (`--retries`).
+    pub fn retried(&mut self, warm: bool, op: Op) {
+        self.count(warm, Some(op), |c| c.retries += 1);
     }
 
     /// Applies `add` to the run's counts (or warm-up counts) and to `op`'s, when per op.

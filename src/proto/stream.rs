@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
@@ -147,11 +148,40 @@ impl<C> StreamConn<C> {
     }
 }
 
+/// The error of a reply that came after the connection's last request was answered.
+fn late_reply() -> LookupError {
+    LookupError::protocol(
+        "the server answered out of step: a reply came after every request was answered (more replies than requests)",
+    )
+}
+
 impl<C: Codec + 'static> Conn for StreamConn<C> {
     #[inline]
     fn send(&mut self, req: &Request) {
         self.codec.encode(req, &mut self.wbuf);
         self.queued += 1;
+    }
+
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        if self.closing || !self.codec.commit(&mut self.wbuf) {
+            return Ok(false);
+        }
+        self.flush().await?;
+        loop {
+            if let Some((n, failed)) = self.codec.decode_commit(&self.rbuf[self.rpos..])? {
+                self.rpos += n;
+                return failed.map_or(Ok(true), Err);
+            }
+            self.rbuf.reserve(4096);
+            let n = self
+                .sock
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| LookupError::io(e.to_string()))?;
+            if n == 0 {
+                return Err(LookupError::io("the server closed the connection"));
+            }
+        }
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
@@ -161,6 +191,18 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
             ));
         }
         loop {
+            // Nothing on the wire and nothing buffered: bytes already waiting on the socket
+            // came before the queued requests went out, so they answer none of them (a late
+            // extra reply to an earlier request). One poll, no wait: tokio knows from its
+            // cached readiness whether there is anything to read.
+            if self.out == 0 && self.rpos == self.rbuf.len() {
+                if let Some(r) = self.sock.read_buf(&mut self.rbuf).now_or_never() {
+                    match r.map_err(|e| LookupError::io(e.to_string()))? {
+                        0 => return Err(LookupError::io("the server closed the connection")),
+                        _ => continue,
+                    }
+                }
+            }
             // A reply already read is answered without touching the socket; requests queued
             // meanwhile go out together once the buffered replies run dry. With D in flight that
             // is one write and one read per batch instead of a write per request.
@@ -201,6 +243,25 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
             if n == 0 {
                 return Err(LookupError::io("the server closed the connection"));
             }
+        }
+    }
+
+    async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
+        if self.out > 0 || self.queued > 0 || self.closing {
+            return Ok(());
+        }
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+            match tokio::time::timeout(grace, self.sock.read_buf(&mut self.rbuf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return Ok(()), // quiet, closed or failed: no reply too many
+            }
+        }
+        // What a server may send unasked (PostgreSQL's notices) decodes to no reply.
+        match self.codec.decode(&self.rbuf[self.rpos..], 0) {
+            Ok(None) => Ok(()),
+            _ => Err(late_reply()),
         }
     }
 }

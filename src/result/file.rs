@@ -55,6 +55,9 @@ pub struct Settings {
     /// `--txn` when above 1 (writes per transaction); absent for autocommit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn: Option<usize>,
+    /// `--retries` when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -55,18 +55,16 @@ impl Target for RedisTarget {
         self.login.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
     /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
     /// is in the mix, of neither when both are.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (c, epoch) = calls(&self.login, &["get", "set", "setnx", "del"])
             .await
             .map_err(|e| e.message)?;
