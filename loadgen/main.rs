@@ -46,6 +46,16 @@ enum Cmd {
     /// Render a result file (of a run, a sweep, an SLO search or `merge`) as one self-contained
     /// HTML page: summary, latency by percentile, QPS and latency over time, comparison charts.
     Report(ReportArgs),
+    /// Read and parse a trace file (Twitter cache-trace CSV or a key list, .zst or plain) on one
+    /// core and print how many lines per second that is: a replay can go no faster.
+    TraceBench(TraceBenchArgs),
+}
+
+#[derive(Args)]
+struct TraceBenchArgs {
+    /// The trace: `timestamp,key,key_size,value_size,client_id,op,ttl` lines or `key[,op]` lines,
+    /// zstd-compressed or not.
+    file: PathBuf,
 }
 
 #[derive(Args)]
@@ -320,6 +330,7 @@ fn main() {
         Cmd::Serve(a) => cmd_serve(a),
         Cmd::Merge(a) => cmd_merge(a),
         Cmd::Report(a) => cmd_report(a),
+        Cmd::TraceBench(a) => cmd_trace_bench(a),
     };
     // Every exit code is decided here, from `Exit` (loadgen::error).
     std::process::exit(match code {
@@ -496,6 +507,13 @@ fn cmd_prepare(a: PrepareArgs) -> Result<Exit, Error> {
          inserted are gone): a write run starts from here; to reset after one, prepare again",
         a.rows
     );
+    Ok(Exit::Clean)
+}
+
+// A bad or unreadable trace is bad input: one line naming the file and line.
+fn cmd_trace_bench(a: TraceBenchArgs) -> Result<Exit, Error> {
+    let r = loadgen::trace::bench::bench(&a.file).map_err(|e| e.to_string())?;
+    println!("{}", r.render());
     Ok(Exit::Clean)
 }
 

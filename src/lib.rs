@@ -50,6 +50,7 @@ pub mod sweep;
 mod timeouts;
 mod timer;
 mod totals;
+pub mod trace;
 mod transport;
 pub mod url;
 pub mod verdict;

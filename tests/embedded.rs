@@ -520,3 +520,38 @@ fn verdict_a_server_stopped_mid_run_means_errors() {
         "{why}"
     );
 }
+
+/// `trace-bench` reads a zstd trace as it streams and counts it per op; a bad line is one clear
+/// error naming the file and line, exit 2.
+#[test]
+fn trace_bench_counts_a_zst_trace_and_names_a_bad_line() {
+    let dir = std::env::temp_dir().join(format!("loadgen-trace-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text: String = (0..3000)
+        .map(|i| {
+            format!(
+                "{},k{i},3,10,1,{},0\n",
+                i / 1000,
+                ["get", "set", "delete"][i % 3]
+            )
+        })
+        .collect();
+    let zst = dir.join("t.zst");
+    std::fs::write(&zst, zstd::stream::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+    let o = run(&["trace-bench", zst.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.starts_with("3000 lines parsed in "), "{out}");
+    assert!(
+        out.contains("(get 1000, set 1000, delete 1000); trace span 2.000 s"),
+        "{out}"
+    );
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "0,a,1,1,1,get,0\n0,b,1,1,1,fly,0\n").unwrap();
+    let o = run(&["trace-bench", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.csv line 2: unknown op \"fly\""), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
