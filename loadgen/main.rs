@@ -144,6 +144,10 @@ struct RunArgs {
     /// (reads of the mix ride along); 1 is autocommit, every write its own transaction.
     #[arg(long, default_value_t = 1)]
     txn: usize,
+    /// Keys per request: each request reads N keys drawn from --dist in the target's own
+    /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
     /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
@@ -388,6 +392,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .filter_map(|(op, q)| q.clone().map(|q| (op, q)))
         .collect(),
         txn: a.txn,
+        batch: a.batch,
     };
     plan.validate()?;
     Ok(plan)

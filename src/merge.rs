@@ -488,6 +488,11 @@ fn merge_group(
         server_observed: merge_observed(&runs, concurrent, &label, warnings),
         ops,
         durability: r0.durability.clone(),
+        // The window that gives the merged qps gives the merged keys/s.
+        keys: crate::result::KeysResult::sum(
+            runs.iter().map(|r| r.keys.as_ref()),
+            runs.iter().map(|r| r.hits + r.misses).sum::<u64>() as f64 / qps,
+        ),
         timeline: merge_timelines(
             runs.iter()
                 .zip(&wins)

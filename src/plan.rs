@@ -57,6 +57,8 @@ pub struct Plan {
     pub write_queries: Vec<(crate::mix::Op, String)>,
     /// `--txn`: writes per transaction on SQL targets; 1 is autocommit, one write each.
     pub txn: usize,
+    /// `--batch`: keys per request (a multi-get); 1 is one key per request.
+    pub batch: usize,
 }
 
 impl Default for Plan {
@@ -84,9 +86,13 @@ impl Default for Plan {
             instance: None,
             write_queries: Vec::new(),
             txn: 1,
+            batch: 1,
         }
     }
 }
+
+/// Most keys one multi-get request may read (`--batch`).
+pub const MAX_BATCH: usize = 1000;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism()
@@ -160,6 +166,18 @@ impl Plan {
             return Err(format!(
                 "--txn {} groups writes, and --mix {} has none: add writes (e.g. --mix read=50,update=50) or leave --txn out",
                 self.txn,
+                self.mix.name()
+            ));
+        }
+        if self.batch == 0 || self.batch > MAX_BATCH {
+            return Err(format!(
+                "--batch must be between 1 and {MAX_BATCH} keys per request"
+            ));
+        }
+        if self.batch > 1 && !self.mix.read_only() {
+            return Err(format!(
+                "--batch {} reads several keys per request, and --mix {} writes: use --mix read=100 (the default) with --batch",
+                self.batch,
                 self.mix.name()
             ));
         }
@@ -341,6 +359,24 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_takes_1_to_1000_keys_and_reads_only() {
+        let with = |batch, mix: &str| Plan {
+            batch,
+            mix: Mix::parse(mix).unwrap(),
+            ..Plan::default()
+        };
+        assert!(with(1, "read=1").validate().is_ok());
+        assert!(with(MAX_BATCH, "read=1").validate().is_ok());
+        for bad in [0, MAX_BATCH + 1] {
+            let e = with(bad, "read=1").validate().unwrap_err();
+            assert!(e.starts_with("--batch must be between 1 and 1000"), "{e}");
+        }
+        let e = with(10, "read=9,update=1").validate().unwrap_err();
+        assert!(e.contains("--mix read=9,update=1 writes"), "{e}");
+        assert!(with(1, "read=9,update=1").validate().is_ok());
+    }
 
     #[test]
     fn rfc3339_times() {

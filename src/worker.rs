@@ -18,7 +18,7 @@ use crate::mix::{InsertSeq, Mix, Op};
 use crate::outcome::{ErrorKind, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
-use crate::proto::codec::Request;
+use crate::proto::codec::{Request, Tally};
 use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
 
@@ -337,6 +337,8 @@ struct Slot {
     due: u64,
     sent: u64,
     warm: bool,
+    /// `--batch`: where its keys start in the connection's key ring.
+    ring_at: usize,
 }
 
 impl Slot {
@@ -366,6 +368,10 @@ async fn drive<T: Target>(
     let (backoff_min, backoff_max) = plan.reconnect_backoff;
 
     let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
+    // `--batch`: the keys of each multi-get in flight, a slot of N per window place, reused
+    // so no request allocates.
+    let batch = if plan.batch > 1 { plan.batch } else { 0 };
+    let mut ring = vec![0u64; batch * depth];
     // The connection from the connect phase, if it succeeded; else the loop connects.
     let mut ever_connected = first.is_some();
     if ever_connected {
@@ -443,13 +449,22 @@ async fn drive<T: Target>(
                     Some(d) => d,
                 };
                 let req = requests.next();
-                c.send(&req);
+                let at = (n as usize % depth) * batch;
+                match ring.get_mut(at..at + batch).filter(|k| !k.is_empty()) {
+                    None => c.send(&req),
+                    Some(keys) => {
+                        keys[0] = req.key;
+                        keys[1..].fill_with(|| requests.keys.next_key());
+                        c.send_batch(keys);
+                    }
+                }
                 let warm = due < ctx.warm_end_ns;
                 window.push_back(Slot {
                     req,
                     due,
                     sent: now,
                     warm,
+                    ring_at: at,
                 });
                 n += 1;
                 counted += u64::from(!warm);
@@ -481,7 +496,7 @@ async fn drive<T: Target>(
         }
         let result = tokio::select! {
             biased;
-            r = c.recv(&front.req) => Some(r),
+            r = receive(c, &front.req, &ring[front.ring_at..front.ring_at + batch]) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -494,10 +509,13 @@ async fn drive<T: Target>(
         let done = ctx.now_ns();
         let mut r = rec.borrow_mut();
         match result {
-            Some(Ok(outcome)) => {
+            Some(Ok((outcome, tally))) => {
                 window.pop_front();
                 r.in_flight -= 1;
                 r.record(front.warm, front.at(done), Ok(outcome));
+                if batch > 0 {
+                    r.keys(front.warm, tally);
+                }
                 requests.settled(&front.req, outcome);
                 last_done = Some(done);
             }
@@ -536,6 +554,19 @@ async fn drive<T: Target>(
         rec.borrow_mut().connections -= 1;
     }
     conn
+}
+
+/// The reply to the oldest request: a one-key request's, or with `--batch` (`keys` not empty)
+/// the multi-get's, with its tally per key.
+async fn receive<C: Conn>(
+    c: &mut C,
+    req: &Request,
+    keys: &[u64],
+) -> Result<(Outcome, Tally), crate::outcome::LookupError> {
+    match keys.is_empty() {
+        true => c.recv(req).await.map(|o| (o, Tally::default())),
+        false => c.recv_batch(keys).await,
+    }
 }
 
 /// Waits for a due time, on the precise timer when there is one.

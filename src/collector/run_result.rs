@@ -81,6 +81,10 @@ impl Collector<'_> {
             )),
             ops: op_results(totals, window_s, &server),
             durability: BTreeMap::new(),
+            keys: (self.plan.batch > 1).then(|| {
+                let c = &totals.counts;
+                KeysResult::new(self.plan.batch, c.key_hits, c.key_misses, window_s)
+            }),
             server_observed: server_observed(
                 server.0,
                 server.1,

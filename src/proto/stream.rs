@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{outcome, Codec, Request, MAX_FRAME};
+use crate::proto::codec::{outcome, Codec, Request, Tally, MAX_FRAME};
 use crate::proto::target::Conn;
 use crate::transport::{Endpoint, Stream, TlsClient};
 
@@ -80,14 +80,20 @@ impl<C: Codec> StreamConn<C> {
                 return Err(LookupError::protocol("reply longer than 1 MiB"));
             }
             self.rbuf.reserve(4096);
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| LookupError::io(e.to_string()))?;
-            if n == 0 {
-                return Err(LookupError::io("the server closed the connection"));
-            }
+            self.read().await?;
+        }
+    }
+
+    /// Reads what the socket has into the read buffer; the server closing is an error.
+    async fn read(&mut self) -> Result<(), LookupError> {
+        let n = self
+            .sock
+            .read_buf(&mut self.rbuf)
+            .await
+            .map_err(|e| LookupError::io(e.to_string()))?;
+        match n {
+            0 => Err(LookupError::io("the server closed the connection")),
+            _ => Ok(()),
         }
     }
 
@@ -147,6 +153,46 @@ impl<C> StreamConn<C> {
     }
 }
 
+impl<C: Codec> StreamConn<C> {
+    /// A reply of `n` bytes at the front of the read buffer was decoded: drop it.
+    fn consumed(&mut self, n: usize) -> Result<(), LookupError> {
+        self.answered(n)?;
+        self.rpos += n;
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+        }
+        self.closing = self.codec.must_close();
+        Ok(())
+    }
+
+    /// No whole reply is buffered: sends what is queued and reads more.
+    async fn read_more(&mut self) -> Result<(), LookupError> {
+        if self.rbuf.len() - self.rpos > MAX_FRAME {
+            return Err(LookupError::protocol("reply larger than 1 MiB"));
+        }
+        self.flush().await?;
+        if self.rpos > 0 {
+            // keep the partial reply, drop what was parsed
+            self.rbuf.drain(..self.rpos);
+            self.rpos = 0;
+        }
+        if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+            self.rbuf.reserve(16 * 1024);
+        }
+        self.read().await
+    }
+
+    fn closed(&self) -> Result<(), LookupError> {
+        match self.closing {
+            true => Err(LookupError::io(
+                "the server closed the connection (Connection: close)",
+            )),
+            false => Ok(()),
+        }
+    }
+}
+
 impl<C: Codec + 'static> Conn for StreamConn<C> {
     #[inline]
     fn send(&mut self, req: &Request) {
@@ -155,11 +201,7 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
-        if self.closing {
-            return Err(LookupError::io(
-                "the server closed the connection (Connection: close)",
-            ));
-        }
+        self.closed()?;
         loop {
             // A reply already read is answered without touching the socket; requests queued
             // meanwhile go out together once the buffered replies run dry. With D in flight that
@@ -171,36 +213,31 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
                     None => None,
                 };
                 if let Some((n, result)) = done {
-                    self.answered(n)?;
-                    self.rpos += n;
-                    if self.rpos == self.rbuf.len() {
-                        self.rbuf.clear();
-                        self.rpos = 0;
-                    }
-                    self.closing = self.codec.must_close();
+                    self.consumed(n)?;
                     return result;
                 }
-                if self.rbuf.len() - self.rpos > MAX_FRAME {
-                    return Err(LookupError::protocol("reply larger than 1 MiB"));
+            }
+            self.read_more().await?;
+        }
+    }
+
+    #[inline]
+    fn send_batch(&mut self, keys: &[u64]) {
+        self.codec.encode_batch(keys, &mut self.wbuf);
+        self.queued += 1;
+    }
+
+    async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
+        self.closed()?;
+        loop {
+            if self.rpos < self.rbuf.len() {
+                let buf = &self.rbuf[self.rpos..];
+                if let Some((n, result)) = self.codec.decode_batch(buf, keys, self.verify)? {
+                    self.consumed(n)?;
+                    return result.map(|t| (t.outcome(), t));
                 }
             }
-            self.flush().await?;
-            if self.rpos > 0 {
-                // keep the partial reply, drop what was parsed
-                self.rbuf.drain(..self.rpos);
-                self.rpos = 0;
-            }
-            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-                self.rbuf.reserve(16 * 1024);
-            }
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| LookupError::io(e.to_string()))?;
-            if n == 0 {
-                return Err(LookupError::io("the server closed the connection"));
-            }
+            self.read_more().await?;
         }
     }
 }
