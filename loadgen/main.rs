@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use loadgen::app::{self, Format, Model, RunOptions};
+use loadgen::error::{Error, Exit};
 use loadgen::keys::Dist;
 use loadgen::mix::{Mix, Op};
 use loadgen::pacer::Arrival;
@@ -148,6 +149,11 @@ struct RunArgs {
     /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
+    /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
+    /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
     /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
@@ -315,12 +321,13 @@ fn main() {
         Cmd::Merge(a) => cmd_merge(a),
         Cmd::Report(a) => cmd_report(a),
     };
+    // Every exit code is decided here, from `Exit` (loadgen::error).
     std::process::exit(match code {
-        Ok(c) => c,
-        Err(msg) => {
+        Ok(exit) => exit.code(),
+        Err(e) => {
             // The last sink of every error: a server's message may echo a URL or a secret.
-            eprintln!("loadgen: {}", loadgen::url::redact_text(&msg));
-            2
+            eprintln!("loadgen: {}", loadgen::url::redact_text(&e.to_string()));
+            e.exit().code()
         }
     });
 }
@@ -393,18 +400,20 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .collect(),
         txn: a.txn,
         batch: a.batch,
+        retries: a.retries,
     };
     plan.validate()?;
     Ok(plan)
 }
 
-fn cmd_run(a: RunArgs) -> Result<i32, String> {
+fn cmd_run(a: RunArgs) -> Result<Exit, Error> {
     let plan = plan_of(&a)?;
     let format = match a.format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
     };
     let opts = RunOptions {
+        say: loadgen::sink::stderr(),
         targets: a.targets.clone(),
         output: a.output.clone(),
         format,
@@ -424,7 +433,7 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
     };
     let rt = runtime()?;
     let out = rt.block_on(async {
-        let stop = app::stop_on_signals();
+        let stop = app::stop_on_signals(loadgen::sink::stderr());
         app::execute(&plan, opts, stop).await
     });
     let mut out = out.map_err(|e| e.0)?;
@@ -456,13 +465,13 @@ fn cmd_run(a: RunArgs) -> Result<i32, String> {
         rt.block_on(e.finish());
     }
     if a.strict && out.file.runs.iter().any(|r| !r.verdict.valid) {
-        return Ok(3);
+        return Ok(Exit::NotValid);
     }
     // Leave without waiting for the embedded server's threads.
-    Ok(out.exit_code)
+    Ok(out.exit)
 }
 
-fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
+fn cmd_prepare(a: PrepareArgs) -> Result<Exit, Error> {
     if a.rows == 0 {
         return Err("--rows must be at least 1".into());
     }
@@ -488,10 +497,10 @@ fn cmd_prepare(a: PrepareArgs) -> Result<i32, String> {
          inserted are gone): a write run starts from here; to reset after one, prepare again",
         a.rows
     );
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
-fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
+fn cmd_serve(a: ServeArgs) -> Result<Exit, Error> {
     use loadgen::serve::Bind;
     let bind =
         match &a.unix {
@@ -523,7 +532,7 @@ fn cmd_serve(a: ServeArgs) -> Result<i32, String> {
     if let Bind::Unix(path) = &bind {
         let _ = std::fs::remove_file(path);
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>, String> {
@@ -550,8 +559,8 @@ fn metrics_config(a: &RunArgs) -> Result<Option<loadgen::metrics::MetricsConfig>
     }))
 }
 
-fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
-    let merged = loadgen::merge::merge_files(&a.files)?;
+fn cmd_merge(a: MergeArgs) -> Result<Exit, Error> {
+    let merged = loadgen::merge::merge_files(&a.files, &loadgen::sink::stderr())?;
     let format = match a.format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -576,10 +585,10 @@ fn cmd_merge(a: MergeArgs) -> Result<i32, String> {
         }
         eprintln!("loadgen: merged result written to {}{beside}", p.display());
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
-fn cmd_report(a: ReportArgs) -> Result<i32, String> {
+fn cmd_report(a: ReportArgs) -> Result<Exit, Error> {
     // Parsed by the model (older files it still accepts included) and redacted.
     let input = loadgen::merge::read_input(&a.file)?;
     let html = loadgen::report::html::render(&input.file);
@@ -592,7 +601,7 @@ fn cmd_report(a: ReportArgs) -> Result<i32, String> {
     if !dest.is_stdout() {
         eprintln!("loadgen: report written to {}", out.display());
     }
-    Ok(0)
+    Ok(Exit::Clean)
 }
 
 /// `-o -` or `-o /dev/stdout`: the JSON document takes stdout (one parseable document).
@@ -620,4 +629,21 @@ fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `--help`'s first line names every protocol of the table.
+    #[test]
+    fn about_names_every_protocol() {
+        let about = super::Cli::command()
+            .get_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        for p in loadgen::proto::table::PROTOCOLS {
+            assert!(about.contains(p.name), "{} missing from: {about}", p.name);
+        }
+    }
 }

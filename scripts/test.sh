@@ -2,7 +2,9 @@
 # All the tests: fmt, clippy, the import-loop and size checks, unit tests, then integration tests
 # against real servers that this script installs (apt-get, when missing) and starts on loopback
 # via scripts/servers.sh (which also installs Chromium, for the HTML report's tests).
-# Every step and every test file runs even when an earlier one failed; the end prints one
+# Every step and every test file runs even when an earlier one failed (servers up, the build
+# and the data loads too; what cannot run without the build or the servers' environment is
+# reported NOT RUN); the end prints one
 # summary (which passed, failed or did not run, with the failing tests' names) and the exit code
 # is non-zero when anything failed or did not run.
 # Usage: scripts/test.sh [extra cargo test args]
@@ -15,12 +17,14 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 passed=() failed=() notrun=()
 
-# step NAME CMD...: runs CMD, its output shown as it goes, and records NAME as passed or failed.
+# step NAME CMD...: runs CMD, its output shown as it goes, and records NAME as passed or failed;
+# $ok is "yes" when it passed (step itself never fails, so set -e stops nothing).
 step() {
   local name=$1
   shift
   say "$name"
-  if "$@"; then passed+=("$name"); else failed+=("$name"); fi
+  ok=
+  if "$@"; then passed+=("$name") ok=yes; else failed+=("$name"); fi
 }
 
 # tests NAME CMD...: a cargo test command; a failure lists the failing tests by name, and a run
@@ -60,38 +64,66 @@ step "cargo clippy (-D warnings)" cargo clippy --release --quiet --all-targets -
 step "import loops (scripts/imports.py)" python3 scripts/imports.py
 step "file and fn sizes (scripts/sizes.py)" python3 scripts/sizes.py
 
-bash scripts/servers.sh up
-bash scripts/servers.sh tools   # headless Chromium opens the HTML reports (tests/html.rs)
-eval "$(bash scripts/servers.sh env)"
+# notrun NAME WHY: a step that cannot run because an earlier one failed.
+notrun() { say "$1: not run ($2)"; notrun+=("$1 ($2)"); }
+
+step "servers up (scripts/servers.sh up)" bash scripts/servers.sh up
+step "tools (scripts/servers.sh tools)" bash scripts/servers.sh tools # headless Chromium (tests/html.rs)
+servers=yes
+if env_out=$(bash scripts/servers.sh env) && eval "$env_out"; then
+  passed+=("servers env (scripts/servers.sh env)")
+else
+  failed+=("servers env (scripts/servers.sh env)")
+  servers=
+fi
 export LOADGEN_REQUIRE_SERVERS=1
 
-say "building (release)"
-cargo build --release --quiet
+step "build (cargo build --release)" cargo build --release --quiet
+built=$ok
 lg=target/release/loadgen
 
 # Load the data sets once; a server restarted from its data dir keeps them.
 rows=1000000
-pg_rows=$(psql "$LOADGEN_PG_URL" -XAtqc "SELECT count(*) FROM usr" 2>/dev/null || echo 0)
-if [ "$pg_rows" != "$rows" ]; then say "loading PostgreSQL"; $lg prepare "$LOADGEN_PG_URL" --rows $rows; fi
-my_rows=$(mariadb --protocol=tcp -h 127.0.0.1 -P "$LOADGEN_MY_PORT" -u loadgen -N -e "SELECT count(*) FROM loadgen.usr" 2>/dev/null || echo 0)
-if [ "$my_rows" != "$rows" ]; then say "loading MariaDB"; $lg prepare "$LOADGEN_MY_URL" --rows $rows; fi
-if $lg prepare --help >/dev/null 2>&1 && [ -n "${LOADGEN_MC_URL:-}" ]; then
-  say "loading memcached"; $lg prepare "$LOADGEN_MC_URL" --rows $rows || say "memcached prepare failed"
-fi
-# The second memcached (on a Unix socket only) starts empty too.
-if [ -n "${LOADGEN_MC_SOCKET_URL:-}" ]; then
-  say "loading memcached_unix"; $lg prepare "$LOADGEN_MC_SOCKET_URL" --rows $rows || say "memcached_unix prepare failed"
-fi
-# Redis keeps nothing across a restart (no persistence): load it every time, like memcached.
-if [ -n "${LOADGEN_REDIS_URL:-}" ]; then
-  say "loading Redis"; $lg prepare "$LOADGEN_REDIS_URL" --rows $rows || say "Redis prepare failed"
+load_pg() {
+  local n
+  [ -n "${LOADGEN_PG_URL:-}" ] || { say "no LOADGEN_PG_URL from servers.sh env"; return 1; }
+  n=$(psql "$LOADGEN_PG_URL" -XAtqc "SELECT count(*) FROM usr" 2>/dev/null || echo 0)
+  [ "$n" = "$rows" ] || $lg prepare "$LOADGEN_PG_URL" --rows $rows
+}
+load_my() {
+  local n
+  [ -n "${LOADGEN_MY_URL:-}" ] || { say "no LOADGEN_MY_URL from servers.sh env"; return 1; }
+  n=$(mariadb --protocol=tcp -h 127.0.0.1 -P "${LOADGEN_MY_PORT:-3306}" -u loadgen -N -e "SELECT count(*) FROM loadgen.usr" 2>/dev/null || echo 0)
+  [ "$n" = "$rows" ] || $lg prepare "$LOADGEN_MY_URL" --rows $rows
+}
+if [ -z "$built" ] || [ -z "$servers" ]; then
+  why=$([ -z "$built" ] && echo "the build failed" || echo "no server environment")
+  notrun "loading the data sets" "$why"
+else
+  step "loading PostgreSQL" load_pg
+  step "loading MariaDB" load_my
+  # memcached and Redis keep nothing across a restart: load them every time. The second
+  # memcached (on a Unix socket only) starts empty too.
+  [ -z "${LOADGEN_MC_URL:-}" ] || step "loading memcached" $lg prepare "$LOADGEN_MC_URL" --rows $rows
+  [ -z "${LOADGEN_MC_SOCKET_URL:-}" ] || step "loading memcached_unix" $lg prepare "$LOADGEN_MC_SOCKET_URL" --rows $rows
+  [ -z "${LOADGEN_REDIS_URL:-}" ] || step "loading Redis" $lg prepare "$LOADGEN_REDIS_URL" --rows $rows
 fi
 
-tests "unit tests" cargo test --release --lib --bins "$@"
+if [ -z "$built" ]; then
+  notrun "unit tests" "the build failed"
+else
+  tests "unit tests" cargo test --release --lib --bins "$@"
+fi
 # Integration tests share the servers and read their global counters: one file at a time, one
 # test at a time, every file whatever happened to the ones before it.
 for f in tests/*.rs; do
   t=$(basename "$f" .rs)
-  tests "tests/$t.rs" cargo test --release --test "$t" "$@" -- --test-threads=1
+  if [ -z "$built" ]; then
+    notrun "tests/$t.rs" "the build failed"
+  elif [ -z "$servers" ]; then
+    notrun "tests/$t.rs" "no server environment"
+  else
+    tests "tests/$t.rs" cargo test --release --test "$t" "$@" -- --test-threads=1
+  fi
 done
 summary

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 
 use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
+use crate::error::Exit;
 use crate::plan::{Plan, Stop};
 use crate::proto::target::SetupError;
 use crate::report::output::Dest;
@@ -53,6 +54,8 @@ pub struct RunOptions {
     /// The server process whose CPU the report shows (`--server-pid`); else found from the
     /// port each target listens on.
     pub server_pid: Option<u32>,
+    /// Where progress lines, notes and warnings go (`sink::stderr` in the binary).
+    pub say: crate::sink::Sink,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -70,8 +73,8 @@ pub struct Outcome {
     pub chart: Option<PathBuf>,
     /// The HTML report written beside it.
     pub report: Option<PathBuf>,
-    /// 0 clean, 1 errors seen or stopped early.
-    pub exit_code: i32,
+    /// Clean, or errors seen or stopped early.
+    pub exit: Exit,
     /// The metrics endpoint, still serving: call `finish` after printing the report, so
     /// `--metrics-linger` keeps the last values up without holding the report back.
     pub exporter: Option<crate::metrics::Exporter>,
@@ -108,18 +111,19 @@ pub fn settings_of(plan: &Plan) -> Settings {
         mix: (!plan.mix.read_only()).then(|| plan.mix.name()),
         txn: (plan.txn > 1).then_some(plan.txn),
         batch: (plan.batch > 1).then_some(plan.batch),
+        retries: (plan.retries > 0).then_some(plan.retries),
     }
 }
 
 /// Installs Ctrl-C / SIGTERM handling: the first signal stops the run (results kept), set-up
 /// included. The handlers are registered here, before any set-up work runs, not when the task
 /// first gets to run.
-pub fn stop_on_signals() -> watch::Receiver<bool> {
+pub fn stop_on_signals(say: crate::sink::Sink) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     let mut signals = crate::signals::StopSignals::install();
     tokio::spawn(async move {
         signals.next().await;
-        eprintln!("loadgen: stopping, keeping the results measured so far");
+        say("loadgen: stopping, keeping the results measured so far");
         let _ = tx.send(true);
     });
     rx
@@ -134,35 +138,33 @@ pub async fn execute(
     check_open_files(plan, &opts)?;
     // Bind the metrics port and create the log before anything runs: a taken port is a setup error.
     let exporter = match opts.metrics.take() {
-        Some(cfg) => Some(
-            crate::metrics::Exporter::start(cfg)
-                .await
-                .map_err(SetupError)?,
-        ),
+        Some(cfg) => Some(crate::metrics::Exporter::start(cfg).await?),
         None => None,
     };
     if let Some(e) = &exporter {
         if opts.progress {
             let a = e.local_addr();
-            eprintln!("loadgen: metrics at http://{a}/metrics, live page at http://{a}/");
+            (opts.say)(&format!(
+                "loadgen: metrics at http://{a}/metrics, live page at http://{a}/"
+            ));
         }
         e.set_settings(settings_of(plan));
         opts.hooks.push(e.hook());
     }
     let hdr_log = match &opts.hdr_log {
-        Some(p) => Some(crate::hdrlog::IntervalLog::create(p).map_err(SetupError)?),
+        Some(p) => Some(crate::hdrlog::IntervalLog::create(p)?),
         None => None,
     };
     if let Some(l) = &hdr_log {
-        opts.hooks.push(l.hook());
+        opts.hooks.push(l.hook(opts.say.clone()));
     }
     if let Some(at) = opts.start_at {
-        wait_until(at, opts.progress, stop.clone()).await;
+        wait_until(at, opts.progress.then_some(&opts.say), stop.clone()).await;
     }
     let result = execute_targets(plan, &opts, stop).await;
     if let Some(l) = &hdr_log {
         if let Err(e) = l.finish() {
-            eprintln!("loadgen: {e}");
+            (opts.say)(&format!("loadgen: {e}"));
         }
     }
     match result {
@@ -193,7 +195,8 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
         embedded: opts.targets.is_empty() || opts.targets.iter().any(|t| t == "embedded"),
         paced: plan.rate.is_some() || matches!(opts.model, Model::Slo(_)),
     };
-    crate::fdlimit::ensure(connections, per, plan.threads.min(connections)).map_err(SetupError)
+    crate::fdlimit::ensure(connections, per, plan.threads.min(connections))
+        .map_err(SetupError::from)
 }
 
 /// The run's hooks: the progress line on stderr first (it printed before the others ran),
@@ -201,25 +204,28 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
 fn hooks(opts: &RunOptions) -> Vec<crate::control::Hook> {
     let mut hooks: Vec<crate::control::Hook> = Vec::new();
     if opts.progress {
-        hooks.push(std::sync::Arc::new(|v: &crate::control::IntervalView| {
-            if let Some(row) = v.progress_row {
-                let iv = v.interval;
-                let errors = iv.counts.error_total() + iv.warm.error_total();
-                let reconnects = iv.counts.reconnects + iv.warm.reconnects;
-                eprintln!(
-                    "{}{}",
-                    crate::report::text::progress_line(row, errors, reconnects, v.interval_s),
-                    crate::report::text::op_rates(iv, v.interval_s)
-                );
-            }
-        }));
+        let say = opts.say.clone();
+        hooks.push(std::sync::Arc::new(
+            move |v: &crate::control::IntervalView| {
+                if let Some(row) = v.progress_row {
+                    let iv = v.interval;
+                    let errors = iv.counts.error_total() + iv.warm.error_total();
+                    let reconnects = iv.counts.reconnects + iv.warm.reconnects;
+                    say(&format!(
+                        "{}{}",
+                        crate::report::text::progress_line(row, errors, reconnects, v.interval_s),
+                        crate::report::text::op_rates(iv, v.interval_s)
+                    ));
+                }
+            },
+        ));
     }
     hooks.extend(opts.hooks.iter().cloned());
     hooks
 }
 
 /// Sleeps until Unix time `at` (or Ctrl-C).
-async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
+async fn wait_until(at: f64, say: Option<&crate::sink::Sink>, mut stop: watch::Receiver<bool>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -227,8 +233,8 @@ async fn wait_until(at: f64, progress: bool, mut stop: watch::Receiver<bool>) {
     if at <= now {
         return;
     }
-    if progress {
-        eprintln!("loadgen: waiting {:.1}s for --start-at", at - now);
+    if let Some(say) = say {
+        say(&format!("loadgen: waiting {:.1}s for --start-at", at - now));
     }
     tokio::select! {
         _ = tokio::time::sleep(std::time::Duration::from_secs_f64(at - now)) => {}
@@ -249,47 +255,18 @@ async fn execute_targets(
         None => None,
     };
     let to_file = dest.as_ref().map_or(true, Dest::is_file);
-    let server = match opts.server_pid {
-        Some(pid) => match crate::cpu::Server::pid(pid) {
-            s @ crate::cpu::Server::Process { .. } => s,
-            _ => {
-                return Err(SetupError(format!(
-                    "--server-pid {pid}: no such process on this machine; give the pid of the \
-                     server's main process (e.g. the postmaster's) or leave it out"
-                )))
-            }
-        },
-        None => crate::cpu::Server::default(),
-    };
     let mut targets = opts.targets.clone();
-    let embedded = if targets.is_empty() || targets.iter().any(|t| t == "embedded") {
-        if targets.is_empty() {
-            targets.push("embedded".into());
-        }
-        let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
-        let (lo, hi) = opts.embedded_rows;
-        let server = crate::serve::start(addr, (lo, hi), plan.threads)
-            .map_err(|e| SetupError(format!("cannot start the embedded server: {e}")))?;
-        if opts.progress {
-            eprintln!(
-                "loadgen: embedded server with {} rows on {}",
-                crate::report::text::thousands(server.rows),
-                server.url()
-            );
-        }
-        Some(Embedded {
-            url: server.url(),
-            stats: server.stats.clone(),
-        })
-    } else {
-        None
-    };
+    if targets.is_empty() {
+        targets.push("embedded".into());
+    }
+    let embedded = start_embedded(plan, opts, &targets)?;
     let mut control = Control {
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
         hooks: hooks(opts),
-        server,
+        server: server_of(opts.server_pid)?,
+        say: opts.say.clone(),
     };
     let mut file = ResultFile {
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -303,32 +280,17 @@ async fn execute_targets(
         slo: Vec::new(),
     };
     let mut saved = Saved::default();
-    let mut exit_code = 0;
+    let mut exit = Exit::Clean;
     for (i, t) in targets.iter().enumerate() {
         if *stop.borrow() {
             break;
         }
         control.target_index = i;
         if opts.progress && targets.len() > 1 {
-            eprintln!("loadgen: running {}", crate::url::redact_str(t));
+            (opts.say)(&format!("loadgen: running {}", crate::url::redact_str(t)));
         }
         let before = file.runs.len();
-        let r = match &opts.model {
-            Model::Single => run_target(t, plan, &control, embedded.as_ref())
-                .await
-                .map(|r| file.runs.push(r)),
-            Model::Sweep(counts) => {
-                crate::sweep::sweep(t, plan, counts, &control, embedded.as_ref(), &mut file.runs)
-                    .await
-                    .map(|s| file.sweeps.push(s))
-            }
-            Model::Slo(slo) => {
-                crate::sweep::slo_search(t, plan, slo, &control, embedded.as_ref(), &mut file.runs)
-                    .await
-                    .map(|s| file.slo.push(s))
-            }
-        };
-        if let Err(e) = r {
+        if let Err(e) = run_one(t, plan, opts, &control, embedded.as_ref(), &mut file).await {
             // Stopped during a target's set-up: report what earlier targets measured.
             if *stop.borrow() && !file.runs.is_empty() {
                 file.interrupted = true;
@@ -345,7 +307,7 @@ async fn execute_targets(
         }
         for r in &file.runs[before..] {
             if r.error_total > 0 || r.stopped_early.is_some() {
-                exit_code = 1;
+                exit = Exit::Errors;
             }
             file.interrupted |= r.interrupted;
         }
@@ -361,7 +323,7 @@ async fn execute_targets(
         .iter()
         .any(|s| s.best_rate.is_none() && s.stopped != "interrupted")
     {
-        exit_code = 1;
+        exit = Exit::Errors;
     }
     if !to_file {
         write_result(&file, opts, dest.as_ref(), &mut saved);
@@ -371,9 +333,74 @@ async fn execute_targets(
         path: saved.ok.then_some(saved.path).flatten(),
         chart: saved.chart,
         report: saved.report,
-        exit_code,
+        exit,
         exporter: None,
     })
+}
+
+/// The server whose CPU the report shows: `--server-pid` (which must exist), else found later.
+fn server_of(pid: Option<u32>) -> Result<crate::cpu::Server, SetupError> {
+    match pid {
+        Some(pid) => match crate::cpu::Server::pid(pid) {
+            s @ crate::cpu::Server::Process { .. } => Ok(s),
+            _ => Err(SetupError(format!(
+                "--server-pid {pid}: no such process on this machine; give the pid of the \
+                 server's main process (e.g. the postmaster's) or leave it out"
+            ))),
+        },
+        None => Ok(crate::cpu::Server::default()),
+    }
+}
+
+/// The embedded server, started when a target is `embedded`.
+fn start_embedded(
+    plan: &Plan,
+    opts: &RunOptions,
+    targets: &[String],
+) -> Result<Option<Embedded>, SetupError> {
+    if !targets.iter().any(|t| t == "embedded") {
+        return Ok(None);
+    }
+    let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+    let server = crate::serve::start(addr, opts.embedded_rows, plan.threads)
+        .map_err(|e| SetupError(format!("cannot start the embedded server: {e}")))?;
+    if opts.progress {
+        (opts.say)(&format!(
+            "loadgen: embedded server with {} rows on {}",
+            crate::report::text::thousands(server.rows),
+            server.url()
+        ));
+    }
+    Ok(Some(Embedded {
+        url: server.url(),
+        stats: server.stats.clone(),
+    }))
+}
+
+/// One target by the run's model: its runs (and its sweep or SLO search) go into `file`.
+async fn run_one(
+    t: &str,
+    plan: &Plan,
+    opts: &RunOptions,
+    control: &Control,
+    embedded: Option<&Embedded>,
+    file: &mut ResultFile,
+) -> Result<(), SetupError> {
+    match &opts.model {
+        Model::Single => run_target(t, plan, control, embedded)
+            .await
+            .map(|r| file.runs.push(r)),
+        Model::Sweep(counts) => {
+            crate::sweep::sweep(t, plan, counts, control, embedded, &mut file.runs)
+                .await
+                .map(|s| file.sweeps.push(s))
+        }
+        Model::Slo(slo) => {
+            crate::sweep::slo_search(t, plan, slo, control, embedded, &mut file.runs)
+                .await
+                .map(|s| file.slo.push(s))
+        }
+    }
 }
 
 /// The machine the run measured from.
@@ -424,7 +451,7 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     saved.ok = match written {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("loadgen: cannot write {}: {e}", p.display());
+            (opts.say)(&format!("loadgen: cannot write {}: {e}", p.display()));
             false
         }
     };
@@ -436,7 +463,10 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     let html = crate::report::html::render(file);
     match crate::report::output::write(&html_path, html.as_bytes()) {
         Ok(()) => saved.report = Some(html_path),
-        Err(e) => eprintln!("loadgen: cannot write {}: {e}", html_path.display()),
+        Err(e) => (opts.say)(&format!(
+            "loadgen: cannot write {}: {e}",
+            html_path.display()
+        )),
     }
     // Charts beside the JSON: the comparison as bars, a sweep as QPS against connections.
     let chart = if !file.sweeps.is_empty() {
@@ -477,7 +507,10 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
         let svg_path = crate::report::output::beside(p, "svg");
         match crate::report::output::write(&svg_path, svg.as_bytes()) {
             Ok(()) => saved.chart = Some(svg_path),
-            Err(e) => eprintln!("loadgen: cannot write {}: {e}", svg_path.display()),
+            Err(e) => (opts.say)(&format!(
+                "loadgen: cannot write {}: {e}",
+                svg_path.display()
+            )),
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct Control {
     pub hooks: Vec<Hook>,
     /// The server whose CPU the run reads: `--server-pid`, else located by dispatch.
     pub server: Server,
+    /// Where progress lines and notes go.
+    pub say: crate::sink::Sink,
 }
 
 pub type Hook = Arc<dyn Fn(&IntervalView) + Send + Sync>;
@@ -41,7 +43,7 @@ pub fn target_tag(kind: &str, index: usize, first: usize) -> String {
 pub struct IntervalView<'a> {
     /// The redacted target URL (never use it as a metric label: use `kind`).
     pub target: &'a str,
-    /// `postgres`, `mysql`, `hs`, `memcache`, `http`, `embedded`.
+    /// The target's kind: one of `proto::table::kinds()`.
     pub kind: &'a str,
     /// Position of this target in the run (0-based), to tell apart two targets of one kind.
     pub target_index: usize,

@@ -1,5 +1,5 @@
 //! From a target string to a run: the protocol table names the protocol and its driver, and
-//! the one `match` on `Proto` builds the concrete target and calls the generic run, so every
+//! the one exhaustive `match` on `DriverKind` builds the concrete target and calls the generic run, so every
 //! target gets its own monomorphized request loop.
 
 use std::sync::Arc;
@@ -10,13 +10,15 @@ use crate::plan::{Mode, Plan};
 use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
 use crate::proto::memcached::conn::McTarget;
+use crate::proto::mysql;
 use crate::proto::mysql::async_driver::MysqlTarget;
-use crate::proto::mysql::plugins;
+use crate::proto::mysql::choose::Chosen;
+#[cfg(test)]
 use crate::proto::mysql::wire_driver::MyWireTarget;
 use crate::proto::postgres::tokio_driver::PgTarget;
 use crate::proto::postgres::wire_driver::PgWireTarget;
 use crate::proto::redis::RedisTarget;
-use crate::proto::table::{self, Proto, EMBEDDED, NOT_YET};
+use crate::proto::table::{self, DriverKind, EMBEDDED};
 use crate::proto::target::SetupError;
 use crate::result::RunResult;
 use crate::run::run;
@@ -48,71 +50,80 @@ pub async fn run_target(
     }
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
-    let Some(protocol) = table::find(&url.scheme) else {
-        if let Some((_, what, instead)) = NOT_YET.iter().find(|(s, ..)| *s == url.scheme) {
-            return Err(SetupError(format!(
-                "{label}: loadgen does not speak {what} yet (issue 16): use {instead}"
-            )));
-        }
-        return Err(SetupError(format!(
+    let protocol = table::find(&url.scheme).ok_or_else(|| {
+        SetupError(format!(
             "unknown target scheme '{}://' in {label}: use one of {}",
             url.scheme,
             table::schemes()
-        )));
-    };
+        ))
+    })?;
     let driver = protocol.driver(&url, plan.mode == Mode::Simple)?;
     driver.check_options(&url)?;
-    match (protocol.proto, driver.name) {
-        (Proto::Postgres, "tokio") => run(PgTarget::new(&url, plan)?, plan, &label, control).await,
-        (Proto::Postgres, _) => run(PgWireTarget::new(&url, plan)?, plan, &label, control).await,
-        (Proto::Mysql, "mysql_async") => {
-            run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
-        }
-        (Proto::Mysql, _) => {
-            let wire = MyWireTarget::new(&url, plan)?;
-            // The login that decides the driver gives way to Ctrl-C, as the preflight does.
-            let unspoken = tokio::select! {
-                p = wire.unspoken_plugin() => p.map_err(|e| {
-                    SetupError(format!("{label}: {}", crate::url::redact_text(&e.message)))
-                })?,
-                _ = wait_true(control.stop.clone()) => return Err(SetupError(format!(
-                    "{label}: stopped while connecting; nothing was measured"
-                ))),
-            };
-            match unspoken {
-                None => run(wire, plan, &label, control).await,
-                Some(plugin) => {
-                    eprintln!(
-                        "loadgen: {}",
-                        plugins::fallback(&label, &plugin, plan.pipeline)?
-                    );
-                    run(MysqlTarget::new(&url, plan)?, plan, &label, control).await
+    match driver.kind {
+        DriverKind::PgWire => run(PgWireTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::PgTokio => run(PgTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::MyWire => {
+            let stop = wait_true(control.stop.clone());
+            match mysql::choose::choose(&url, plan, &label, stop).await? {
+                Chosen::Wire(t) => run(t, plan, &label, control).await,
+                Chosen::Async(t, note) => {
+                    (control.say)(&format!("loadgen: {note}"));
+                    run(t, plan, &label, control).await
                 }
             }
         }
-        (Proto::HandlerSocket, _) => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
-        (Proto::Memcached, _) => run(McTarget::new(&url, plan)?, plan, &label, control).await,
-        (Proto::Redis, _) => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,
-        (Proto::Http, _) => {
-            http_pipeline(&url, &label, plan.pipeline)?;
+        DriverKind::MyAsync => run(MysqlTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::HsWire => run(HsTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::McWire => run(McTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::RedisWire => run(RedisTarget::new(&url, plan)?, plan, &label, control).await,
+        DriverKind::HttpWire => {
             run(HttpTarget::new(&url, plan, None)?, plan, &label, control).await
         }
     }
 }
 
-/// `?pipeline=` is from before `-p` pipelined HTTP: still accepted (and never sent), but `-p`
-/// sets the depth, so a URL that forbids pipelining while `-p` asks for it is refused.
-fn http_pipeline(url: &TargetUrl, label: &str, depth: usize) -> Result<(), SetupError> {
-    match url.param("pipeline") {
-        None | Some("1" | "true") => Ok(()),
-        Some("0" | "false") if depth == 1 => Ok(()),
-        Some(v @ ("0" | "false")) => Err(SetupError(format!(
-            "pipeline={v} in {label} contradicts -p {depth}: -p sets the pipeline depth of \
-             HTTP targets; drop ?pipeline= from the URL or use -p 1"
-        ))),
-        Some(other) => Err(SetupError(format!(
-            "pipeline={other} in {label}: -p sets the pipeline depth of HTTP targets; drop \
-             ?pipeline= from the URL"
-        ))),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::table::PROTOCOLS;
+    use crate::proto::Target;
+
+    /// (kind, max_pipeline) of the target a driver row builds, from a URL that needs no server.
+    fn built(kind: DriverKind, scheme: &str) -> (&'static str, usize) {
+        let plan = Plan::default();
+        let rest = match scheme {
+            "postgres" | "mysql" => "u@127.0.0.1:1/db",
+            "hs" => "127.0.0.1:1/db/usr",
+            "http" => "127.0.0.1:1/usr/{key}",
+            _ => "127.0.0.1:1",
+        };
+        let url = TargetUrl::parse(&format!("{scheme}://{rest}")).expect("url");
+        fn of<T: Target>(t: Result<T, SetupError>) -> (&'static str, usize) {
+            let t = t.expect("target");
+            (t.kind(), t.max_pipeline())
+        }
+        match kind {
+            DriverKind::PgWire => of(PgWireTarget::new(&url, &plan)),
+            DriverKind::PgTokio => of(PgTarget::new(&url, &plan)),
+            DriverKind::MyWire => of(MyWireTarget::new(&url, &plan)),
+            DriverKind::MyAsync => of(MysqlTarget::new(&url, &plan)),
+            DriverKind::HsWire => of(HsTarget::new(&url, &plan)),
+            DriverKind::McWire => of(McTarget::new(&url, &plan)),
+            DriverKind::RedisWire => of(RedisTarget::new(&url, &plan)),
+            DriverKind::HttpWire => of(HttpTarget::new(&url, &plan, None)),
+        }
+    }
+
+    /// A driver's row and the target it builds agree: the kind results and metrics carry is
+    /// the row's first scheme, and the row's pipeline depth is the target's.
+    #[test]
+    fn every_driver_builds_the_target_its_row_describes() {
+        for p in PROTOCOLS {
+            for d in p.drivers {
+                let (kind, depth) = built(d.kind, p.schemes[0]);
+                assert_eq!(kind, p.kind(), "{} driver {}", p.name, d.name);
+                assert_eq!(depth, d.max_pipeline, "{} driver {}", p.name, d.name);
+            }
+        }
     }
 }

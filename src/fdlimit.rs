@@ -3,6 +3,7 @@
 //! timer). Shells often set a soft limit of 1,024 under a far higher hard limit, so the soft
 //! limit is raised to the hard one, as most load generators do; a run that even the hard limit
 //! cannot hold is refused before it starts, not run with connect errors.
+use crate::error::ConfigError;
 
 /// Descriptors kept for everything but the connections: standard streams, runtimes (an epoll
 /// and a waker each), listeners, result and log files.
@@ -62,27 +63,27 @@ pub fn needed(connections: usize, per: PerConn, threads: usize) -> u64 {
 }
 
 /// Raises the limit, then checks that `connections` fit; the error is the one line to show.
-pub fn ensure(connections: usize, per: PerConn, threads: usize) -> Result<(), String> {
+pub fn ensure(connections: usize, per: PerConn, threads: usize) -> Result<(), ConfigError> {
     match raise() {
         Some(limit) => check(limit, connections, per, threads),
         None => Ok(()),
     }
 }
 
-fn check(limit: u64, connections: usize, per: PerConn, threads: usize) -> Result<(), String> {
+fn check(limit: u64, connections: usize, per: PerConn, threads: usize) -> Result<(), ConfigError> {
     let need = needed(connections, per, threads);
     if need <= limit {
         return Ok(());
     }
     let rest = needed(0, per, threads);
     let fits = limit.saturating_sub(rest) / per.fds();
-    Err(format!(
+    Err(ConfigError(format!(
         "-c {connections} needs about {need} open files ({}; {rest} more for the process), but \
          the limit is {limit} even at the hard limit: raise the hard limit (`ulimit -Hn {}` as \
          root, or LimitNOFILE= for a service) or use at most -c {fits}",
         per.why(),
         need.next_power_of_two(),
-    ))
+    )))
 }
 
 #[cfg(test)]

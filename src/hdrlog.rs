@@ -24,6 +24,7 @@
 //! requests into the latency histogram), so the log's intervals add up to exactly the run's
 //! latency histogram (`runs[].histogram` in the JSON result).
 
+use crate::error::ConfigError;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -61,14 +62,14 @@ impl IntervalLog {
     /// cannot be created, so a bad path is a setup error before anything runs. A device, FIFO
     /// or descriptor (`/dev/stderr`) is written through; standard output is refused, since the
     /// report goes there and the two would interleave.
-    pub fn create(path: &Path) -> Result<IntervalLog, String> {
+    pub fn create(path: &Path) -> Result<IntervalLog, ConfigError> {
         let dest = Dest::of(path)
             .map_err(|e| format!("cannot create --hdr-log {}: {e}", path.display()))?;
         if dest.is_stdout() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "--hdr-log {} is standard output, where the report goes: give a file (or /dev/stderr)",
                 path.display()
-            ));
+            )));
         }
         let file = dest
             .open_stream()
@@ -99,7 +100,7 @@ impl IntervalLog {
     }
 
     /// The per-interval hook: writes and flushes one interval histogram (post-warm-up only).
-    pub fn hook(&self) -> crate::control::Hook {
+    pub fn hook(&self, say: crate::sink::Sink) -> crate::control::Hook {
         let inner = self.inner.clone();
         let path = self.path.clone();
         Arc::new(move |v: &IntervalView| {
@@ -109,17 +110,17 @@ impl IntervalLog {
             }
             if let Err(e) = g.write(v) {
                 let msg = format!("cannot write --hdr-log {}: {e}", path.display());
-                eprintln!("loadgen: {msg}");
+                say(&format!("loadgen: {msg}"));
                 g.error = Some(msg);
             }
         })
     }
 
     /// Flushes the file; reports the first write error of the run, if any.
-    pub fn finish(&self) -> Result<(), String> {
+    pub fn finish(&self) -> Result<(), ConfigError> {
         let mut g = lock(&self.inner);
         if let Some(e) = &g.error {
-            return Err(e.clone());
+            return Err(ConfigError(e.clone()));
         }
         // Pipes and devices cannot be synced (EINVAL); only a regular file is.
         g.out
@@ -128,7 +129,12 @@ impl IntervalLog {
                 Ok(m) if m.is_file() => g.out.get_ref().sync_data(),
                 _ => Ok(()),
             })
-            .map_err(|e| format!("cannot write --hdr-log {}: {e}", self.path.display()))
+            .map_err(|e| {
+                ConfigError(format!(
+                    "cannot write --hdr-log {}: {e}",
+                    self.path.display()
+                ))
+            })
     }
 }
 
@@ -153,7 +159,7 @@ fn tag_for(targets: &mut Vec<(String, usize)>, kind: &str, index: usize) -> Stri
 }
 
 impl Inner {
-    fn write(&mut self, v: &IntervalView) -> Result<(), String> {
+    fn write(&mut self, v: &IntervalView) -> Result<(), ConfigError> {
         // Warm-up intervals hold no latency samples (warm-up requests are not timed); one that
         // straddles the warm-up end holds the counted ones, which belong in the log.
         if v.warm && v.interval.latency.is_empty() {
@@ -246,7 +252,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.hlog");
         let log = IntervalLog::create(&path).unwrap();
-        let hook = log.hook();
+        let hook = log.hook(crate::sink::none());
         let empty = Totals::default();
         let mut full = Totals::default();
         for v in [1_000u64, 20_000, 3_000_000] {

@@ -3,6 +3,7 @@
 //! Every connection owns a `KeyGen` seeded from (seed, connection index), so the same seed gives
 //! the same key stream per connection whatever the target, and no state is shared between threads.
 
+use crate::error::ConfigError;
 use std::sync::Arc;
 
 /// How keys are drawn from the range.
@@ -22,7 +23,7 @@ pub enum Dist {
 }
 
 impl Dist {
-    pub fn parse(s: &str) -> Result<Dist, String> {
+    pub fn parse(s: &str) -> Result<Dist, ConfigError> {
         let bad = || {
             format!("bad --dist '{s}': expected uniform, seq, zipf[:S] (0<S<1) or hot:F:P (0<F<1, 0<P<1)")
         };
@@ -36,7 +37,7 @@ impl Dist {
                     Some(v) => v.parse::<f64>().map_err(|_| bad())?,
                 };
                 if parts.next().is_some() || !(s_ > 0.0 && s_ < 1.0) {
-                    return Err(bad());
+                    return Err(bad().into());
                 }
                 Ok(Dist::Zipf(s_))
             }
@@ -50,11 +51,11 @@ impl Dist {
                     .and_then(|v| v.parse::<f64>().ok())
                     .ok_or_else(bad)?;
                 if parts.next().is_some() || !(f > 0.0 && f < 1.0) || !(p > 0.0 && p < 1.0) {
-                    return Err(bad());
+                    return Err(bad().into());
                 }
                 Ok(Dist::Hot { keys: f, ops: p })
             }
-            _ => Err(bad()),
+            _ => Err(bad().into()),
         }
     }
 

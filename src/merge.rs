@@ -47,39 +47,40 @@
 //! its `instance` or, without one, its file name. A run's durability settings come from the first
 //! file (a warning when the servers reported different ones).
 
+use crate::error::ConfigError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use hdrhistogram::Histogram;
-
+mod group;
+mod input;
 mod server;
+mod sums;
+use group::{
+    first_error_samples, group_histogram, group_qps, merge_client_cpu, merge_rates,
+    service_and_lag, stopped_early, warn_differences, Windows,
+};
+pub use input::Input;
 use server::{merge_observed, merge_server_cpu, sum_observed};
+use sums::{add_histograms, bound, round1, round3};
 
 use crate::result::{
-    decode_histogram, encode_histogram, ClientCpu, Machine, OpResult, Percentiles, RateResult,
-    ResultFile, RunResult, TimelineRow,
+    encode_histogram, Machine, OpResult, Percentiles, ResultFile, RunResult, TimelineRow,
 };
 
-/// One input: a name (its instance or file name) and the parsed file.
-pub struct Input {
-    pub name: String,
-    pub file: ResultFile,
-}
-
-/// What `loadgen merge` does: reads, merges, prints the warnings on stderr.
-pub fn merge_files(paths: &[PathBuf]) -> Result<ResultFile, String> {
+/// What `loadgen merge` does: reads, merges, says the warnings through `say`.
+pub fn merge_files(paths: &[PathBuf], say: &crate::sink::Sink) -> Result<ResultFile, ConfigError> {
     let inputs = paths
         .iter()
         .map(|p| read_input(p))
         .collect::<Result<Vec<_>, _>>()?;
     let (file, warnings) = merge(&inputs)?;
     for w in warnings {
-        eprintln!("loadgen: warning: {w}");
+        say(&format!("loadgen: warning: {w}"));
     }
     Ok(file)
 }
 
-pub fn read_input(path: &Path) -> Result<Input, String> {
+pub fn read_input(path: &Path) -> Result<Input, ConfigError> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut file: ResultFile = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a loadgen result file: {e}", path.display()))?;
@@ -94,7 +95,7 @@ pub fn read_input(path: &Path) -> Result<Input, String> {
 }
 
 /// Merges parsed result files; returns the merged file and warnings for stderr.
-pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
+pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), ConfigError> {
     let mut warnings = Vec::new();
     let first = inputs
         .first()
@@ -170,17 +171,17 @@ pub fn merge(inputs: &[Input]) -> Result<(ResultFile, Vec<String>), String> {
 /// One setting of an input, as text for comparison and messages.
 type Field<'a> = dyn Fn(&Input) -> String + 'a;
 
-fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), String> {
+fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), ConfigError> {
     let first = &inputs[0];
     for x in inputs {
         if !x.file.sweeps.is_empty() || !x.file.slo.is_empty() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "{}: holds a --sweep or --slo result; merge combines plain runs only",
                 x.name
-            ));
+            )));
         }
         if x.file.runs.is_empty() {
-            return Err(format!("{}: holds no runs", x.name));
+            return Err(ConfigError(format!("{}: holds no runs", x.name)));
         }
     }
     let differ = |what: &str, f: &Field<'_>| -> Option<String> {
@@ -195,7 +196,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         Some(format!("{what} differ ({})", all.join(", ")))
     };
     // Different workloads: a merged latency distribution or QPS would describe nothing real.
-    let refuse: [(&str, &Field); 6] = [
+    let refuse: [(&str, &Field); 7] = [
         ("key ranges (--keys)", &|x| x.file.settings.keys.clone()),
         ("key distributions (--dist)", &|x| {
             x.file.settings.dist.clone()
@@ -214,26 +215,29 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
         ("writes per transaction (--txn)", &|x| {
             x.file.settings.txn.unwrap_or(1).to_string()
         }),
+        ("retries (--retries)", &|x| {
+            x.file.settings.retries.unwrap_or(0).to_string()
+        }),
     ];
     for (what, f) in refuse {
         if let Some(m) = differ(what, f) {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "cannot merge: {m}; the generators ran different workloads"
-            ));
+            )));
         }
     }
     if let Some(m) = differ("run counts", &|x| x.file.runs.len().to_string()) {
-        return Err(format!(
+        return Err(ConfigError(format!(
             "cannot merge: {m}; every generator must run the same targets in the same order"
-        ));
+        )));
     }
     for i in 0..first.file.runs.len() {
         if let Some(m) = differ(&format!("kinds of target #{}", i + 1), &|x| {
             x.file.runs[i].kind.clone()
         }) {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "cannot merge: {m}; every generator must run the same targets in the same order"
-            ));
+            )));
         }
     }
     // Same workload, different shape: fine to add up, but worth a note.
@@ -265,7 +269,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
 }
 
 /// Measured window of a run, Unix seconds.
-fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), String> {
+fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), ConfigError> {
     let t = crate::plan::parse_rfc3339(&r.started_at)
         .map_err(|e| format!("{}: run started_at: {e}", x.name))?;
     let s = t + x.file.settings.warmup_s;
@@ -276,28 +280,12 @@ fn merge_group(
     inputs: &[Input],
     i: usize,
     warnings: &mut Vec<String>,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, ConfigError> {
     let runs: Vec<&RunResult> = inputs.iter().map(|x| &x.file.runs[i]).collect();
     let r0 = runs[0];
     let label = format!("{} (target #{})", r0.kind, i + 1);
 
-    // Latency: one histogram of every sample.
-    for (x, r) in inputs.iter().zip(&runs) {
-        if r.histogram.is_empty() {
-            return Err(format!(
-                "{}: run #{} has no latency histogram",
-                x.name,
-                i + 1
-            ));
-        }
-    }
-    let hist = add_histograms(
-        inputs
-            .iter()
-            .zip(&runs)
-            .map(|(x, r)| (x.name.as_str(), r.histogram.as_str())),
-        &format!("run #{}", i + 1),
-    )?;
+    let hist = group_histogram(inputs, &runs, i)?;
     let latency_us = Percentiles::of(&hist);
 
     // Windows and QPS.
@@ -306,118 +294,19 @@ fn merge_group(
         .zip(&runs)
         .map(|(x, r)| window(x, r))
         .collect::<Result<Vec<_>, _>>()?;
-    let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
     let first_start = wins.iter().map(|w| w.0).fold(f64::MAX, f64::min);
-    let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
-    // started_at has one-second resolution.
-    let concurrent = common_end - common_start > -1.0;
-    let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
-    let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
-    let windows = Windows {
-        concurrent,
-        durations: durations.clone(),
-    };
-    let (qps, duration_s) = if concurrent {
-        let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
-        let overlap = (common_end - common_start).max(0.0);
-        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - 1.0 {
-            warnings.push(format!(
-                "{label}: the generators' windows overlap for only {overlap:.0}s of {shortest:.0}s; \
-                 the merged QPS (their sum) assumes they ran together"
-            ));
-        }
-        (
-            windows.qps(runs.iter().map(|r| r.qps), answered),
-            durations.iter().copied().fold(0.0, f64::max),
-        )
-    } else {
-        warnings.push(format!(
-            "{label}: the generators' measured windows do not overlap (they ran one after another); \
-             QPS is total answered / summed windows, not the sum of their QPS"
-        ));
-        (
-            windows.qps(runs.iter().map(|r| r.qps), answered),
-            durations.iter().sum(),
-        )
-    };
+    let (windows, qps, duration_s) = group_qps(&runs, &wins, &label, warnings);
+    let concurrent = windows.concurrent;
+    let durations = windows.durations.clone();
 
     let errors = sum_errors(runs.iter().map(|r| &r.errors));
     let ops = merge_ops(inputs, &runs, &label, &windows, warnings)?;
-    if runs.iter().any(|r| r.durability != r0.durability) {
-        let all: Vec<String> = inputs
-            .iter()
-            .zip(&runs)
-            .map(|(x, r)| format!("{}: {:?}", x.name, r.durability))
-            .collect();
-        warnings.push(format!(
-            "{label}: the servers reported different durability settings ({}); the merged run shows the first",
-            all.join(", ")
-        ));
-    }
-    let mut error_samples: Vec<String> = Vec::new();
-    for r in &runs {
-        for s in &r.error_samples {
-            if error_samples.len() < 8 && !error_samples.contains(s) {
-                error_samples.push(s.clone());
-            }
-        }
-    }
-    let stopped: Vec<String> = inputs
-        .iter()
-        .zip(&runs)
-        .filter_map(|(x, r)| r.stopped_early.as_ref().map(|s| format!("{}: {s}", x.name)))
-        .collect();
-    let targets_differ = runs.iter().any(|r| r.target != r0.target);
-    if targets_differ {
-        let all: Vec<&str> = runs.iter().map(|r| r.target.as_str()).collect();
-        warnings.push(format!(
-            "{label}: the generators name the target differently ({}); check they loaded the same server",
-            all.join(", ")
-        ));
-    }
+    let error_samples = first_error_samples(&runs);
+    let stopped = stopped_early(inputs, &runs);
+    warn_differences(inputs, &runs, &label, warnings);
 
-    let paced = runs.iter().any(|r| r.rate.is_some());
-    let service_us = if paced {
-        bound(runs.iter().map(|r| &r.service_us))
-    } else {
-        // Closed loop: due = sent, so service time is the latency.
-        latency_us.clone()
-    };
-    let lags: Vec<&Percentiles> = runs.iter().filter_map(|r| r.lag_us.as_ref()).collect();
-    let lag_us = (!lags.is_empty()).then(|| bound(lags.iter().copied()));
-    if paced && runs.len() > 1 {
-        warnings.push(format!(
-            "{label}: service and lag percentiles of paced runs are upper bounds (the highest of any \
-             generator); latency percentiles are exact"
-        ));
-    }
-    let rate = if runs.iter().all(|r| r.rate.is_some()) {
-        let rs: Vec<&RateResult> = runs.iter().filter_map(|r| r.rate.as_ref()).collect();
-        let combine = |f: &dyn Fn(&RateResult) -> f64| -> f64 {
-            if concurrent {
-                rs.iter().map(|r| f(r)).sum()
-            } else {
-                let total: f64 = durations.iter().sum();
-                if total > 0.0 {
-                    rs.iter()
-                        .zip(&durations)
-                        .map(|(r, d)| f(r) * d)
-                        .sum::<f64>()
-                        / total
-                } else {
-                    0.0
-                }
-            }
-        };
-        Some(RateResult {
-            asked: combine(&|r| r.asked),
-            achieved: round1(combine(&|r| r.achieved)),
-            late: rs.iter().map(|r| r.late).sum(),
-            kept: rs.iter().all(|r| r.kept),
-        })
-    } else {
-        None
-    };
+    let (service_us, lag_us) = service_and_lag(&runs, &latency_us, &label, warnings);
+    let rate = merge_rates(&runs, concurrent, &durations);
 
     let hosts: Vec<(&str, usize)> = inputs
         .iter()
@@ -425,29 +314,8 @@ fn merge_group(
         .collect();
     let requests: u64 = runs.iter().map(|r| r.requests).sum();
     let warmup_requests: u64 = runs.iter().map(|r| r.warmup_requests).sum();
-    let worker_s: f64 = runs.iter().map(|r| r.client_cpu.worker_s).sum();
     let all_requests = requests + warmup_requests;
-    let client_cpu = ClientCpu {
-        worker_s: round3(worker_s),
-        process_s: round3(runs.iter().map(|r| r.client_cpu.process_s).sum()),
-        per_request_us: if all_requests > 0 {
-            round3(worker_s * 1e6 / all_requests as f64)
-        } else {
-            0.0
-        },
-        utilization: runs
-            .iter()
-            .map(|r| r.client_cpu.utilization)
-            .fold(0.0, f64::max),
-        saturated: runs.iter().any(|r| r.client_cpu.saturated),
-        // Weighted by each generator's CPU, when every one measured it.
-        kernel_share: runs
-            .iter()
-            .map(|r| Some(r.client_cpu.kernel_share? * r.client_cpu.worker_s))
-            .sum::<Option<f64>>()
-            .filter(|_| worker_s > 0.0)
-            .map(|k| round3(k / worker_s)),
-    };
+    let client_cpu = merge_client_cpu(&runs, all_requests);
 
     Ok(RunResult {
         target: r0.target.clone(),
@@ -463,7 +331,7 @@ fn merge_group(
             .filter(|d| runs.iter().all(|r| r.driver.as_ref() == Some(d))),
         started_at: earliest(runs.iter().map(|r| r.started_at.as_str())),
         interrupted: runs.iter().any(|r| r.interrupted),
-        stopped_early: (!stopped.is_empty()).then(|| stopped.join("; ")),
+        stopped_early: stopped,
         duration_s: round3(duration_s),
         qps: round1(qps),
         requests,
@@ -471,6 +339,7 @@ fn merge_group(
         misses: runs.iter().map(|r| r.misses).sum(),
         error_total: errors.values().sum(),
         unsure: runs.iter().map(|r| r.unsure).sum(),
+        retries: runs.iter().map(|r| r.retries).sum(),
         errors,
         error_samples,
         reconnects: runs.iter().map(|r| r.reconnects).sum(),
@@ -508,43 +377,6 @@ fn merge_group(
     })
 }
 
-/// How the parts' measured windows combine.
-struct Windows {
-    /// They overlapped: their rates add up.
-    concurrent: bool,
-    durations: Vec<f64>,
-}
-
-impl Windows {
-    /// Merged QPS: the sum of the parts' when they ran together, else total answered over the
-    /// summed windows.
-    fn qps(&self, qps: impl Iterator<Item = f64>, answered: u64) -> f64 {
-        let total: f64 = self.durations.iter().sum();
-        if self.concurrent {
-            qps.sum()
-        } else if total > 0.0 {
-            answered as f64 / total
-        } else {
-            0.0
-        }
-    }
-}
-
-/// One histogram of every part's encoded histogram (`(input name, base64)`); `what` names the
-/// field in errors.
-fn add_histograms<'a>(
-    parts: impl Iterator<Item = (&'a str, &'a str)>,
-    what: &str,
-) -> Result<Histogram<u64>, String> {
-    let mut hist = crate::recorder::new_histogram();
-    for (name, encoded) in parts {
-        let h = decode_histogram(encoded).map_err(|e| format!("{name}: {what}: {e}"))?;
-        hist.add(&h)
-            .map_err(|e| format!("{name}: {what}: histogram does not merge: {e:?}"))?;
-    }
-    Ok(hist)
-}
-
 /// Errors by kind, summed.
 fn sum_errors<'a>(maps: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -563,7 +395,7 @@ fn merge_ops(
     label: &str,
     windows: &Windows,
     warnings: &mut Vec<String>,
-) -> Result<BTreeMap<String, OpResult>, String> {
+) -> Result<BTreeMap<String, OpResult>, ConfigError> {
     let names: BTreeSet<&String> = runs.iter().flat_map(|r| r.ops.keys()).collect();
     let mut ops = BTreeMap::new();
     for name in names {
@@ -610,6 +442,7 @@ fn merge_ops(
             misses,
             error_total: errors.values().sum(),
             unsure: parts.iter().map(|(_, o)| o.unsure).sum(),
+            retries: parts.iter().map(|(_, o)| o.retries).sum(),
             errors,
             latency_us,
             server_observed,
@@ -647,27 +480,6 @@ pub fn merge_timelines<'a>(
     by_t.into_values().collect()
 }
 
-/// Percentiles of several generators without their histograms: count, min, mean, max exact;
-/// each percentile the highest of any generator, which bounds the merged one from above.
-fn bound<'a>(ps: impl Iterator<Item = &'a Percentiles>) -> Percentiles {
-    let ps: Vec<&Percentiles> = ps.filter(|p| p.count > 0).collect();
-    if ps.is_empty() {
-        return Percentiles::default();
-    }
-    let count: u64 = ps.iter().map(|p| p.count).sum();
-    let max = |f: fn(&Percentiles) -> f64| ps.iter().map(|p| f(p)).fold(0.0, f64::max);
-    Percentiles {
-        count,
-        min: ps.iter().map(|p| p.min).fold(f64::MAX, f64::min),
-        mean: round3(ps.iter().map(|p| p.mean * p.count as f64).sum::<f64>() / count as f64),
-        p50: max(|p| p.p50),
-        p90: max(|p| p.p90),
-        p99: max(|p| p.p99),
-        p999: max(|p| p.p999),
-        max: max(|p| p.max),
-    }
-}
-
 /// The earliest of RFC 3339 times (falls back to the first when one does not parse).
 fn earliest<'a>(times: impl Iterator<Item = &'a str>) -> String {
     let mut best: Option<(f64, &str)> = None;
@@ -685,11 +497,4 @@ fn earliest<'a>(times: impl Iterator<Item = &'a str>) -> String {
         .or(first)
         .unwrap_or_default()
         .to_string()
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }

@@ -26,6 +26,7 @@ mod render;
 mod server;
 mod shared;
 
+use crate::error::ConfigError;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,11 +78,14 @@ pub struct Exporter {
 impl Exporter {
     /// Validates the labels and binds `cfg.addr` now, so a taken port is a setup error before
     /// anything runs; then serves on the current tokio runtime until [`Exporter::finish`].
-    pub async fn start(cfg: MetricsConfig) -> Result<Exporter, String> {
+    pub async fn start(cfg: MetricsConfig) -> Result<Exporter, ConfigError> {
         Self::start_with(cfg, Limits::default()).await
     }
 
-    pub(crate) async fn start_with(cfg: MetricsConfig, limits: Limits) -> Result<Exporter, String> {
+    pub(crate) async fn start_with(
+        cfg: MetricsConfig,
+        limits: Limits,
+    ) -> Result<Exporter, ConfigError> {
         let want: SocketAddr = cfg.addr.trim().parse().map_err(|_| {
             format!(
                 "cannot serve metrics on {}: not an IP:PORT address (use e.g. 127.0.0.1:9464)",
@@ -196,7 +200,7 @@ fn bind_error(addr: &str, e: &std::io::Error) -> String {
 
 /// `instance_name` and the run labels, validated (names are also checked by the CLI; a library
 /// caller gets the same errors).
-fn common_labels(cfg: &MetricsConfig) -> Result<Vec<(String, String)>, String> {
+fn common_labels(cfg: &MetricsConfig) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out: Vec<(String, String)> = Vec::new();
     if let Some(i) = cfg.instance.as_deref().filter(|i| !i.is_empty()) {
         out.push(("instance_name".into(), i.to_string()));
@@ -207,17 +211,19 @@ fn common_labels(cfg: &MetricsConfig) -> Result<Vec<(String, String)>, String> {
             && !k.starts_with(|c: char| c.is_ascii_digit())
             && !k.starts_with("__");
         if !ok {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "bad --run-label key '{k}': use letters, digits and _ (not starting with a digit or __)"
-            ));
+            )));
         }
         if RESERVED.contains(&k.as_str()) {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "bad --run-label key '{k}': loadgen sets that label itself"
-            ));
+            )));
         }
         if cfg.labels.iter().filter(|(o, _)| o == k).count() > 1 {
-            return Err(format!("--run-label '{k}' is given more than once"));
+            return Err(ConfigError(format!(
+                "--run-label '{k}' is given more than once"
+            )));
         }
         out.push((k.clone(), v.clone()));
     }

@@ -1,6 +1,7 @@
 //! The op mix (`--mix read=90,update=10`): which operation each request is, and where inserts
 //! take their keys. Reads are the default; a read-only mix draws no random number per request.
 
+use crate::error::ConfigError;
 use crate::keys::Rng;
 
 /// One operation of the mix.
@@ -57,7 +58,7 @@ impl Mix {
     }
 
     /// `read=90,update=10`: op=weight pairs, any subset, each op at most once.
-    pub fn parse(s: &str) -> Result<Mix, String> {
+    pub fn parse(s: &str) -> Result<Mix, ConfigError> {
         let bad = |why: &str| {
             format!("bad --mix '{s}': {why}; use op=weight pairs like read=90,update=10 (ops: read, update, insert, delete, upsert)")
         };
@@ -83,13 +84,13 @@ impl Mix {
                     ))
                 })?;
             if std::mem::replace(&mut seen[op.index()], true) {
-                return Err(bad(&format!("'{}' is given twice", op.name())));
+                return Err(bad(&format!("'{}' is given twice", op.name())).into());
             }
             weights[op.index()] = w;
         }
         let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         if total == 0 {
-            return Err(bad("every weight is 0"));
+            return Err(bad("every weight is 0").into());
         }
         Ok(Mix { weights, total })
     }

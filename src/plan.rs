@@ -1,6 +1,7 @@
 //! Plan: the typed, validated settings of a run. No clap and no I/O here, so every rule is
 //! unit-tested; the binary turns flags into a Plan and the engine trusts it.
 
+use crate::error::ConfigError;
 use std::time::Duration;
 
 use crate::keys::Dist;
@@ -59,6 +60,9 @@ pub struct Plan {
     pub txn: usize,
     /// `--batch`: keys per request (a multi-get); 1 is one key per request.
     pub batch: usize,
+    /// `--retries`: times a transaction (or write) that failed with a deadlock or
+    /// serialization failure is sent again on its connection; 0: never.
+    pub retries: u32,
 }
 
 impl Default for Plan {
@@ -87,6 +91,7 @@ impl Default for Plan {
             write_queries: Vec::new(),
             txn: 1,
             batch: 1,
+            retries: 0,
         }
     }
 }
@@ -115,8 +120,8 @@ impl Plan {
     pub fn write_statements(
         &self,
         default: impl Fn(crate::mix::Op) -> &'static str,
-        check: impl Fn(crate::mix::Op, &str) -> Result<(), String>,
-    ) -> Result<Vec<(crate::mix::Op, String)>, String> {
+        check: impl Fn(crate::mix::Op, &str) -> Result<(), ConfigError>,
+    ) -> Result<Vec<(crate::mix::Op, String)>, ConfigError> {
         let given = |op| self.write_queries.iter().find(|(o, _)| *o == op);
         self.mix
             .ops()
@@ -129,61 +134,88 @@ impl Plan {
     }
 
     /// Checks the rules that no single flag parser can see. Err is the one-line message.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.connections == 0 {
-            return Err("-c/--connections must be at least 1".into());
+            return Err(ConfigError("-c/--connections must be at least 1".into()));
         }
         if self.connections > 100_000 {
-            return Err("-c/--connections above 100000 is not supported".into());
-        }
-        if self.pipeline == 0 || self.pipeline > 1024 {
-            return Err("-p/--pipeline must be between 1 and 1024".into());
-        }
-        if self.threads == 0 || self.threads > 1024 {
-            return Err("-t/--threads must be between 1 and 1024".into());
-        }
-        if self.keys.0 > self.keys.1 {
-            return Err(format!(
-                "--keys {}-{}: the first key is above the last",
-                self.keys.0, self.keys.1
+            return Err(ConfigError(
+                "-c/--connections above 100000 is not supported".into(),
             ));
         }
+        if self.pipeline == 0 || self.pipeline > 1024 {
+            return Err(ConfigError(
+                "-p/--pipeline must be between 1 and 1024".into(),
+            ));
+        }
+        if self.threads == 0 || self.threads > 1024 {
+            return Err(ConfigError(
+                "-t/--threads must be between 1 and 1024".into(),
+            ));
+        }
+        if self.keys.0 > self.keys.1 {
+            return Err(ConfigError(format!(
+                "--keys {}-{}: the first key is above the last",
+                self.keys.0, self.keys.1
+            )));
+        }
         match self.stop {
-            Stop::Duration(d) if d.is_zero() => return Err("-d/--duration must be above 0".into()),
-            Stop::Requests(0) => return Err("-n/--requests must be at least 1".into()),
+            Stop::Duration(d) if d.is_zero() => {
+                return Err(ConfigError("-d/--duration must be above 0".into()))
+            }
+            Stop::Requests(0) => {
+                return Err(ConfigError("-n/--requests must be at least 1".into()))
+            }
             _ => {}
         }
         if self.interval < Duration::from_millis(10) {
-            return Err("--interval must be at least 10ms".into());
+            return Err(ConfigError("--interval must be at least 10ms".into()));
         }
         if self.timeout < Duration::from_millis(1) {
-            return Err("--timeout must be at least 1ms".into());
+            return Err(ConfigError("--timeout must be at least 1ms".into()));
         }
         if self.txn == 0 || self.txn > 10_000 {
-            return Err("--txn must be between 1 and 10000 writes per transaction".into());
+            return Err(ConfigError(
+                "--txn must be between 1 and 10000 writes per transaction".into(),
+            ));
         }
         if self.txn > 1 && self.mix.read_only() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "--txn {} groups writes, and --mix {} has none: add writes (e.g. --mix read=50,update=50) or leave --txn out",
                 self.txn,
                 self.mix.name()
-            ));
+            )));
+        }
+        if self.retries > 0 && self.mix.read_only() {
+            return Err(ConfigError(format!(
+                "--retries {} sends failed writes again, and --mix {} has none: add writes or leave --retries out",
+                self.retries,
+                self.mix.name()
+            )));
+        }
+        if self.retries > 0 && self.pipeline > 1 {
+            return Err(ConfigError(format!(
+                "--retries {} needs one request in flight per connection, to send a failed transaction again in order: use -p 1 (more -c instead)",
+                self.retries
+            )));
         }
         if self.batch == 0 || self.batch > MAX_BATCH {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "--batch must be between 1 and {MAX_BATCH} keys per request"
-            ));
+            )));
         }
         if self.batch > 1 && !self.mix.read_only() {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "--batch {} reads several keys per request, and --mix {} writes: use --mix read=100 (the default) with --batch",
                 self.batch,
                 self.mix.name()
-            ));
+            )));
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
-                return Err("-R/--rate must be a positive number of requests per second".into());
+                return Err(ConfigError(
+                    "-R/--rate must be a positive number of requests per second".into(),
+                ));
             }
         }
         Ok(())
@@ -227,7 +259,7 @@ impl Plan {
 
 /// `30s`, `500ms`, `2m`, `1h`, `250us`, `1.5ms`, `1m30s` (humantime's units), or a bare number
 /// of seconds (`1.5`), at most 10^9 s.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, ConfigError> {
     let bad =
         || format!("bad duration '{s}': use a number with a unit, like 30s, 500ms, 2m, 250us");
     let t = s.trim();
@@ -237,14 +269,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         humantime::parse_duration(t).map_err(|_| bad())?
     };
     if d > Duration::from_secs(1_000_000_000) {
-        return Err(bad());
+        return Err(bad().into());
     }
     Ok(d)
 }
 
 /// `A-B` (inclusive), both non-negative integers with A <= B; `N` alone means 1-N.
-pub fn parse_key_range(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("bad key range '{s}': use FIRST-LAST with FIRST <= LAST, like 1-1000000");
+pub fn parse_key_range(s: &str) -> Result<(u64, u64), ConfigError> {
+    let bad = || {
+        ConfigError(format!(
+            "bad key range '{s}': use FIRST-LAST with FIRST <= LAST, like 1-1000000"
+        ))
+    };
     let (a, b) = match s.split_once('-') {
         Some((a, b)) => (
             a.trim().parse::<u64>().map_err(|_| bad())?,
@@ -253,10 +289,10 @@ pub fn parse_key_range(s: &str) -> Result<(u64, u64), String> {
         None => (1, s.trim().parse::<u64>().map_err(|_| bad())?),
     };
     if b > i64::MAX as u64 {
-        return Err(format!(
+        return Err(ConfigError(format!(
             "bad key range '{s}': LAST is at most {} (i64::MAX, the widest key SQL columns hold)",
             i64::MAX
-        ));
+        )));
     }
     if a > b {
         return Err(bad());
@@ -265,7 +301,7 @@ pub fn parse_key_range(s: &str) -> Result<(u64, u64), String> {
 }
 
 /// A count with an optional k/M suffix: `20000`, `20k`, `1M`.
-pub fn parse_count(s: &str) -> Result<u64, String> {
+pub fn parse_count(s: &str) -> Result<u64, ConfigError> {
     let bad = || {
         format!("bad count '{s}': use a whole number, optionally with k or M, like 20000 or 20k")
     };
@@ -278,12 +314,16 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     num.parse::<u64>()
         .ok()
         .and_then(|v| v.checked_mul(mul))
-        .ok_or_else(bad)
+        .ok_or_else(|| bad().into())
 }
 
 /// RFC 3339 time (`2026-12-02T17:40:00Z`, `2026-12-02T18:40:00.5+01:00`) as Unix seconds.
-pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
-    let bad = || format!("bad time '{s}': use RFC 3339 like 2026-12-02T17:40:00Z");
+pub fn parse_rfc3339(s: &str) -> Result<f64, ConfigError> {
+    let bad = || {
+        ConfigError(format!(
+            "bad time '{s}': use RFC 3339 like 2026-12-02T17:40:00Z"
+        ))
+    };
     let b = s.trim().as_bytes();
     if b.len() < 20
         || b[4] != b'-'
@@ -294,7 +334,7 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
     {
         return Err(bad());
     }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, String> {
+    let num = |r: std::ops::Range<usize>| -> Result<u32, ConfigError> {
         std::str::from_utf8(&b[r])
             .ok()
             .filter(|t| t.bytes().all(|c| c.is_ascii_digit()))
@@ -332,7 +372,7 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, String> {
         b"Z" | b"z" => 0i64,
         [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
             // Digits only: byte arithmetic on anything else would read `+ab:cd` as hours.
-            let two = |a: u8, b: u8| -> Result<i64, String> {
+            let two = |a: u8, b: u8| -> Result<i64, ConfigError> {
                 if a.is_ascii_digit() && b.is_ascii_digit() {
                     Ok((a - b'0') as i64 * 10 + (b - b'0') as i64)
                 } else {
@@ -370,10 +410,10 @@ mod tests {
         assert!(with(1, "read=1").validate().is_ok());
         assert!(with(MAX_BATCH, "read=1").validate().is_ok());
         for bad in [0, MAX_BATCH + 1] {
-            let e = with(bad, "read=1").validate().unwrap_err();
+            let e = with(bad, "read=1").validate().unwrap_err().0;
             assert!(e.starts_with("--batch must be between 1 and 1000"), "{e}");
         }
-        let e = with(10, "read=9,update=1").validate().unwrap_err();
+        let e = with(10, "read=9,update=1").validate().unwrap_err().0;
         assert!(e.contains("--mix read=9,update=1 writes"), "{e}");
         assert!(with(1, "read=9,update=1").validate().is_ok());
     }
@@ -587,5 +627,16 @@ mod tests {
             ..Plan::default()
         };
         assert!(writes.validate().is_ok());
+        let retries = |retries, pipeline, mix| Plan {
+            retries,
+            pipeline,
+            mix: Mix::parse(mix).unwrap(),
+            ..Plan::default()
+        };
+        assert!(retries(3, 1, "update=100").validate().is_ok());
+        let e = retries(3, 8, "update=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("-p 1"), "{e}");
+        let e = retries(3, 1, "read=100").validate().unwrap_err();
+        assert!(e.contains("--retries 3") && e.contains("has none"), "{e}");
     }
 }

@@ -33,6 +33,9 @@ pub struct Counts {
     /// Multi-gets (`--batch`): keys found and not found, over the requests answered.
     pub key_hits: u64,
     pub key_misses: u64,
+    /// Requests sent again after a deadlock or serialization failure (`--retries`); each try's
+    /// outcome is counted once, by its last try.
+    pub retries: u64,
 }
 
 impl Counts {
@@ -53,6 +56,7 @@ impl Counts {
         self.unsure += o.unsure;
         self.key_hits += o.key_hits;
         self.key_misses += o.key_misses;
+        self.retries += o.retries;
     }
 }
 
@@ -259,6 +263,11 @@ impl Recorder {
     /// A write of `op` lost with its connection: it may or may not have been applied.
     pub fn unsure(&mut self, warm: bool, op: Op) {
         self.count(warm, Some(op), |c| c.unsure += 1);
+    }
+
+    /// A request of `op` is sent again (`--retries`).
+    pub fn retried(&mut self, warm: bool, op: Op) {
+        self.count(warm, Some(op), |c| c.retries += 1);
     }
 
     /// Applies `add` to the run's counts (or warm-up counts) and to `op`'s, when per op.

@@ -12,7 +12,7 @@ use crate::cpu::Server;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
-use crate::proto::target::{SetupError, Target};
+use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
 use crate::worker::{self, wait_true, Ctx};
@@ -25,8 +25,101 @@ pub async fn run<T: Target>(
     control: &Control,
 ) -> Result<RunResult, SetupError> {
     let target = Arc::new(target);
-    preflight(&*target, plan, label, control).await?;
-    let inserts = insert_seq(&*target, plan, label, control).await?;
+    let before = read_before(&*target, plan, label, control).await?;
+    let cpu_before = process_cpu_ns();
+    // --server-pid or the embedded server as given; else whoever listens where the target
+    // connects.
+    let server = match &control.server {
+        Server::Unknown(_) => Server::locate(target.endpoint()),
+        given => given.clone(),
+    };
+    let server_cpu_before = server.cpu_ns();
+    let mut workers = connect_workers(&target, plan, control).await?;
+    let start_mono_ns = crate::timer::monotonic_ns();
+    let start = Instant::now();
+    let cells = Arc::new(crate::cells::Cells::new(workers.nthreads));
+    let mut collector = Collector::new(
+        label,
+        target.kind(),
+        target.endpoint(),
+        plan,
+        control,
+        workers.nthreads,
+        start,
+    );
+    collector.live(cells.clone());
+    let ctx = Arc::new(Ctx {
+        target: target.clone(),
+        plan: plan.clone(),
+        keys: KeySpace::new(plan.keys.0, plan.keys.1, plan.dist.clone()),
+        inserts: before.inserts,
+        start,
+        start_mono_ns,
+        warm_end_ns: collector.warm_end_ns(),
+        end_ns: collector.end_ns(),
+        cells,
+    });
+    let _ = workers.go.send(Some(ctx));
+    collect(&mut collector, &mut workers, control).await;
+    for h in workers.handles {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    let wall_ns = collector.elapsed_ns();
+    let cpu_ns = process_cpu_ns().saturating_sub(cpu_before);
+    let server_cpu_ns = match server_cpu_before {
+        Some(before) => {
+            // Closed connections end their server processes (PostgreSQL backends): give the
+            // server a moment to reap them, so their CPU is in its children's time.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            server.cpu_ns().map(|after| after.saturating_sub(before))
+        }
+        None => None,
+    };
+    let server_after = if collector.interrupted() {
+        Ok(None)
+    } else {
+        // After a measured run a hung counter read costs only the count: the result stays.
+        bounded(target.server_count(), plan, control, "the server's counter")
+            .await
+            .and_then(|r| r)
+    };
+    let mut result = collector.finish(
+        workers.connect,
+        (
+            before.server_count.map_err(String::from),
+            server_after.map_err(String::from),
+        ),
+        wall_ns,
+        cpu_ns,
+        (&server, server_cpu_ns),
+    );
+    result.driver = target.driver().map(str::to_string);
+    result.tls = target.tls().map(|t| TlsUsed {
+        version: t.version,
+        cipher: t.cipher,
+        verified: t.verified.name().to_string(),
+    });
+    result.durability = before.durability.into_iter().collect();
+    result.verdict = crate::verdict::judge(&result);
+    Ok(result)
+}
+
+/// What is read from the server before the run: whether it can run at all (preflight), where
+/// inserts start, its durability settings and its counter.
+struct Before {
+    inserts: InsertSeq,
+    durability: Vec<(String, String)>,
+    server_count: Result<Option<ServerCount>, SetupError>,
+}
+
+async fn read_before<T: Target>(
+    target: &T,
+    plan: &Plan,
+    label: &str,
+    control: &Control,
+) -> Result<Before, SetupError> {
+    preflight(target, plan, label, control).await?;
+    let inserts = insert_seq(target, plan, label, control).await?;
     let durability = match plan.mix.read_only() {
         true => Vec::new(),
         false => bounded(
@@ -40,23 +133,36 @@ pub async fn run<T: Target>(
     };
     // A server that takes the connection but never answers the counter read is a setup
     // failure: the run would only time out on every request.
-    let server_before = bounded(target.server_count(), plan, control, "the server's counter")
+    let server_count = bounded(target.server_count(), plan, control, "the server's counter")
         .await
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
-    let cpu_before = process_cpu_ns();
-    // --server-pid or the embedded server as given; else whoever listens where the target
-    // connects.
-    let server = match &control.server {
-        Server::Unknown(_) => Server::locate(target.endpoint()),
-        given => given.clone(),
-    };
-    let server_cpu_before = server.cpu_ns();
-    let started_at = crate::report::now_rfc3339();
+    Ok(Before {
+        inserts,
+        durability,
+        server_count,
+    })
+}
 
-    // The connect phase: every worker opens its connections, then the clock starts.
+/// The worker threads, their connections open, waiting for `go`.
+struct Workers<T: Target> {
+    handles: Vec<std::thread::JoinHandle<()>>,
+    nthreads: usize,
+    connect: ConnectPhase,
+    go: watch::Sender<Option<Arc<Ctx<T>>>>,
+    snapshots: mpsc::UnboundedReceiver<Snapshot>,
+    abort: watch::Sender<bool>,
+}
+
+/// The connect phase: every worker opens its connections, then the clock may start.
+async fn connect_workers<T: Target>(
+    target: &Arc<T>,
+    plan: &Plan,
+    control: &Control,
+) -> Result<Workers<T>, SetupError> {
+    let started_at = crate::report::now_rfc3339();
     let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<worker::Connected>();
     let (go_tx, go_rx) = watch::channel::<Option<Arc<Ctx<T>>>>(None);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Snapshot>();
+    let (tx, rx) = mpsc::unbounded_channel::<Snapshot>();
     let (abort_tx, abort_rx) = watch::channel(false);
     let shares = plan.split();
     let nthreads = shares.len();
@@ -88,100 +194,52 @@ pub async fn run<T: Target>(
                     connect.first_error = r.first_error;
                 }
             },
-            // Ctrl-C while connecting: the clock starts anyway and the collector below sees
-            // the stop at once (its `changed` is not consumed here).
+            // Ctrl-C while connecting: the clock starts anyway and the collector sees the
+            // stop at once (its `changed` is not consumed here).
             _ = wait_true(control.stop.clone()) => break,
         }
     }
     connect.seconds = connect_started.elapsed().as_secs_f64();
-
-    let start_mono_ns = crate::timer::monotonic_ns();
-    let start = Instant::now();
-    let cells = Arc::new(crate::cells::Cells::new(nthreads));
-    let mut collector = Collector::new(
-        label,
-        target.kind(),
-        target.endpoint(),
-        plan,
-        control,
+    Ok(Workers {
+        handles,
         nthreads,
-        start,
-    );
-    collector.live(cells.clone());
-    let ctx = Arc::new(Ctx {
-        target: target.clone(),
-        plan: plan.clone(),
-        keys: KeySpace::new(plan.keys.0, plan.keys.1, plan.dist.clone()),
-        inserts,
-        start,
-        start_mono_ns,
-        warm_end_ns: collector.warm_end_ns(),
-        end_ns: collector.end_ns(),
-        cells,
-    });
-    let _ = go_tx.send(Some(ctx));
+        connect,
+        go: go_tx,
+        snapshots: rx,
+        abort: abort_tx,
+    })
+}
 
+/// Merges the workers' snapshots until they have all stopped; a stop signal or too many
+/// errors tells them to stop.
+async fn collect<T: Target>(
+    collector: &mut Collector<'_>,
+    workers: &mut Workers<T>,
+    control: &Control,
+) {
     let mut stop = control.stop.clone();
     loop {
         tokio::select! {
-            s = rx.recv() => {
+            s = workers.snapshots.recv() => {
                 let Some(snap) = s else { break };
                 collector.merge(&snap);
                 if collector.all_done() {
                     // Every worker has drained: they may now close their connections (worker.rs).
-                    let _ = abort_tx.send(true);
+                    let _ = workers.abort.send(true);
                 }
                 collector.close_intervals();
                 if collector.too_many_errors() {
-                    let _ = abort_tx.send(true);
+                    let _ = workers.abort.send(true);
                 }
             }
             r = stop.changed(), if !collector.interrupted() => {
                 if r.is_ok() && *stop.borrow() {
                     collector.interrupt();
-                    let _ = abort_tx.send(true);
+                    let _ = workers.abort.send(true);
                 }
             }
         }
     }
-    for h in handles {
-        let _ = tokio::task::spawn_blocking(move || h.join()).await;
-    }
-    let wall_ns = collector.elapsed_ns();
-    let cpu_ns = process_cpu_ns().saturating_sub(cpu_before);
-    let server_cpu_ns = match server_cpu_before {
-        Some(before) => {
-            // Closed connections end their server processes (PostgreSQL backends): give the
-            // server a moment to reap them, so their CPU is in its children's time.
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            server.cpu_ns().map(|after| after.saturating_sub(before))
-        }
-        None => None,
-    };
-    let server_after = if collector.interrupted() {
-        Ok(None)
-    } else {
-        // After a measured run a hung counter read costs only the count: the result stays.
-        bounded(target.server_count(), plan, control, "the server's counter")
-            .await
-            .and_then(|r| r)
-    };
-    let mut result = collector.finish(
-        connect,
-        (server_before, server_after),
-        wall_ns,
-        cpu_ns,
-        (&server, server_cpu_ns),
-    );
-    result.driver = target.driver().map(str::to_string);
-    result.tls = target.tls().map(|t| TlsUsed {
-        version: t.version,
-        cipher: t.cipher,
-        verified: t.verified.name().to_string(),
-    });
-    result.durability = durability.into_iter().collect();
-    result.verdict = crate::verdict::judge(&result);
-    Ok(result)
 }
 
 /// One connection before anything else, so a wrong password or a missing table is a clear
@@ -263,13 +321,13 @@ async fn bounded<R>(
     plan: &Plan,
     control: &Control,
     what: &str,
-) -> Result<R, String> {
+) -> Result<R, SetupError> {
     let limit = plan.timeouts().setup;
     tokio::select! {
-        r = tokio::time::timeout(limit, step) => r.map_err(|_| format!(
+        r = tokio::time::timeout(limit, step) => r.map_err(|_| SetupError(format!(
             "no answer within {limit:?} reading {what} (is the server hung?); check it or raise --timeout"
-        )),
-        _ = wait_true(control.stop.clone()) => Err(format!("stopped while reading {what}")),
+        ))),
+        _ = wait_true(control.stop.clone()) => Err(SetupError(format!("stopped while reading {what}"))),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
+use crate::error::ConfigError;
 use crate::plan::Plan;
 use crate::proto::target::SetupError;
 use crate::result::{RunResult, SloResult, SloStep, SweepResult, SweepStep};
@@ -16,17 +17,17 @@ pub struct Slo {
 }
 
 impl Slo {
-    pub fn parse(s: &str) -> Result<Slo, String> {
+    pub fn parse(s: &str) -> Result<Slo, ConfigError> {
         let bad = || {
             format!("bad --slo '{s}': use PERCENTILE=DURATION with p50, p90, p99 or p99.9, like p99=1ms")
         };
         let (p, d) = s.split_once('=').ok_or_else(bad)?;
         if !matches!(p, "p50" | "p90" | "p99" | "p99.9" | "p999") {
-            return Err(bad());
+            return Err(bad().into());
         }
         let d = crate::plan::parse_duration(d).map_err(|_| bad())?;
         if d.is_zero() {
-            return Err(bad());
+            return Err(bad().into());
         }
         Ok(Slo {
             name: p.replace("p999", "p99.9"),
@@ -79,7 +80,7 @@ pub async fn sweep(
         };
         if control.progress {
             let s = if c == 1 { "" } else { "s" };
-            eprintln!("loadgen: sweep step: {c} connection{s}");
+            (control.say)(&format!("loadgen: sweep step: {c} connection{s}"));
         }
         let r = run_target(target, &p, control, embedded).await?;
         steps.push(SweepStep {
@@ -255,7 +256,7 @@ async fn slo_step(
         } else {
             ""
         };
-        eprintln!("loadgen: slo step: {rate}/s{again}");
+        (control.say)(&format!("loadgen: slo step: {rate}/s{again}"));
     }
     let r = run_target(
         target,

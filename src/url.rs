@@ -4,6 +4,7 @@
 //! Parsed by hand (no `url` crate) because we need exactly this, and because the password must
 //! never leak: `redacted()` is the only way a URL reaches a report, a log or a metric label.
 
+use crate::error::ConfigError;
 use std::fmt;
 
 #[derive(Clone, PartialEq, Eq)]
@@ -29,7 +30,7 @@ impl fmt::Debug for TargetUrl {
 }
 
 impl TargetUrl {
-    pub fn parse(s: &str) -> Result<TargetUrl, String> {
+    pub fn parse(s: &str) -> Result<TargetUrl, ConfigError> {
         let (scheme, rest) = s.split_once("://").ok_or_else(|| {
             format!(
                 "bad target '{}': expected a URL like postgres://user@127.0.0.1:5432/db",
@@ -42,10 +43,10 @@ impl TargetUrl {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-')
         {
-            return Err(format!(
+            return Err(ConfigError(format!(
                 "bad target '{}': the scheme is not valid",
                 redact_text(s)
-            ));
+            )));
         }
         // The authority ends at the first '/' or '?': a query may hold paths (`?cacert=/a/ca.pem`).
         let (authority, path_query) = match rest.find(['/', '?']) {
@@ -71,7 +72,10 @@ impl TargetUrl {
             None => (path_query, ""),
         };
         if host.is_empty() && path.is_empty() && query.is_empty() {
-            return Err(format!("bad target '{}': no host", redact_text(s)));
+            return Err(ConfigError(format!(
+                "bad target '{}': no host",
+                redact_text(s)
+            )));
         }
         let mut pairs = Vec::new();
         let mut raw = Vec::new();
@@ -232,13 +236,13 @@ pub fn redact_text(s: &str) -> String {
     out
 }
 
-fn split_host_port(hp: &str) -> Result<(String, Option<u16>), String> {
+fn split_host_port(hp: &str) -> Result<(String, Option<u16>), ConfigError> {
     if let Some(rest) = hp.strip_prefix('[') {
         let (h, after) = rest.split_once(']').ok_or("unclosed '[' in the host")?;
         let port = match after.strip_prefix(':') {
             Some(p) => Some(parse_port(p)?),
             None if after.is_empty() => None,
-            None => return Err("junk after the IPv6 host".into()),
+            None => return Err(ConfigError("junk after the IPv6 host".into())),
         };
         return Ok((h.to_string(), port));
     }
@@ -248,7 +252,7 @@ fn split_host_port(hp: &str) -> Result<(String, Option<u16>), String> {
     }
 }
 
-fn parse_port(p: &str) -> Result<u16, String> {
+fn parse_port(p: &str) -> Result<u16, ConfigError> {
     match p.parse::<u16>() {
         Ok(n) if n > 0 => Ok(n),
         // Not echoed: when a password holds an unencoded `/`, what looks like the port is
@@ -274,7 +278,7 @@ pub fn encode(s: &str) -> String {
 }
 
 /// Percent-decoding of URL parts.
-pub fn decode(s: &str) -> Result<String, String> {
+pub fn decode(s: &str) -> Result<String, ConfigError> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -286,7 +290,11 @@ pub fn decode(s: &str) -> Result<String, String> {
                 .and_then(|h| u8::from_str_radix(h, 16).ok());
             match hex {
                 Some(v) => out.push(v),
-                None => return Err("bad percent-escape in the URL (use %XX)".into()),
+                None => {
+                    return Err(ConfigError(
+                        "bad percent-escape in the URL (use %XX)".into(),
+                    ))
+                }
             }
             i += 3;
         } else {
@@ -294,7 +302,7 @@ pub fn decode(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| "the URL decodes to invalid UTF-8".to_string())
+    String::from_utf8(out).map_err(|_| ConfigError("the URL decodes to invalid UTF-8".to_string()))
 }
 
 #[cfg(test)]

@@ -13,9 +13,10 @@ use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
 use crate::dataset::ANY_VERSION;
+use crate::group::{Group, Sent as Slot, Step};
 use crate::keys::{KeyGen, KeySpace, Rng};
 use crate::mix::{InsertSeq, Mix, Op};
-use crate::outcome::{ErrorKind, Outcome};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
 use crate::proto::codec::{Request, Tally};
@@ -315,11 +316,19 @@ impl Requests {
         }
     }
 
-    /// A write failed: what its key holds now is unknown, and with `--txn` so is what every
-    /// key of its transaction holds.
+    /// A request failed: what its key holds now is unknown if it wrote, and with `--txn` so is
+    /// what every key of its transaction holds (a failed read rolls it back too).
     fn unsure(&mut self, req: &Request) {
         if let (true, Some(w)) = (req.op.writes(), self.written.as_mut()) {
             w.insert(req.key, ANY_VERSION);
+        }
+        self.unsure_group();
+    }
+
+    /// With `--verify --txn`: the open transaction failed, so what each of its keys holds is
+    /// unknown (the keys of the last N writes, a superset).
+    fn unsure_group(&mut self) {
+        if let Some(w) = self.written.as_mut() {
             for &key in self.group.iter().flatten() {
                 w.insert(key, ANY_VERSION);
             }
@@ -329,24 +338,6 @@ impl Requests {
 
 /// Marks a version an update wrote to a row that may not exist: reads take any version or none.
 const MAYBE: u64 = 1 << 62;
-
-/// One request in flight.
-#[derive(Clone, Copy)]
-struct Slot {
-    req: Request,
-    due: u64,
-    sent: u64,
-    warm: bool,
-    /// `--batch`: where its keys start in the connection's key ring.
-    ring_at: usize,
-}
-
-impl Slot {
-    /// (op, due, sent, done) for the recorder.
-    fn at(&self, done: u64) -> (Op, u64, u64, u64) {
-        (self.req.op, self.due, self.sent, done)
-    }
-}
 
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
@@ -368,8 +359,9 @@ async fn drive<T: Target>(
     let (backoff_min, backoff_max) = plan.reconnect_backoff;
 
     let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
-    // `--batch`: the keys of each multi-get in flight, a slot of N per window place, reused
-    // so no request allocates.
+    let mut group = Group::new(plan.txn, plan.retries, depth);
+    // `--batch`: the keys of each multi-get in flight, N per window place (request n's at
+    // n % depth), reused so no request allocates.
     let batch = if plan.batch > 1 { plan.batch } else { 0 };
     let mut ring = vec![0u64; batch * depth];
     // The connection from the connect phase, if it succeeded; else the loop connects.
@@ -397,9 +389,8 @@ async fn drive<T: Target>(
 
     loop {
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
-        let over = ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q);
         let Some(c) = conn.as_mut() else {
-            if over {
+            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
                 break;
             }
             match ctx.target.connect().await {
@@ -431,49 +422,51 @@ async fn drive<T: Target>(
             continue;
         };
 
-        // Fill the window.
+        // Fill the window: a transaction sent again first (it was counted when first sent).
         let mut wait_for: Option<u64> = None;
-        if !over {
-            let mut now = now;
-            let before = window.len();
-            while window.len() < depth {
-                if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
+        let mut now = now;
+        let before = window.len();
+        while window.len() < depth {
+            if let Some(slot) = group.as_mut().and_then(|g| g.again(&mut rec.borrow_mut())) {
+                c.send(&slot.req);
+                window.push_back(slot);
+                continue;
+            }
+            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
+                break;
+            }
+            let due = match pacer.due_ns(n) {
+                None => now,
+                Some(d) if d > now => {
+                    wait_for = Some(d);
                     break;
                 }
-                let due = match pacer.due_ns(n) {
-                    None => now,
-                    Some(d) if d > now => {
-                        wait_for = Some(d);
-                        break;
-                    }
-                    Some(d) => d,
-                };
-                let req = requests.next();
-                let at = (n as usize % depth) * batch;
-                match ring.get_mut(at..at + batch).filter(|k| !k.is_empty()) {
-                    None => c.send(&req),
-                    Some(keys) => {
-                        keys[0] = req.key;
-                        keys[1..].fill_with(|| requests.keys.next_key());
-                        c.send_batch(keys);
-                    }
-                }
-                let warm = due < ctx.warm_end_ns;
-                window.push_back(Slot {
-                    req,
-                    due,
-                    sent: now,
-                    warm,
-                    ring_at: at,
-                });
-                n += 1;
-                counted += u64::from(!warm);
-                if window.len() < depth && pacer.is_paced() {
-                    now = ctx.now_ns();
+                Some(d) => d,
+            };
+            let req = requests.next();
+            let at = (n as usize % depth) * batch;
+            match ring.get_mut(at..at + batch).filter(|k| !k.is_empty()) {
+                None => c.send(&req),
+                Some(keys) => {
+                    keys[0] = req.key;
+                    keys[1..].fill_with(|| requests.keys.next_key());
+                    c.send_batch(keys);
                 }
             }
-            rec.borrow_mut().in_flight += (window.len() - before) as u64;
+            let warm = due < ctx.warm_end_ns;
+            window.push_back(Slot {
+                req,
+                due,
+                sent: now,
+                warm,
+            });
+            n += 1;
+            counted += u64::from(!warm);
+            if window.len() < depth && pacer.is_paced() {
+                now = ctx.now_ns();
+            }
         }
+        rec.borrow_mut().in_flight += (window.len() - before) as u64;
 
         let Some(&front) = window.front() else {
             match wait_for {
@@ -489,6 +482,8 @@ async fn drive<T: Target>(
             }
         };
 
+        // Requests are sent in order and answered in order: the oldest is request n - len.
+        let front_at = ((n - window.len() as u64) as usize % depth) * batch;
         let deadline = front.sent + timeout;
         if timer_at > deadline {
             timer_at = deadline;
@@ -496,7 +491,7 @@ async fn drive<T: Target>(
         }
         let result = tokio::select! {
             biased;
-            r = receive(c, &front.req, &ring[front.ring_at..front.ring_at + batch]) => Some(r),
+            r = receive(c, &front.req, &ring[front_at..front_at + batch]) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -507,27 +502,92 @@ async fn drive<T: Target>(
             _ = pace(&mut pace_timer, &ctx, wait_for.unwrap_or(0)), if wait_for.is_some() => continue,
         };
         let done = ctx.now_ns();
+        if matches!(result, Some(Ok(_))) {
+            last_done = Some(done);
+        }
         let mut r = rec.borrow_mut();
-        match result {
-            Some(Ok((outcome, tally))) => {
-                window.pop_front();
-                r.in_flight -= 1;
-                r.record(front.warm, front.at(done), Ok(outcome));
+        let result = result.map(|x| {
+            x.map(|(outcome, tally)| {
                 if batch > 0 {
                     r.keys(front.warm, tally);
                 }
-                requests.settled(&front.req, outcome);
-                last_done = Some(done);
+                outcome
+            })
+        });
+        let replies = Replies {
+            window: &mut window,
+            requests: &mut requests,
+            group: group.as_mut(),
+        };
+        if !replies.answer(&mut r, done, result, request_timeout) {
+            r.connections -= 1;
+            conn = None;
+            timer_at = u64::MAX;
+        }
+    }
+    if let Some(c) = conn.as_mut() {
+        finish(&ctx, c, &rec, group.as_mut(), &mut requests).await;
+        // A reply after the last one is answered: the server was out of step all along.
+        if let Err(e) = c.settle(request_timeout.min(SETTLE)).await {
+            rec.borrow_mut().record_error(false, e.kind, &e.message);
+        }
+        rec.borrow_mut().connections -= 1;
+    }
+    conn
+}
+
+/// What a reply to the oldest request in flight changes.
+struct Replies<'a> {
+    window: &'a mut VecDeque<Slot>,
+    requests: &'a mut Requests,
+    group: Option<&'a mut Group>,
+}
+
+impl Replies<'_> {
+    /// Counts the reply to the oldest request in flight (None: its timeout); false when the
+    /// connection is lost, with every request in flight on it.
+    fn answer(
+        self,
+        r: &mut Recorder,
+        done: u64,
+        result: Option<Result<Outcome, LookupError>>,
+        request_timeout: Duration,
+    ) -> bool {
+        let Some(front) = self.window.front().copied() else {
+            return true;
+        };
+        match result {
+            Some(Ok(outcome)) => {
+                self.window.pop_front();
+                r.in_flight -= 1;
+                match self.group {
+                    Some(g) => {
+                        g.reply(r, front, done, Ok(outcome));
+                    }
+                    None => r.record(front.warm, front.at(done), Ok(outcome)),
+                }
+                self.requests.settled(&front.req, outcome);
+                true
             }
             Some(Err(e)) if !e.fatal => {
-                window.pop_front();
+                self.window.pop_front();
                 r.in_flight -= 1;
-                r.record(front.warm, front.at(done), Err(e.kind));
-                requests.unsure(&front.req);
-                r.sample(e.kind, &e.message);
+                let step = match self.group {
+                    Some(g) => g.reply(r, front, done, Err(e.kind)),
+                    None => {
+                        r.record(front.warm, front.at(done), Err(e.kind));
+                        Step::Failed
+                    }
+                };
+                if !matches!(step, Step::Retry) {
+                    self.requests.unsure(&front.req);
+                    r.sample(e.kind, &e.message);
+                }
+                true
             }
             failure => {
-                // Timeout or broken connection: every request in flight on it is lost.
+                // Timeout or broken connection: every request in flight on it is lost, and
+                // the open transaction with it.
                 let (kind, message) = match failure {
                     Some(Err(e)) => (e.kind, e.message),
                     _ => (
@@ -536,24 +596,21 @@ async fn drive<T: Target>(
                     ),
                 };
                 r.sample(kind, &message);
-                for s in window.drain(..) {
+                if let Some(g) = self.group {
+                    g.lost(r, done, kind);
+                }
+                for s in self.window.drain(..) {
                     r.record(s.warm, s.at(done), Err(kind));
                     if s.req.op.writes() {
                         r.unsure(s.warm, s.req.op);
                     }
-                    requests.unsure(&s.req);
+                    self.requests.unsure(&s.req);
                     r.in_flight -= 1;
                 }
-                r.connections -= 1;
-                conn = None;
-                timer_at = u64::MAX;
+                false
             }
         }
     }
-    if conn.is_some() {
-        rec.borrow_mut().connections -= 1;
-    }
-    conn
 }
 
 /// The reply to the oldest request: a one-key request's, or with `--batch` (`keys` not empty)
@@ -562,12 +619,45 @@ async fn receive<C: Conn>(
     c: &mut C,
     req: &Request,
     keys: &[u64],
-) -> Result<(Outcome, Tally), crate::outcome::LookupError> {
+) -> Result<(Outcome, Tally), LookupError> {
     match keys.is_empty() {
         true => c.recv(req).await.map(|o| (o, Tally::default())),
         false => c.recv_batch(keys).await,
     }
 }
+
+/// `--txn`: the connection's last transaction, short of its N writes when the run ends, is
+/// committed (within `--timeout`), so the writes counted are the writes applied.
+async fn finish<T: Target>(
+    ctx: &Ctx<T>,
+    c: &mut T::Conn,
+    rec: &RefCell<Recorder>,
+    group: Option<&mut Group>,
+    requests: &mut Requests,
+) {
+    if ctx.plan.txn < 2 {
+        return;
+    }
+    let timeout = ctx.plan.timeouts().request;
+    let result = match tokio::time::timeout(timeout, c.commit()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => {
+            rec.borrow_mut().sample(e.kind, &e.message);
+            Err(e.kind)
+        }
+        Err(_) => Err(ErrorKind::Timeout),
+    };
+    if result.is_err() {
+        requests.unsure_group();
+    }
+    if let Some(g) = group {
+        g.ended(&mut rec.borrow_mut(), ctx.now_ns(), result);
+    }
+}
+
+/// How long a connection listens for replies too many once its last request is answered:
+/// past Linux's 40 ms delayed ACK, which holds back a server's late reply under Nagle.
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Waits for a due time, on the precise timer when there is one.
 async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, due_ns: u64) {

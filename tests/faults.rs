@@ -7,6 +7,7 @@ mod garbage;
 mod input;
 use common::fakes::{self, Behaviour, Proto};
 use common::*;
+use common::{fake_mysql, fake_pg};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -129,6 +130,27 @@ fn redis_killed_and_restarted_mid_run() {
     assert_eq!(so["not_comparable"], true, "{so}");
     assert!(so["delta"].is_null(), "{so}");
     assert!(so["note"].as_str().unwrap().contains("run_id"), "{so}");
+}
+
+#[test]
+fn mariadb_killed_and_restarted_mid_run() {
+    let Some(url) = server("LOADGEN_MY_URL") else {
+        return;
+    };
+    // A fresh server first: its statement counter then passes the one read before the run
+    // again within the run, so only the server's start time (now - Uptime) tells the restart.
+    let pid = servers(&["pid", "mariadb"]);
+    kill("-TERM", &pid);
+    let gone = Instant::now() + Duration::from_secs(60);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    servers(&["up", "mariadb"]);
+    let r = kill_and_restart("mariadb", &url, || {});
+    let so = &r["server_observed"];
+    assert_eq!(so["not_comparable"], true, "{so}");
+    assert!(so["delta"].is_null(), "{so}");
+    assert!(so["note"].as_str().unwrap().contains("Uptime"), "{so}");
 }
 
 #[test]

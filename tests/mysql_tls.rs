@@ -181,3 +181,34 @@ fn a_unix_socket_stays_plain_and_refuses_required() {
         );
     }
 }
+
+/// ssl-mode=VERIFY_CA through an address the certificate does not carry (127.0.0.2): the wire
+/// driver checks the chain and not the name on its lookups and on the count's connection, so
+/// the run reports the server's count (the count's mysql_async connection checked the name and
+/// said "does not match" instead); mysql_async itself checks the name and says so in one line;
+/// VERIFY_IDENTITY is refused on both.
+#[test]
+fn verify_ca_skips_the_host_name_on_the_count_too() {
+    let Some(url) = server("LOADGEN_MY_TLS_URL") else {
+        return;
+    };
+    let port = env("LOADGEN_MY_PORT");
+    let relay = relay_on_127_0_0_2(format!("127.0.0.1:{port}"));
+    let elsewhere = url.replace(&format!("localhost:{port}"), &format!("127.0.0.2:{relay}"));
+    let ca = elsewhere.replace("VERIFY_IDENTITY", "VERIFY_CA");
+    assert_ne!(ca, elsewhere);
+    let doc = tls_run(&with(&ca, "driver=wire"), "ca", &["-n", "500"]);
+    let so = &doc["runs"][0]["server_observed"];
+    assert_eq!(so["source"], "global status Com_stmt_execute", "{so}");
+    assert_eq!(so["matches"], true, "{so}");
+    refused(
+        &with(&ca, "driver=mysql_async"),
+        &["does not match the host name 127.0.0.2", "driver=wire"],
+    );
+    for d in DRIVERS {
+        refused(
+            &with(&elsewhere, &format!("driver={d}")),
+            &["does not match the host name 127.0.0.2"],
+        );
+    }
+}

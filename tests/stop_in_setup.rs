@@ -276,3 +276,34 @@ fn sigterm_during_a_hung_counter_read_or_prepare() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// PostgreSQL and MySQL (each driver) that log in, prepare the lookup and then never answer
+/// the count read before the run: one line and exit 2 within about 2 x --timeout, and a
+/// SIGTERM during the hang ends loadgen within 2 s.
+#[test]
+fn a_sql_server_that_hangs_on_the_counter_query() {
+    use common::fakes::Behaviour::HangOnCount;
+    use common::{fake_mysql, fake_pg};
+    for fake in [
+        fake_pg::start(HangOnCount, "wire"),
+        fake_pg::start(HangOnCount, ""),
+        fake_mysql::start(HangOnCount, "wire"),
+        fake_mysql::start(HangOnCount, ""),
+    ] {
+        let url = &fake.url;
+        let (code, err, secs) = run_silent(url);
+        one_line_exit_2(code, &err, url);
+        assert!(err.contains("counter"), "{url}: {err}");
+        assert!(
+            secs < 3.5,
+            "{url}: took {secs:.1}s with --timeout 1s: {err}"
+        );
+        let child = spawn(&["run", url, "--timeout", "60s", "-d", "3s", "-q", "-o", "-"]);
+        std::thread::sleep(Duration::from_millis(1500));
+        sigterm(&child);
+        let (code, err) = exits_within(child, Duration::from_secs(2), url);
+        assert_eq!(code, Some(2), "{url}: {err}");
+        assert!(err.contains("stopped while"), "{url}: {err}");
+        assert!(!err.contains("panicked"), "{url}: {err}");
+    }
+}

@@ -368,3 +368,54 @@ fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A passphrase-protected client key (what `openssl req` writes without -nodes) is refused
+/// before any connection, in one line that says it is encrypted and how to decrypt it, on
+/// every scheme that takes a client key; neither the key nor its passphrase is shown.
+#[test]
+fn an_encrypted_client_key_says_how_to_decrypt_it() {
+    let dir = std::env::temp_dir().join(format!("loadgen-enc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (key, crt) = (dir.join("c.key"), dir.join("c.crt"));
+    let (key, crt) = (key.to_str().unwrap(), crt.to_str().unwrap());
+    let o = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args([
+            "-keyout",
+            key,
+            "-out",
+            crt,
+            "-subj",
+            "/CN=loadgen",
+            "-days",
+            "1",
+        ])
+        .args(["-passout", "pass:hunter2-passphrase"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "openssl: {}", outputs(&o));
+    assert!(std::fs::read_to_string(key).unwrap().contains("ENCRYPTED"));
+    // Nothing listens on port 1: the key is judged before connecting.
+    let pg = format!(
+        "postgres://loadgen@127.0.0.1:1/loadgen?sslmode=require&sslcert={crt}&sslkey={key}"
+    );
+    for url in [
+        pg.clone(),
+        format!("{pg}&driver=wire"),
+        format!("rediss://127.0.0.1:1?cert={crt}&key={key}"),
+    ] {
+        let err = refused(&url, &["is encrypted", &format!("openssl pkey -in {key}")]);
+        assert!(!err.contains("hunter2"), "{err}");
+        for chunk in key_body(key).as_bytes().chunks(16) {
+            assert!(!err.contains(std::str::from_utf8(chunk).unwrap()), "{err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -388,3 +388,128 @@ fn sql_deadlocks_inside_txn_groups_are_counted_and_the_run_goes_on() {
         assert_eq!(u(so, "delta"), 3000, "{driver}: {so}");
     }
 }
+
+/// A table of this file's own whose `n` counts the updates the server committed: the test's
+/// own checksum of applied writes (Handler_update counts rolled-back updates too).
+struct MyCounted;
+
+const MY_COUNTED_UPDATE: &str = "UPDATE lg_retries SET n = n + 1, name = ? WHERE id = ?";
+
+impl MyCounted {
+    fn new() -> MyCounted {
+        mariadb_loadgen(
+            "DROP TABLE IF EXISTS lg_retries; \
+             CREATE TABLE lg_retries (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0, name text) ENGINE=InnoDB; \
+             INSERT INTO lg_retries (id) SELECT seq FROM seq_1_to_8",
+        );
+        MyCounted
+    }
+
+    /// Updates committed since the last call.
+    fn take(&self) -> u64 {
+        let n = mariadb_value("SELECT sum(n) FROM lg_retries");
+        mariadb_loadgen("UPDATE lg_retries SET n = 0");
+        n
+    }
+}
+
+impl Drop for MyCounted {
+    fn drop(&mut self) {
+        mariadb_loadgen("DROP TABLE IF EXISTS lg_retries");
+    }
+}
+
+/// `--retries`: eight connections updating 8 keys four per transaction in random order
+/// deadlock for real (1213); sent again, fewer fail. Either way a write counts as done only
+/// when its transaction commits: the updates the server applied (the test's own sum) are
+/// loadgen's hits, on both drivers.
+#[test]
+fn sql_retries_deadlocked_transactions_and_counts_only_committed_writes() {
+    if my_url("wire").is_none() {
+        return;
+    }
+    let counted = MyCounted::new();
+    for driver in ["wire", "mysql_async"] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let mut failed = Vec::new();
+        for retries in ["0", "5"] {
+            let (code, doc, err) = run_json(&[
+                &url,
+                "-n",
+                "800",
+                "--mix",
+                "update=100",
+                "--txn",
+                "4",
+                "--keys",
+                "1-8",
+                "-c",
+                "8",
+                "--retries",
+                retries,
+                "--query-update",
+                MY_COUNTED_UPDATE,
+            ]);
+            let context = format!("{driver} --retries {retries}: {err}");
+            assert!(code == 0 || code == 1, "{context}");
+            let r = &doc["runs"][0];
+            let upd = &r["ops"]["update"];
+            assert_eq!(u(upd, "requests"), 800, "{context}");
+            assert_eq!(
+                u(upd, "error_total"),
+                u(upd, "errors.deadlock"),
+                "{context}"
+            );
+            assert_eq!(counted.take(), u(upd, "hits"), "{context}: {upd}");
+            assert_eq!(u(r, "retries"), u(upd, "retries"), "{context}");
+            match retries {
+                "0" => assert_eq!(u(r, "retries"), 0, "{context}"),
+                _ => assert!(u(r, "retries") > 0, "{context}: {upd}"),
+            }
+            // Com_update counts every execute: each request once, and once more per retry.
+            let so = &upd["server_observed"];
+            assert_eq!(u(so, "delta"), 800 + u(upd, "retries"), "{context}: {so}");
+            assert_eq!(so["matches"], true, "{context}: {so}");
+            failed.push(u(upd, "error_total"));
+        }
+        assert!(failed[0] > 0, "{driver}: no deadlock to retry");
+        assert!(failed[1] < failed[0], "{driver}: failures {failed:?}");
+    }
+}
+
+/// `--txn 1000` in a run of 500 writes: each connection's one short transaction is committed
+/// as the run ends, so every counted write is applied (the server's rows say so).
+#[test]
+fn sql_a_short_last_transaction_is_committed() {
+    if my_url("wire").is_none() {
+        return;
+    }
+    let counted = MyCounted::new();
+    for driver in ["wire", "mysql_async"] {
+        let Some(url) = my_url(driver) else {
+            return;
+        };
+        let (code, doc, err) = run_json(&[
+            &url,
+            "-n",
+            "500",
+            "--mix",
+            "update=100",
+            "--txn",
+            "1000",
+            "--keys",
+            "1-8",
+            // One connection: two would wait on each other's locks for the whole run.
+            "-c",
+            "1",
+            "--query-update",
+            MY_COUNTED_UPDATE,
+        ]);
+        assert_eq!(code, 0, "{driver}: {err}");
+        let upd = &doc["runs"][0]["ops"]["update"];
+        assert_eq!(u(upd, "hits"), 500, "{driver}: {upd}");
+        assert_eq!(counted.take(), 500, "{driver}");
+    }
+}

@@ -45,6 +45,7 @@ impl Collector<'_> {
             errors,
             error_total: totals.counts.error_total(),
             unsure: totals.counts.unsure,
+            retries: totals.counts.retries,
             error_samples: totals.error_samples.clone(),
             reconnects: totals.counts.reconnects,
             warmup_requests: totals.warm.requests(),
@@ -163,6 +164,7 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                 errors: by_kind(c),
                 error_total: c.error_total(),
                 unsure: c.unsure,
+                retries: c.retries,
                 latency_us: Percentiles::of(&o.latency),
                 server_observed,
                 histogram: encode_histogram(&o.latency),
@@ -182,7 +184,7 @@ fn restarted(
         return None;
     };
     match (&b.epoch, &a.epoch) {
-        (Some(x), Some(y)) if x != y => Some(format!(
+        (Some(x), Some(y)) if !crate::proto::target::same_epoch(x, y) => Some(format!(
             "the server restarted or reset its counters during the run ({x}, then {y}): its count is not comparable"
         )),
         _ if a.value < b.value => Some(format!(
@@ -213,7 +215,9 @@ fn observed(
         counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
     let expected = counts.requests() + warm.requests() - connect;
     let unsure = counts.error_total() + warm.error_total() - connect;
-    let ok = delta <= expected && delta + unsure >= expected;
+    // A request sent again (`--retries`) reached the server once more.
+    let retries = counts.retries + warm.retries;
+    let ok = delta <= expected + retries && delta + unsure >= expected;
     ServerObserved {
         source,
         delta: Some(delta),

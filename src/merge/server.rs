@@ -95,7 +95,9 @@ pub(super) fn merge_observed(
         .iter()
         .map(|r| r.error_total - r.errors.get("connect").copied().unwrap_or(0))
         .sum();
-    let matches = delta <= expected && delta + unsure >= expected;
+    // A request sent again (`--retries`) reached the server once more.
+    let retries: u64 = runs.iter().map(|r| r.retries).sum();
+    let matches = delta <= expected + retries && delta + unsure >= expected;
     Some(ServerObserved {
         source: first.source.clone(),
         delta: Some(delta),

@@ -143,6 +143,21 @@ pub trait Codec {
         unreachable!("Target::batch refuses --batch for this protocol in preflight")
     }
 
+    /// `--txn`: appends the commit of the open transaction (nothing in flight) and says
+    /// whether one was open.
+    fn commit(&mut self, _out: &mut Vec<u8>) -> bool {
+        false
+    }
+
+    /// The reply to `commit` at the front of `buf`: the bytes it took, and the server's error
+    /// when the commit failed. `Ok(None)`: not complete yet.
+    fn decode_commit(
+        &mut self,
+        _buf: &[u8],
+    ) -> Result<Option<(usize, Option<LookupError>)>, LookupError> {
+        Ok(Some((0, None)))
+    }
+
     /// True when the last reply asked to close the connection (HTTP `Connection: close`).
     fn must_close(&self) -> bool {
         false

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
@@ -191,6 +192,30 @@ impl<C: Codec> StreamConn<C> {
             false => Ok(()),
         }
     }
+
+    /// Nothing on the wire and nothing buffered: bytes already waiting on the socket came
+    /// before the queued requests went out, so they answer none of them (a late extra reply to
+    /// an earlier request). One poll, no wait: tokio knows from its cached readiness whether
+    /// there is anything to read. True when it read some.
+    fn early_bytes(&mut self) -> Result<bool, LookupError> {
+        if self.out > 0 || self.rpos < self.rbuf.len() {
+            return Ok(false);
+        }
+        match self.sock.read_buf(&mut self.rbuf).now_or_never() {
+            None => Ok(false),
+            Some(r) => match r.map_err(|e| LookupError::io(e.to_string()))? {
+                0 => Err(LookupError::io("the server closed the connection")),
+                _ => Ok(true),
+            },
+        }
+    }
+}
+
+/// The error of a reply that came after the connection's last request was answered.
+fn late_reply() -> LookupError {
+    LookupError::protocol(
+        "the server answered out of step: a reply came after every request was answered (more replies than requests)",
+    )
 }
 
 impl<C: Codec + 'static> Conn for StreamConn<C> {
@@ -200,9 +225,27 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
         self.queued += 1;
     }
 
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        if self.closing || !self.codec.commit(&mut self.wbuf) {
+            return Ok(false);
+        }
+        self.flush().await?;
+        loop {
+            if let Some((n, failed)) = self.codec.decode_commit(&self.rbuf[self.rpos..])? {
+                self.rpos += n;
+                return failed.map_or(Ok(true), Err);
+            }
+            self.rbuf.reserve(4096);
+            self.read().await?;
+        }
+    }
+
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         self.closed()?;
         loop {
+            if self.early_bytes()? {
+                continue;
+            }
             // A reply already read is answered without touching the socket; requests queued
             // meanwhile go out together once the buffered replies run dry. With D in flight that
             // is one write and one read per batch instead of a write per request.
@@ -230,6 +273,9 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
     async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
         self.closed()?;
         loop {
+            if self.early_bytes()? {
+                continue;
+            }
             if self.rpos < self.rbuf.len() {
                 let buf = &self.rbuf[self.rpos..];
                 if let Some((n, result)) = self.codec.decode_batch(buf, keys, self.verify)? {
@@ -238,6 +284,25 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
                 }
             }
             self.read_more().await?;
+        }
+    }
+
+    async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
+        if self.out > 0 || self.queued > 0 || self.closing {
+            return Ok(());
+        }
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+            match tokio::time::timeout(grace, self.sock.read_buf(&mut self.rbuf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return Ok(()), // quiet, closed or failed: no reply too many
+            }
+        }
+        // What a server may send unasked (PostgreSQL's notices) decodes to no reply.
+        match self.codec.decode(&self.rbuf[self.rpos..], 0) {
+            Ok(None) => Ok(()),
+            _ => Err(late_reply()),
         }
     }
 }

@@ -1,31 +1,37 @@
 //! The one table of protocols. Dispatch, `prepare`, the URL option check, error messages and
 //! `--help` all read it; a new protocol is a folder under `proto/` and a row here.
 
+use crate::error::SetupError;
 use std::future::Future;
 use std::pin::Pin;
 
+use super::target::Target;
 use super::{handlersocket, http, memcached, mysql, postgres, redis};
 use crate::url::TargetUrl;
 
-/// Which protocol a row is: dispatch matches on it (exhaustively) to build the target.
+/// Which driver a row offers: dispatch matches on it (exhaustively, no catch-all) to build
+/// the target, so a new driver is a compile error until dispatch knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
-    Postgres,
-    Mysql,
-    HandlerSocket,
-    Memcached,
-    Redis,
-    Http,
+pub enum DriverKind {
+    PgWire,
+    PgTokio,
+    MyWire,
+    MyAsync,
+    HsWire,
+    McWire,
+    RedisWire,
+    HttpWire,
 }
 
 /// One way to drive a protocol, chosen with `?driver=`; the first that speaks the run's mode
 /// is the default.
 pub struct Driver {
+    pub kind: DriverKind,
     pub name: &'static str,
     /// Speaks `--mode simple` (statements with the key inlined) as well as prepared.
     pub simple: bool,
-    /// Takes `-p` above 1 (its target's `max_pipeline`).
-    pub pipelines: bool,
+    /// Requests one connection can have in flight: its target's `Target::MAX_PIPELINE`.
+    pub max_pipeline: usize,
     /// What it is, for messages.
     pub about: &'static str,
     /// The URL query options it reads; any other is refused (a typo would be ignored silently).
@@ -40,7 +46,7 @@ pub enum Options {
 }
 
 /// Rows loaded, or a message.
-pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
+pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, SetupError>> + Send + 'a>>;
 
 /// How `prepare` loads the data set into this protocol's server, or why it does not.
 pub enum Load {
@@ -49,7 +55,6 @@ pub enum Load {
 }
 
 pub struct Protocol {
-    pub proto: Proto,
     /// The name people write, for messages.
     pub name: &'static str,
     /// URL schemes, the usual one first.
@@ -67,7 +72,6 @@ pub struct Protocol {
 
 pub const PROTOCOLS: &[Protocol] = &[
     Protocol {
-        proto: Proto::Postgres,
         name: "PostgreSQL",
         schemes: &["postgres", "postgresql"],
         url: "postgres://user@host:port/db",
@@ -76,16 +80,18 @@ pub const PROTOCOLS: &[Protocol] = &[
         default_port: postgres::DEFAULT_PORT,
         drivers: &[
             Driver {
+                kind: DriverKind::PgWire,
                 name: "wire",
                 simple: false,
-                pipelines: true,
+                max_pipeline: postgres::wire_driver::PgWireTarget::MAX_PIPELINE,
                 about: "loadgen's own pipelined extended-protocol driver",
                 options: Options::Only(postgres::wire_driver::PgWireTarget::OPTIONS),
             },
             Driver {
+                kind: DriverKind::PgTokio,
                 name: "tokio",
                 simple: true,
-                pipelines: true,
+                max_pipeline: postgres::tokio_driver::PgTarget::MAX_PIPELINE,
                 about: "tokio-postgres via deadpool",
                 options: Options::Only(postgres::tokio_driver::PgTarget::OPTIONS),
             },
@@ -93,7 +99,6 @@ pub const PROTOCOLS: &[Protocol] = &[
         load: Load::By(|url, keys| Box::pin(postgres::prepare::load(url, keys))),
     },
     Protocol {
-        proto: Proto::Mysql,
         name: "MySQL",
         schemes: &["mysql", "mariadb"],
         url: "mysql://user@host:port/db",
@@ -102,16 +107,18 @@ pub const PROTOCOLS: &[Protocol] = &[
         default_port: mysql::DEFAULT_PORT,
         drivers: &[
             Driver {
+                kind: DriverKind::MyWire,
                 name: "wire",
                 simple: false,
-                pipelines: true,
+                max_pipeline: mysql::wire_driver::MyWireTarget::MAX_PIPELINE,
                 about: "loadgen's own pipelined binary-protocol driver",
                 options: Options::Only(mysql::wire_driver::MyWireTarget::OPTIONS),
             },
             Driver {
+                kind: DriverKind::MyAsync,
                 name: "mysql_async",
                 simple: true,
-                pipelines: false,
+                max_pipeline: mysql::async_driver::MysqlTarget::MAX_PIPELINE,
                 about: "the mysql_async crate",
                 options: Options::Only(mysql::async_driver::MysqlTarget::OPTIONS),
             },
@@ -119,7 +126,6 @@ pub const PROTOCOLS: &[Protocol] = &[
         load: Load::By(|url, keys| Box::pin(mysql::prepare::load(url, keys))),
     },
     Protocol {
-        proto: Proto::HandlerSocket,
         name: "HandlerSocket",
         schemes: &["hs", "handlersocket"],
         url: "hs://host:port/db/table",
@@ -127,9 +133,10 @@ pub const PROTOCOLS: &[Protocol] = &[
         tls: None,
         default_port: handlersocket::DEFAULT_PORT,
         drivers: &[Driver {
+            kind: DriverKind::HsWire,
             name: "wire",
             simple: false,
-            pipelines: true,
+            max_pipeline: handlersocket::conn::HsTarget::MAX_PIPELINE,
             about: "loadgen's own pipelined HandlerSocket codec",
             options: Options::Only(handlersocket::conn::HsTarget::OPTIONS),
         }],
@@ -138,7 +145,6 @@ pub const PROTOCOLS: &[Protocol] = &[
         ),
     },
     Protocol {
-        proto: Proto::Memcached,
         name: "memcached",
         schemes: &["memcache", "memcached"],
         url: "memcache://host:port",
@@ -146,16 +152,16 @@ pub const PROTOCOLS: &[Protocol] = &[
         tls: None,
         default_port: memcached::DEFAULT_PORT,
         drivers: &[Driver {
+            kind: DriverKind::McWire,
             name: "wire",
             simple: false,
-            pipelines: true,
+            max_pipeline: memcached::conn::McTarget::MAX_PIPELINE,
             about: "loadgen's own pipelined text-protocol codec",
             options: Options::Only(memcached::conn::McTarget::OPTIONS),
         }],
         load: Load::By(|url, keys| Box::pin(memcached::prepare::load(url, keys))),
     },
     Protocol {
-        proto: Proto::Redis,
         name: "Redis",
         schemes: &["redis", "rediss", "redis+unix", "unix"],
         url: "redis://[user:pass@]host:port[/db]",
@@ -163,16 +169,16 @@ pub const PROTOCOLS: &[Protocol] = &[
         tls: Some("rediss://...?cacert=ca.pem (also cert, key; default: the system's CAs)"),
         default_port: redis::DEFAULT_PORT,
         drivers: &[Driver {
+            kind: DriverKind::RedisWire,
             name: "wire",
             simple: false,
-            pipelines: true,
+            max_pipeline: redis::conn::RedisTarget::MAX_PIPELINE,
             about: "loadgen's own pipelined RESP codec",
             options: Options::Only(redis::conn::RedisTarget::OPTIONS),
         }],
         load: Load::By(|url, keys| Box::pin(redis::prepare::load(url, keys))),
     },
     Protocol {
-        proto: Proto::Http,
         name: "HTTP",
         schemes: &["http", "https", "http+unix"],
         url: "http://host:port/path/{key}",
@@ -180,19 +186,16 @@ pub const PROTOCOLS: &[Protocol] = &[
         tls: Some("https://...?cacert=ca.pem (also cert, key; default: the system's CAs)"),
         default_port: http::DEFAULT_PORT,
         drivers: &[Driver {
+            kind: DriverKind::HttpWire,
             name: "wire",
             simple: false,
-            pipelines: true,
+            max_pipeline: http::conn::HttpTarget::MAX_PIPELINE,
             about: "loadgen's own pipelined HTTP/1.1 client",
             options: Options::ServerTakesTheRest(http::conn::HttpTarget::OPTIONS),
         }],
         load: Load::Not("an HTTP endpoint serves its own data"),
     },
 ];
-
-/// Schemes a later version will speak, with what they need: refused with that reason rather
-/// than as unknown.
-pub const NOT_YET: &[(&str, &str, &str)] = &[];
 
 /// The target that is not a URL: loadgen's own server, started in-process.
 pub const EMBEDDED: &str = "embedded";
@@ -225,12 +228,12 @@ pub fn loadable_schemes() -> String {
 pub fn pipelining() -> (String, String) {
     let yes: Vec<&str> = PROTOCOLS
         .iter()
-        .filter(|p| p.drivers.iter().any(|d| d.pipelines))
+        .filter(|p| p.drivers.iter().any(|d| d.max_pipeline > 1))
         .map(|p| p.name)
         .collect();
     let no: Vec<String> = PROTOCOLS
         .iter()
-        .flat_map(|p| p.drivers.iter().filter(|d| !d.pipelines))
+        .flat_map(|p| p.drivers.iter().filter(|d| d.max_pipeline == 1))
         .map(|d| format!("?driver={}", d.name))
         .collect();
     (yes.join(", "), no.join(", "))
@@ -264,27 +267,40 @@ pub fn url_forms(loadable: bool) -> Vec<(String, Option<&'static str>)> {
         .collect()
 }
 
+/// Every target kind results and metrics name (`RunResult::kind`, the `kind` label): each row's
+/// kind, then the embedded server.
+pub fn kinds() -> Vec<&'static str> {
+    let mut all: Vec<&str> = PROTOCOLS.iter().map(Protocol::kind).collect();
+    all.push(EMBEDDED);
+    all
+}
+
 impl Protocol {
+    /// The kind its targets report: the usual scheme (`Target::kind`, tested in dispatch).
+    pub fn kind(&self) -> &'static str {
+        self.schemes[0]
+    }
+
     /// The driver `?driver=` names, or the default for the mode.
-    pub fn driver(&self, url: &TargetUrl, simple: bool) -> Result<&'static Driver, String> {
+    pub fn driver(&self, url: &TargetUrl, simple: bool) -> Result<&'static Driver, SetupError> {
         match url.param("driver") {
             None => self
                 .drivers
                 .iter()
                 .find(|d| d.simple || !simple)
-                .ok_or_else(|| format!("no {} driver speaks --mode simple", self.name)),
+                .ok_or_else(|| format!("no {} driver speaks --mode simple", self.name).into()),
             Some(name) => self.drivers.iter().find(|d| d.name == name).ok_or_else(|| {
                 let known: Vec<String> = self
                     .drivers
                     .iter()
                     .map(|d| format!("driver={} ({})", d.name, d.about))
                     .collect();
-                format!(
+                SetupError(format!(
                     "unknown {} driver '{name}' in {}: use {}",
                     self.name,
                     url.redacted(),
                     known.join(" or ")
-                )
+                ))
             }),
         }
     }
@@ -292,22 +308,22 @@ impl Protocol {
 
 impl Driver {
     /// Refuses query options this driver does not read.
-    pub fn check_options(&self, url: &TargetUrl) -> Result<(), String> {
+    pub fn check_options(&self, url: &TargetUrl) -> Result<(), SetupError> {
         let known = match self.options {
             Options::Only(known) => known,
             Options::ServerTakesTheRest(_) => return Ok(()),
         };
         match url.query.iter().find(|(k, _)| !known.contains(&k.as_str())) {
             None => Ok(()),
-            Some((k, _)) if known.is_empty() => Err(format!(
+            Some((k, _)) if known.is_empty() => Err(SetupError(format!(
                 "unknown option '{k}' in {}: this target takes no options",
                 url.redacted()
-            )),
-            Some((k, _)) => Err(format!(
+            ))),
+            Some((k, _)) => Err(SetupError(format!(
                 "unknown option '{k}' in {}: this target takes {}",
                 url.redacted(),
                 known.join(", ")
-            )),
+            ))),
         }
     }
 }
@@ -323,10 +339,50 @@ mod tests {
             assert!(!p.drivers.is_empty());
             for s in p.schemes {
                 assert!(seen.insert(*s), "{s} in two rows");
-                assert_eq!(find(s).map(|f| f.proto), Some(p.proto));
+                assert_eq!(find(s).map(|f| f.name), Some(p.name));
             }
         }
         assert!(schemes().ends_with("embedded"));
         assert!(!loadable_schemes().contains("hs://"));
+    }
+
+    /// The result schema's `kind` enum is the table's kinds.
+    #[test]
+    fn schema_kinds_are_the_tables() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schemas/result.schema.json")).expect("json");
+        let found = find_key(&schema, "kind").expect("a kind enum in the schema");
+        let listed: Vec<&str> = found["enum"]
+            .as_array()
+            .expect("enum")
+            .iter()
+            .map(|v| v.as_str().expect("string"))
+            .collect();
+        assert_eq!(listed, kinds());
+    }
+
+    /// The first `"key": {"enum": [...]}` in the document.
+    fn find_key<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+        match v {
+            serde_json::Value::Object(m) => m
+                .get(key)
+                .filter(|k| k.get("enum").is_some())
+                .or_else(|| m.values().find_map(|c| find_key(c, key))),
+            serde_json::Value::Array(a) => a.iter().find_map(|c| find_key(c, key)),
+            _ => None,
+        }
+    }
+
+    /// The package description names every protocol in the table.
+    #[test]
+    fn cargo_description_names_every_protocol() {
+        let description = env!("CARGO_PKG_DESCRIPTION");
+        for p in PROTOCOLS {
+            assert!(
+                description.contains(p.name),
+                "{} missing from {description}",
+                p.name
+            );
+        }
     }
 }

@@ -1,5 +1,7 @@
 use std::future::Future;
+use std::time::Duration;
 
+pub use crate::error::SetupError;
 use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
 use crate::proto::codec::{Request, Tally};
@@ -24,6 +26,13 @@ impl ServerCount {
     /// `cmd_set` is every `set`, `add` and `replace`): no count of its own to compare.
     pub const UNCOUNTED: u64 = u64::MAX;
 
+    /// The epoch of a server known only by its uptime (MariaDB's `Uptime`): its start time,
+    /// now minus the uptime, in seconds since 1970, which two reads may see a second or two
+    /// apart ([`same_epoch`]).
+    pub fn started_epoch(start_s: u64) -> String {
+        format!("started ~{start_s} s after 1970 (now - Uptime)")
+    }
+
     /// A count of lookups only.
     pub fn reads(value: u64, source: impl Into<String>) -> ServerCount {
         ServerCount {
@@ -32,6 +41,23 @@ impl ServerCount {
             ops: Vec::new(),
             epoch: None,
         }
+    }
+}
+
+/// Whether two [`ServerCount::epoch`]s name one server lifetime: equal, or start times from
+/// uptimes ([`ServerCount::started_epoch`]) within a couple of seconds of each other (whole
+/// seconds of uptime, and the clock read a moment apart from the server's).
+pub fn same_epoch(a: &str, b: &str) -> bool {
+    let start = |e: &str| {
+        e.strip_prefix("started ~")?
+            .split(' ')
+            .next()?
+            .parse::<u64>()
+            .ok()
+    };
+    match (start(a), start(b)) {
+        (Some(x), Some(y)) => x.abs_diff(y) <= 2,
+        _ => a == b,
     }
 }
 
@@ -58,50 +84,55 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// Requests one connection can have in flight (1 where the protocol cannot pipeline).
-    fn max_pipeline(&self) -> usize;
+    /// Requests one connection can have in flight (1 where the protocol cannot pipeline); the
+    /// protocol table's driver row reads it.
+    const MAX_PIPELINE: usize;
+
+    fn max_pipeline(&self) -> usize {
+        Self::MAX_PIPELINE
+    }
 
     /// Ok when this target can run every op of `mix`; Err is the one line saying why not
     /// (checked in preflight, exit 2). Targets that write override it.
-    fn writes(&self, mix: &Mix) -> Result<(), String> {
+    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
         match mix.ops().find(|o| o.writes()) {
             None => Ok(()),
-            Some(op) => Err(format!(
+            Some(op) => Err(SetupError(format!(
                 "--mix {}: this {} target cannot {} yet; use --mix read=100 (the default) here",
                 mix.name(),
                 self.kind(),
                 op.name()
-            )),
+            ))),
         }
     }
 
     /// Ok when this target can read `n` keys per request (`--batch`); Err is the one line
     /// saying why not (preflight, exit 2). Targets with a multi-get override it.
-    fn batch(&self, n: usize) -> Result<(), String> {
+    fn batch(&self, n: usize) -> Result<(), SetupError> {
         match n {
             1 => Ok(()),
-            _ => Err(format!(
+            _ => Err(SetupError(format!(
                 "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached and Redis have one)",
                 self.kind()
-            )),
+            ))),
         }
     }
 
     /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one
     /// line saying why not (preflight, exit 2). SQL targets that group writes override it.
-    fn txn(&self, n: usize) -> Result<(), String> {
+    fn txn(&self, n: usize) -> Result<(), SetupError> {
         match n {
             1 => Ok(()),
-            _ => Err(format!(
+            _ => Err(SetupError(format!(
                 "--txn {n}: this {} target does not group writes into transactions; leave --txn out (every write is its own)",
                 self.kind()
-            )),
+            ))),
         }
     }
 
     /// Where inserts start when `--insert-from` is not given: above the keys the server holds
     /// (SQL: max(id) + 1), so a re-run continues; None: above `--keys`.
-    fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, String>> {
+    fn insert_from(&self) -> impl Future<Output = Result<Option<u64>, SetupError>> {
         async { Ok(None) }
     }
 
@@ -113,7 +144,7 @@ pub trait Target: Send + Sync + 'static {
 
     /// The server's own lookup counter, where the server has one. Err: the counter could not
     /// be read (said in the report, never fatal).
-    fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, String>> {
+    fn server_count(&self) -> impl Future<Output = Result<Option<ServerCount>, SetupError>> {
         async { Ok(None) }
     }
 }
@@ -139,22 +170,33 @@ pub trait Conn: 'static {
     ) -> impl Future<Output = Result<(Outcome, Tally), LookupError>> {
         async { unreachable!("Target::batch refuses --batch for this driver in preflight") }
     }
-}
 
-/// Setup failures: bad input or an unusable target. The message is the one line the user sees.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SetupError(pub String);
+    /// `--txn`: commits the connection's open transaction, short of its N writes when the run
+    /// ends (nothing in flight). Ok(false): none was open.
+    fn commit(&mut self) -> impl Future<Output = Result<bool, LookupError>> {
+        async { Ok(false) }
+    }
 
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+    /// Called once every request is answered, at the end of the run: Err when the server
+    /// sends a reply within `grace` all the same, answering no request (out of step: its
+    /// earlier replies were taken for the wrong requests). Library drivers check their own.
+    fn settle(&mut self, _grace: Duration) -> impl Future<Output = Result<(), LookupError>> {
+        async { Ok(()) }
     }
 }
 
-impl std::error::Error for SetupError {}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl From<String> for SetupError {
-    fn from(s: String) -> Self {
-        SetupError(s)
+    #[test]
+    fn uptime_epochs_are_one_server_within_two_seconds() {
+        let at = ServerCount::started_epoch;
+        assert!(same_epoch(&at(1000), &at(1002)));
+        assert!(same_epoch(&at(1002), &at(1000)));
+        assert!(!same_epoch(&at(1000), &at(1003)));
+        assert!(same_epoch("run_id 1", "run_id 1"));
+        assert!(!same_epoch("run_id 1", "run_id 2"));
+        assert!(!same_epoch(&at(1000), "run_id 1000"));
     }
 }

@@ -300,41 +300,7 @@ pub fn render_run(r: &RunResult) -> String {
         .as_ref()
         .map_or_else(String::new, |d| format!(", driver {d}"));
     let _ = writeln!(out, "target     {} ({}{driver})", r.target, r.kind);
-    // Every request failed: a rate of 0 qps would read as a measurement.
-    let rate = if r.requests > 0 && r.hits + r.misses == 0 {
-        ": no request succeeded".to_string()
-    } else {
-        format!(" = {} qps", thousands(r.qps.round() as u64))
-    };
-    let _ = writeln!(
-        out,
-        "requests   {} in {:.2}s{rate}{}",
-        thousands(r.requests),
-        r.duration_s,
-        if r.interrupted { "  [interrupted]" } else { "" }
-    );
-    let _ = writeln!(
-        out,
-        "outcomes   hits {}  misses {}  errors {}{}{}",
-        thousands(r.hits),
-        thousands(r.misses),
-        thousands(r.error_total),
-        by_kind(&r.errors),
-        if r.reconnects > 0 {
-            format!("  reconnects {}", r.reconnects)
-        } else {
-            String::new()
-        }
-    );
-    out.push_str(&keys_line(r));
-    if r.unsure > 0 {
-        let _ = writeln!(
-            out,
-            "unsure     {} writes in doubt: their connection broke before the reply, so the \
-             server may or may not have applied them",
-            thousands(r.unsure)
-        );
-    }
+    count_lines(&mut out, r);
     out.push_str(&pct_line("latency", &r.latency_us));
     for line in op_lines(r) {
         out.push_str(&line);
@@ -342,26 +308,7 @@ pub fn render_run(r: &RunResult) -> String {
     if !r.durability.is_empty() {
         let _ = writeln!(out, "durability {}", settings_line(&r.durability));
     }
-    if r.rate.is_some() {
-        out.push_str(&pct_line("service", &r.service_us));
-        if let Some(l) = &r.lag_us {
-            out.push_str(&pct_line("lag", l));
-        }
-    }
-    if let Some(rate) = &r.rate {
-        let _ = writeln!(
-            out,
-            "rate       asked {}/s, achieved {}/s, {} requests sent more than 1ms late{}",
-            rate.asked,
-            rate.achieved,
-            thousands(rate.late),
-            if rate.kept {
-                ""
-            } else {
-                "  WARNING: the generator did not keep the rate"
-            }
-        );
-    }
+    pace_lines(&mut out, r);
     connect_lines(&mut out, r);
     let c = &r.client_cpu;
     let _ = writeln!(
@@ -389,6 +336,76 @@ pub fn render_run(r: &RunResult) -> String {
         let _ = writeln!(out, "stopped    {s}");
     }
     out
+}
+
+/// The requests line, what they came to (outcomes, retries, writes in doubt).
+fn count_lines(out: &mut String, r: &RunResult) {
+    // Every request failed: a rate of 0 qps would read as a measurement.
+    let rate = if r.requests > 0 && r.hits + r.misses == 0 {
+        ": no request succeeded".to_string()
+    } else {
+        format!(" = {} qps", thousands(r.qps.round() as u64))
+    };
+    let _ = writeln!(
+        out,
+        "requests   {} in {:.2}s{rate}{}",
+        thousands(r.requests),
+        r.duration_s,
+        if r.interrupted { "  [interrupted]" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "outcomes   hits {}  misses {}  errors {}{}{}",
+        thousands(r.hits),
+        thousands(r.misses),
+        thousands(r.error_total),
+        by_kind(&r.errors),
+        if r.reconnects > 0 {
+            format!("  reconnects {}", r.reconnects)
+        } else {
+            String::new()
+        }
+    );
+    out.push_str(&keys_line(r));
+    if r.retries > 0 {
+        let _ = writeln!(
+            out,
+            "retries    {} requests sent again after a deadlock or serialization failure (--retries)",
+            thousands(r.retries)
+        );
+    }
+    if r.unsure > 0 {
+        let _ = writeln!(
+            out,
+            "unsure     {} writes in doubt: their connection broke before the reply, so the \
+             server may or may not have applied them",
+            thousands(r.unsure)
+        );
+    }
+}
+
+/// A paced run's service and lag percentiles and how well it kept `-R`.
+fn pace_lines(out: &mut String, r: &RunResult) {
+    if r.rate.is_some() {
+        out.push_str(&pct_line("service", &r.service_us));
+        if let Some(l) = &r.lag_us {
+            out.push_str(&pct_line("lag", l));
+        }
+    }
+    if let Some(rate) = &r.rate {
+        let _ = writeln!(
+            out,
+            "rate       asked {}/s, achieved {}/s, {} requests sent more than 1ms late{}",
+            rate.asked,
+            rate.achieved,
+            thousands(rate.late),
+            if rate.kept {
+                ""
+            } else {
+                "  WARNING: the generator did not keep the rate"
+            }
+        );
+    }
 }
 
 /// How the connections opened, before the measured window (and which failed).
@@ -482,7 +499,7 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 None => String::new(),
             };
             format!(
-                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}  p50 {}  p99 {}  max {}{server}\n",
+                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}{}  p50 {}  p99 {}  max {}{server}\n",
                 thousands(o.requests),
                 thousands(o.qps.round() as u64),
                 thousands(o.hits),
@@ -492,6 +509,10 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 match o.unsure {
                     0 => String::new(),
                     n => format!("  unsure {}", thousands(n)),
+                },
+                match o.retries {
+                    0 => String::new(),
+                    n => format!("  retries {}", thousands(n)),
                 },
                 micros(o.latency_us.p50),
                 micros(o.latency_us.p99),

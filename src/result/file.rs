@@ -58,6 +58,9 @@ pub struct Settings {
     /// `--batch` when above 1: keys per request (a multi-get); absent for one key per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<usize>,
+    /// `--retries` when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,5 +1,7 @@
 //! The `histogram` field of a run: its latency HdrHistogram, V2 deflate, base64.
 
+use crate::error::ConfigError;
+
 /// V2 deflate encoding, base64: the format HistogramLogProcessor and `hdrhistogram` read.
 pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -10,12 +12,12 @@ pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
     base64_encode(&buf)
 }
 
-pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+pub fn decode_histogram(s: &str) -> Result<hdrhistogram::Histogram<u64>, ConfigError> {
     use hdrhistogram::serialization::Deserializer;
     let bytes = base64_decode(s).ok_or("histogram is not valid base64")?;
     Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
+        .map_err(|e| ConfigError(format!("histogram does not decode: {e:?}")))
 }
 
 pub fn base64_encode(b: &[u8]) -> String {

@@ -57,6 +57,9 @@ pub struct RunResult {
     /// the server may or may not have applied them (each also counted as its error).
     #[serde(default)]
     pub unsure: u64,
+    /// Requests sent again after a deadlock or serialization failure (`--retries`).
+    #[serde(default)]
+    pub retries: u64,
     #[serde(default)]
     pub error_samples: Vec<String>,
     #[serde(default)]
@@ -125,6 +128,9 @@ pub struct OpResult {
     /// This op's writes in doubt, as the run's `unsure`.
     #[serde(default)]
     pub unsure: u64,
+    /// This op's requests sent again, as the run's `retries`.
+    #[serde(default)]
+    pub retries: u64,
     pub latency_us: Percentiles,
     /// The server's own count of this op, as `server_observed` (None: it has no such counter).
     #[serde(default)]

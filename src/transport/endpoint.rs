@@ -1,5 +1,6 @@
 //! Where a target listens: a TCP host and port, or a Unix socket path.
 
+use crate::error::ConnectError;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -36,19 +37,19 @@ impl Endpoint {
         port: u16,
         label: &str,
         socket_url: Option<&str>,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, ConnectError> {
         let hint = socket_url
             .map(|f| format!(" (a Unix socket is written {f})"))
             .unwrap_or_default();
         if host.is_empty() {
-            return Err(format!(
+            return Err(ConnectError(format!(
                 "{label} has no host: name the server's HOST:PORT{hint}"
-            ));
+            )));
         }
         if crate::url::decode(host).is_ok_and(|h| h.contains('/')) {
-            return Err(format!(
+            return Err(ConnectError(format!(
                 "{label}: the host is a path, not a host name{hint}"
-            ));
+            )));
         }
         Ok(Endpoint::Tcp {
             host: host.to_string(),
@@ -58,17 +59,17 @@ impl Endpoint {
 
     /// A Unix socket endpoint: the path must be absolute (a relative one would depend on where
     /// loadgen was started) and fit in `sun_path`.
-    pub fn unix(path: &str, what: &str) -> Result<Endpoint, String> {
+    pub fn unix(path: &str, what: &str) -> Result<Endpoint, ConnectError> {
         if !path.starts_with('/') {
-            return Err(format!(
+            return Err(ConnectError(format!(
                 "{what}: the socket path '{path}' is not absolute: give the full path, starting with /"
-            ));
+            )));
         }
         if path.len() > MAX_SOCKET_PATH {
-            return Err(format!(
+            return Err(ConnectError(format!(
                 "{what}: the socket path is {} bytes long; Unix sockets take at most {MAX_SOCKET_PATH}",
                 path.len()
-            ));
+            )));
         }
         Ok(Endpoint::Unix(PathBuf::from(path)))
     }
@@ -112,7 +113,7 @@ mod tests {
         let e = Endpoint::tcp("", 1, "memcache://", Some("memcache:///a.sock")).unwrap_err();
         assert_eq!(
             e,
-            "memcache:// has no host: name the server's HOST:PORT (a Unix socket is written memcache:///a.sock)"
+            "memcache:// has no host: name the server's HOST:PORT (a Unix socket is written memcache:///a.sock)".into()
         );
         let e = Endpoint::tcp("%2Fa.sock", 1, "m", None).unwrap_err();
         assert!(e.contains("the host is a path"), "{e}");

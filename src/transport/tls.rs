@@ -2,6 +2,7 @@
 //! are libpq's; MySQL's ssl-mode and the `https://`/`rediss://` schemes map onto them, so every
 //! protocol verifies, and says why it could not, in the same words.
 
+use crate::error::ConnectError;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -167,7 +168,7 @@ impl TlsClient {
     /// Reads the CA, certificate and key files and builds the configuration. None for
     /// `disable`. As libpq: a CA file given makes every TLS mode check the chain, and
     /// verify-full adds the host name.
-    pub fn new(opts: &TlsOptions) -> Result<Option<TlsClient>, String> {
+    pub fn new(opts: &TlsOptions) -> Result<Option<TlsClient>, ConnectError> {
         if opts.mode == TlsMode::Disable {
             return Ok(None);
         }
@@ -178,12 +179,12 @@ impl TlsClient {
             Roots::File(path) => (read_roots(path, n.roots)?, path.display().to_string()),
             Roots::System => (system_roots()?, "the system's trusted CAs".to_string()),
             Roots::Absent if opts.mode >= TlsMode::VerifyCa => {
-                return Err(format!(
+                return Err(ConnectError(format!(
                 "{}={} needs the CA that signed the server's certificate: add {}=PATH (a PEM file)",
                 n.mode,
                 mode_name(opts),
                 n.roots
-            ))
+            )))
             }
             Roots::Absent => (RootCertStore::empty(), String::new()),
         };
@@ -213,6 +214,13 @@ impl TlsClient {
             (Some(cert), Some(key)) => {
                 let chain = read_certs(cert, n.cert)?;
                 let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                    if encrypted_pem(key) {
+                        return format!(
+                            "the client key file {k} ({}) is encrypted (a passphrase-protected key), which loadgen cannot read: decrypt it with `openssl pkey -in {k} -out KEY` and pass KEY",
+                            n.key,
+                            k = key.display(),
+                        );
+                    }
                     format!(
                         "cannot read the client key file {} ({}): {}",
                         key.display(),
@@ -238,17 +246,17 @@ impl TlsClient {
                 // as libpq and the mysql client send it: the server judges it.
                 match certified.keys_match() {
                     Err(e @ rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
-                        return Err(mismatch(e))
+                        return Err(mismatch(e).into())
                     }
                     _ => builder
                         .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified))),
                 }
             }
             (Some(_), None) | (None, Some(_)) => {
-                return Err(format!(
+                return Err(ConnectError(format!(
                     "a client certificate needs both {} and {}: give both or neither",
                     n.cert, n.key
-                ))
+                )))
             }
         };
         Ok(Some(TlsClient {
@@ -270,7 +278,7 @@ impl TlsClient {
     }
 
     /// `upgrade` over any byte stream (tokio-postgres's socket): the message is the one line.
-    pub async fn handshake<IO>(&self, io: IO, host: &str) -> Result<TlsStream<IO>, String>
+    pub async fn handshake<IO>(&self, io: IO, host: &str) -> Result<TlsStream<IO>, ConnectError>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
@@ -340,7 +348,7 @@ pub const DIRECT_OPTIONS: &[&str] = &["cacert", "cert", "key"];
 
 /// TLS from the first byte: certificate and host name verified against `?cacert=` or the
 /// system's trusted CAs, as redis-cli and curl do.
-pub fn direct(url: &crate::url::TargetUrl) -> Result<TlsClient, String> {
+pub fn direct(url: &crate::url::TargetUrl) -> Result<TlsClient, ConnectError> {
     let path = |k: &str| url.param(k).map(PathBuf::from);
     let opts = TlsOptions {
         mode: TlsMode::VerifyFull,
@@ -356,7 +364,7 @@ pub fn direct(url: &crate::url::TargetUrl) -> Result<TlsClient, String> {
     };
     TlsClient::new(&opts)
         .map_err(|e| format!("{}: {e}", url.redacted()))?
-        .ok_or_else(|| "TLS is on for this scheme".to_string())
+        .ok_or_else(|| "TLS is on for this scheme".into())
 }
 
 /// The version and cipher suite of a finished handshake.
@@ -407,13 +415,14 @@ fn mode_name(opts: &TlsOptions) -> &'static str {
 }
 
 /// An IP address or a DNS name, as the URL wrote it (IPv6 without brackets).
-fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+fn server_name(host: &str) -> Result<ServerName<'static>, ConnectError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(bare.to_string())
-        .map_err(|_| format!("'{host}' is not a host name TLS can check a certificate against"))
+    ServerName::try_from(bare.to_string()).map_err(|_| {
+        format!("'{host}' is not a host name TLS can check a certificate against").into()
+    })
 }
 
-fn read_roots(path: &Path, option: &str) -> Result<RootCertStore, String> {
+fn read_roots(path: &Path, option: &str) -> Result<RootCertStore, ConnectError> {
     let mut store = RootCertStore::empty();
     for cert in read_certs(path, option)? {
         store.add(cert).map_err(|e| {
@@ -427,21 +436,30 @@ fn read_roots(path: &Path, option: &str) -> Result<RootCertStore, String> {
 }
 
 /// The certificates in a PEM file. Messages name the file, never what is in it.
-fn read_certs(path: &Path, option: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn read_certs(path: &Path, option: &str) -> Result<Vec<CertificateDer<'static>>, ConnectError> {
     let shown = path.display();
     let certs: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
         .map_err(|e| format!("cannot read {shown} ({option}): {}", pem_cause(&e)))?
         .collect();
     let certs = certs.map_err(|e| format!("cannot read {shown} ({option}): {}", pem_cause(&e)))?;
     if certs.is_empty() {
-        return Err(format!(
+        return Err(ConnectError(format!(
             "{shown} ({option}) holds no certificate: name a PEM file with -----BEGIN CERTIFICATE-----"
-        ));
+        )));
     }
     Ok(certs)
 }
 
 /// A PEM reading error without the bytes it choked on.
+/// Whether `path` holds a passphrase-protected key: PKCS#8 `ENCRYPTED PRIVATE KEY`, or a
+/// traditional PEM key with a `Proc-Type: 4,ENCRYPTED` header.
+fn encrypted_pem(path: &std::path::Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| {
+        let has = |w: &[u8]| b.windows(w.len()).any(|x| x == w);
+        has(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || has(b"Proc-Type: 4,ENCRYPTED")
+    })
+}
+
 fn pem_cause(e: &rustls::pki_types::pem::Error) -> String {
     use rustls::pki_types::pem::Error as P;
     match e {
@@ -451,14 +469,14 @@ fn pem_cause(e: &rustls::pki_types::pem::Error) -> String {
     }
 }
 
-fn system_roots() -> Result<RootCertStore, String> {
+fn system_roots() -> Result<RootCertStore, ConnectError> {
     let found = rustls_native_certs::load_native_certs();
     let mut store = RootCertStore::empty();
     let (added, _) = store.add_parsable_certificates(found.certs);
     if added == 0 {
         return Err(
             "no trusted CA certificates found on this system (install ca-certificates, or name a CA file)"
-                .to_string(),
+                .into(),
         );
     }
     Ok(store)

@@ -121,6 +121,14 @@ pub enum Behaviour {
     OutOfStep,
     /// Answers every request once with a valid miss, as a server with no rows would.
     Misses,
+    /// Completes the login and answers lookups with misses, but never answers the query that
+    /// reads the server's count before the run (the SQL fakes; the others: as `Misses`).
+    HangOnCount,
+    /// Answers each request with a valid miss ~1 ms after reading it, one reply per write, and
+    /// the first request of a connection twice (the second ~1 ms later): the extra reply comes
+    /// after the next request went out, and every later reply answers the request before the
+    /// one it is taken for. Never two replies in one read, so the stream looks in step.
+    LateExtra,
 }
 
 /// A running fake; stops accepting and closes its connections when dropped.
@@ -144,6 +152,21 @@ pub fn start(proto: Proto, how: Behaviour) -> Fake {
 /// [`start`] for `lifetime`: then it closes its connections and refuses new ones, as a server
 /// that went down.
 pub fn start_for(proto: Proto, how: Behaviour, lifetime: Duration) -> Fake {
+    listen(
+        lifetime,
+        move |s, stop| serve(s, proto, how, stop),
+        |p| proto.url(p),
+    )
+}
+
+/// A fake on a loopback port of its own for `lifetime`: `serve` runs on a thread of its own
+/// for each connection until the stop flag it is given is set; `url` makes its URL from
+/// the port. The fakes of other protocols (`fake_pg`, `fake_mysql`) start here too.
+pub fn listen(
+    lifetime: Duration,
+    serve: impl Fn(TcpStream, &AtomicBool) + Send + Sync + Clone + 'static,
+    url: impl Fn(u16) -> String,
+) -> Fake {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -156,7 +179,13 @@ pub fn start_for(proto: Proto, how: Behaviour, lifetime: Duration) -> Fake {
             match listener.accept() {
                 Ok((s, _)) => {
                     let flag = flag.clone();
-                    std::thread::spawn(move || serve(s, proto, how, &flag));
+                    let serve = serve.clone();
+                    std::thread::spawn(move || {
+                        let _ = s.set_nonblocking(false);
+                        // Each reply goes out when written, as memcached and Redis send them.
+                        let _ = s.set_nodelay(true);
+                        serve(s, &flag)
+                    });
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
@@ -165,7 +194,7 @@ pub fn start_for(proto: Proto, how: Behaviour, lifetime: Duration) -> Fake {
     });
     Fake {
         port,
-        url: proto.url(port),
+        url: url(port),
         stop,
     }
 }
@@ -176,6 +205,7 @@ fn serve(mut s: TcpStream, proto: Proto, how: Behaviour, stop: &AtomicBool) {
     let garbage: Vec<u8> = (0..=255u8).collect();
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
+    let mut first = true;
     while !stop.load(Ordering::Relaxed) {
         let n = match s.read(&mut chunk) {
             Ok(0) => return,
@@ -220,13 +250,65 @@ fn serve(mut s: TcpStream, proto: Proto, how: Behaviour, stop: &AtomicBool) {
                     out.extend_from_slice(miss);
                     out.extend_from_slice(miss);
                 }
-                Behaviour::Misses => out.extend_from_slice(miss),
+                Behaviour::Misses | Behaviour::HangOnCount => out.extend_from_slice(miss),
+                Behaviour::LateExtra => {
+                    let again = if std::mem::take(&mut first) { 2 } else { 1 };
+                    for _ in 0..again {
+                        std::thread::sleep(Duration::from_millis(1));
+                        if s.write_all(&out).and_then(|_| s.write_all(miss)).is_err() {
+                            return;
+                        }
+                        out.clear();
+                    }
+                }
             }
         }
         if !out.is_empty() && s.write_all(&out).is_err() {
             return;
         }
     }
+}
+
+/// A fake SQL server behaving as `how`, its connections served by `serve`, its URL `url` with
+/// `{port}` filled in and `&driver=` added unless `driver` is empty (the default driver).
+pub fn listen_sql(
+    url: &str,
+    driver: &str,
+    how: Behaviour,
+    serve: fn(TcpStream, Behaviour, &AtomicBool),
+) -> Fake {
+    let mut url = url.to_string();
+    if !driver.is_empty() {
+        url += &format!("&driver={driver}");
+    }
+    listen(
+        Duration::from_secs(120),
+        move |s, stop| serve(s, how, stop),
+        move |p| url.replace("{port}", &p.to_string()),
+    )
+}
+
+/// Reads exactly `n` bytes (a fake with a read timeout polls `stop` meanwhile); None when
+/// the client is gone or the fake stops.
+pub fn read_n(s: &mut TcpStream, n: usize, stop: &AtomicBool) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return None,
+            Ok(k) => got += k,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(buf)
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -208,12 +208,46 @@ fn replies_out_of_step_are_protocol_errors_on_every_protocol() {
     }
 }
 
+/// An extra reply that arrives after the next request went out (each reply then answers the
+/// request before the one it is taken for) is a protocol error on every protocol: at the end,
+/// when a reply comes after the last one was answered, and in a paced run as soon as the next
+/// request is due, since it waited on the socket before that request was sent. It once read
+/// as a run of misses, exit 0.
+#[test]
+fn late_extra_replies_are_protocol_errors_on_every_protocol() {
+    for proto in Proto::ALL {
+        for extra in [&["-p", "1"][..], &["-p", "4"], &["--rate", "200"]] {
+            let fake = fakes::start(proto, Behaviour::LateExtra);
+            let (code, r, err) = run_fake(&fake.url, extra);
+            let context = format!("{proto:?} {extra:?}: {err} {r}");
+            assert_eq!(code, 1, "{context}");
+            assert!(u(&r, "errors.protocol") > 0, "{context}");
+            let samples = r["error_samples"].to_string();
+            assert!(samples.contains("more replies than requests"), "{context}");
+            if extra[0] == "--rate" {
+                // Caught on each connection's second request, not only once at the end.
+                assert!(u(&r, "errors.protocol") >= 2, "{context}");
+                assert!(u(&r, "reconnects") >= 1, "{context}");
+            }
+            assert!(!err.contains("panicked"), "{context}");
+        }
+    }
+}
+
 /// A server's bytes 0x00-0xFF reach no report raw: escaped (`\x1b`) and cut, in the JSON's
-/// samples, the text report and stderr.
+/// samples, the text report and stderr; PostgreSQL and MySQL on both drivers too.
 #[test]
 fn server_garbage_is_escaped_and_cut_everywhere_it_is_shown() {
-    for proto in Proto::ALL {
-        let fake = fakes::start(proto, Behaviour::Garbage);
+    let mut all: Vec<(String, fakes::Fake)> = Proto::ALL
+        .iter()
+        .map(|&p| (format!("{p:?}"), fakes::start(p, Behaviour::Garbage)))
+        .collect();
+    all.extend(
+        sql_fakes(Behaviour::Garbage)
+            .into_iter()
+            .map(|(name, f)| (name.to_string(), f)),
+    );
+    for (proto, fake) in all {
         let (_, r, err) = run_fake(&fake.url, &[]);
         let samples = r["error_samples"].as_array().expect("error_samples");
         assert!(!samples.is_empty(), "{proto:?}: {r}");
@@ -234,6 +268,44 @@ fn server_garbage_is_escaped_and_cut_everywhere_it_is_shown() {
             !err.contains('\0') && !err.contains('\x1b'),
             "{proto:?}: {err:?}"
         );
+    }
+}
+
+/// The fake PostgreSQL and MySQL of `how`, on the wire driver and the default one: (name, fake).
+fn sql_fakes(how: Behaviour) -> Vec<(&'static str, fakes::Fake)> {
+    vec![
+        ("postgres wire", fake_pg::start(how, "wire")),
+        ("postgres", fake_pg::start(how, "")),
+        ("mysql wire", fake_mysql::start(how, "wire")),
+        ("mysql", fake_mysql::start(how, "")),
+    ]
+}
+
+/// PostgreSQL and MySQL that answer every lookup twice: a protocol error on both drivers,
+/// never a run of misses.
+#[test]
+fn sql_replies_out_of_step_are_protocol_errors() {
+    for (name, fake) in sql_fakes(Behaviour::OutOfStep) {
+        let depths: &[&str] = if name.ends_with("wire") {
+            &["1", "4"]
+        } else {
+            &["1"]
+        };
+        for depth in depths {
+            let (code, r, err) = run_fake(&fake.url, &["-p", depth]);
+            let context = format!("{name} -p {depth}: {err} {r}");
+            assert_eq!(code, 1, "{context}");
+            assert!(u(&r, "errors.protocol") > 0, "{context}");
+            // Pipelined, a duplicate batch that comes after the next one went out looks in
+            // step until the two arrive together: caught then, or at the end, not at once.
+            if *depth == "1" {
+                assert!(
+                    u(&r, "misses") <= (u(&r, "reconnects") + 1) * 4,
+                    "{context}"
+                );
+            }
+            assert!(!err.contains("panicked"), "{context}");
+        }
     }
 }
 

@@ -373,10 +373,16 @@ fn per_op_results_of_a_writing_mix_merge_exactly() {
     );
 
     // Different mixes (a read-only part included) or transaction sizes are different workloads.
-    for other in [Some("read=90,update=10"), None, Some("txn")] {
+    for other in [
+        Some("read=90,update=10"),
+        None,
+        Some("txn"),
+        Some("retries"),
+    ] {
         let mut c = b.clone();
         match other {
             Some("txn") => c["settings"]["txn"] = json!(4),
+            Some("retries") => c["settings"]["retries"] = json!(3),
             Some(mix) => c["settings"]["mix"] = json!(mix),
             None => drop(c["settings"].as_object_mut().unwrap().remove("mix")),
         }
@@ -384,10 +390,10 @@ fn per_op_results_of_a_writing_mix_merge_exactly() {
         let (code, m, err) = merge(&[&pa, &pc]);
         assert_eq!(code, 2, "{other:?}: {err}");
         assert!(m.is_none());
-        let flag = if other == Some("txn") {
-            "--txn"
-        } else {
-            "--mix"
+        let flag = match other {
+            Some("txn") => "--txn",
+            Some("retries") => "--retries",
+            _ => "--mix",
         };
         assert!(err.contains("cannot merge") && err.contains(flag), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");

@@ -19,7 +19,7 @@ async fn setup_errors_are_one_clear_line() {
     let e = Exporter::start(cfg(&addr)).await.err().unwrap();
     assert_eq!(
         e,
-        format!("cannot serve metrics on {addr}: address already in use (choose another --metrics port)")
+        format!("cannot serve metrics on {addr}: address already in use (choose another --metrics port)").into()
     );
     for bad in ["9464", "localhost:9464", "127.0.0.1", ""] {
         let e = Exporter::start(cfg(bad)).await.err().unwrap();

@@ -213,52 +213,54 @@ impl Target for HsTarget {
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// The write port takes every op but upsert (HandlerSocket has none); the read port none
     /// (known by its answer to a write, asked here: `D` of user_id 0, never a loaded key).
-    fn writes(&self, mix: &Mix) -> Result<(), String> {
+    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
         let Some(op) = mix.ops().find(|o| o.writes()) else {
             return Ok(());
         };
         if mix.has(Op::Upsert) {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "--mix {}: HandlerSocket has no upsert; use update or insert",
                 mix.name()
-            ));
+            )));
         }
         if self.columns.join(",") != DEFAULT_COLUMNS {
-            return Err(format!("--mix {}: HandlerSocket writes the usr row ({DEFAULT_COLUMNS}): drop columns= from the URL", mix.name()));
+            return Err(SetupError(format!("--mix {}: HandlerSocket writes the usr row ({DEFAULT_COLUMNS}): drop columns= from the URL", mix.name())));
         }
         match read_only_port(self) {
             Ok(false) => Ok(()),
-            Ok(true) => Err(format!(
+            Ok(true) => Err(SetupError(format!(
                 "--mix {}: {} is HandlerSocket's read-only port, which cannot {}; use its write port (handlersocket_port_wr, 9999 by default)",
                 mix.name(), self.addr, op.name()
-            )),
-            Err(e) => Err(format!("--mix {}: {}: {e}", mix.name(), self.addr)),
+            ))),
+            Err(e) => Err(SetupError(format!("--mix {}: {}: {e}", mix.name(), self.addr))),
         }
     }
 
     /// Reads, updates and deletes each read a key (Handler_read_key); inserts write a row
     /// (Handler_write, a duplicate too). The key reads are one op's count when the mix has
     /// one of the three.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         // Without ?mysql= there is nothing to read: say so rather than print no server line.
         let Some(opts) = &self.status else {
-            return Err("no counter source: add ?mysql=URL to read Handler_read_key".into());
+            return Err(SetupError(
+                "no counter source: add ?mysql=URL to read Handler_read_key".into(),
+            ));
         };
-        let status = crate::proto::mysql::async_driver::global_status;
-        let reads = status(opts, "Handler_read_key").await?;
+        use crate::proto::mysql::async_driver::{global_statuses, uptime_epoch};
+        let names = ["Handler_read_key", "Handler_write", "Uptime"];
+        let [reads, writes, uptime] = global_statuses(opts, &names).await?[..] else {
+            return Err("global status: not the values asked for".into());
+        };
+        let epoch = Some(uptime_epoch(uptime));
         if self.mix.read_only() {
-            return Ok(Some(ServerCount::reads(
-                reads,
-                "global status Handler_read_key",
-            )));
+            let mut count = ServerCount::reads(reads, "global status Handler_read_key");
+            count.epoch = epoch;
+            return Ok(Some(count));
         }
-        let writes = status(opts, "Handler_write").await?;
         let finds = [Op::Read, Op::Update, Op::Delete];
         let one = match finds.iter().filter(|&&o| self.mix.has(o)).count() {
             1 => reads,
@@ -267,7 +269,7 @@ impl Target for HsTarget {
         let mut ops = vec![one; Op::COUNT];
         ops[Op::Insert.index()] = writes;
         Ok(Some(ServerCount {
-            epoch: None,
+            epoch,
             value: reads + writes,
             source: "global status Handler_read_key, Handler_write".into(),
             ops,
@@ -276,11 +278,11 @@ impl Target for HsTarget {
 }
 
 /// Whether the HandlerSocket port answers a write with `readonly` (blocking: preflight only).
-fn read_only_port(t: &HsTarget) -> Result<bool, String> {
+fn read_only_port(t: &HsTarget) -> Result<bool, SetupError> {
     use std::io::{BufRead, BufReader, Write};
     let addr = match &t.endpoint {
         Endpoint::Tcp { host, port } => (host.as_str(), *port),
-        other => return Err(format!("{other} is not a TCP endpoint")),
+        other => return Err(SetupError(format!("{other} is not a TCP endpoint"))),
     };
     let sock = std::net::TcpStream::connect_timeout(
         &std::net::ToSocketAddrs::to_socket_addrs(&addr)

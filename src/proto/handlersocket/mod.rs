@@ -3,6 +3,7 @@
 pub mod codec;
 pub mod conn;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -10,7 +11,7 @@ use crate::url::TargetUrl;
 pub const DEFAULT_PORT: u16 = 9998;
 
 /// TCP only: HandlerSocket listens on ports, never on a socket file.
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     Endpoint::tcp(
         &url.host,
         url.port.unwrap_or(DEFAULT_PORT),

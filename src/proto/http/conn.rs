@@ -33,7 +33,7 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
-    /// loadgen's options in an HTTP URL (read by dispatch), never sent to the server.
+    /// loadgen's options in an HTTP URL (read by the table's option check), never sent to the server.
     /// `pipeline` is kept so URLs written for older versions still run: `-p` sets the depth.
     /// `cacert`, `cert`, `key`: curl's names, for `https://` (`transport::DIRECT_OPTIONS`).
     pub const OPTIONS: &'static [&'static str] = &["pipeline", "cacert", "cert", "key"];
@@ -43,6 +43,7 @@ impl HttpTarget {
         plan: &Plan,
         stats: Option<Arc<ServerStats>>,
     ) -> Result<HttpTarget, SetupError> {
+        super::legacy_pipeline::check(url, plan.pipeline)?;
         let (prefix, suffix) = request_target(url);
         Ok(HttpTarget {
             endpoint: super::endpoint(url)?,
@@ -130,17 +131,15 @@ impl Target for HttpTarget {
 
     /// HTTP/1.1 answers pipelined requests in order; `-p` decides the depth, as for every
     /// target that can pipeline.
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// Reads are GETs, writes PUTs and DELETEs on the same URL; an endpoint that does not
     /// take them answers with errors (405), counted as `server` errors.
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         Ok(self.stats.as_ref().map(|s| {
             let ops = s.per_op();
             ServerCount {

@@ -2,7 +2,9 @@
 
 pub mod codec;
 pub mod conn;
+pub mod legacy_pipeline;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -12,7 +14,7 @@ pub const DEFAULT_PORT: u16 = 80;
 /// A Unix socket (requests-unixsocket's form): the socket path percent-encoded as the host.
 pub const SOCKET_URL: &str = "http+unix://%2Frun%2Fapp.sock/path/{key}";
 
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     if url.scheme != "http+unix" {
         return Endpoint::tcp(
             &url.host,
@@ -23,10 +25,10 @@ pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
     }
     let path = crate::url::decode(&url.host)?;
     if url.port.is_some() || !path.starts_with('/') {
-        return Err(format!(
+        return Err(ConnectError(format!(
             "{}: the host of an http+unix:// URL is the socket path, percent-encoded, with no port: {SOCKET_URL}",
             url.redacted()
-        ));
+        )));
     }
     Endpoint::unix(&path, &url.redacted())
 }

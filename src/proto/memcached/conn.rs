@@ -129,22 +129,20 @@ impl Target for McTarget {
         .await
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
-    fn batch(&self, _n: usize) -> Result<(), String> {
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// Reads are get_hits + get_misses; with a writing mix, deletes are delete_hits +
     /// delete_misses and the storage ops share cmd_set: it is the count of the one of update,
     /// insert and upsert in the mix, or of none of them when the mix has several.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let c = counts(&self.endpoint, self.connect_timeout)
             .await
             .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;

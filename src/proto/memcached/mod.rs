@@ -5,6 +5,7 @@ pub mod conn;
 pub mod prepare;
 pub mod prune;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -16,13 +17,13 @@ pub const SOCKET_URL: &str = "memcache:///run/memcached.sock";
 
 /// `memcache://host:port`, or `memcache:///path/to/memcached.sock`. One socket form only: a
 /// percent-encoded host (`memcache://%2Frun%2Fmc.sock`) is refused with this one as the fix.
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     if url.host.is_empty() && !url.path.is_empty() {
         if url.port.is_some() {
-            return Err(format!(
+            return Err(ConnectError(format!(
                 "{}: a socket has no port: use {SOCKET_URL}",
                 url.redacted()
-            ));
+            )));
         }
         return Endpoint::unix(
             &format!("/{}", crate::url::decode(&url.path)?),

@@ -1,5 +1,6 @@
 //! `prepare memcache://...`: the rows under `usr:<id>`, as the other stores hold them.
 
+use crate::error::SetupError;
 use tokio::io::AsyncWriteExt;
 
 use super::codec::encode_set_noreply;
@@ -13,7 +14,7 @@ const CHUNK: usize = 1 << 20;
 /// Pipelined `set ... noreply` in 1 MiB writes, then a `get` of the last key, whose reply proves
 /// memcached has processed every set before it (replies and commands are in order). Then keys of
 /// the prefix outside the loaded ids (a write run's inserts) are removed: preparing again resets.
-pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
     let plan = crate::plan::Plan::default();
     let target = McTarget::new(url, &plan).map_err(|e| e.0)?;
     let codec = target.codec();
@@ -48,9 +49,9 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
             super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
             Ok(keys.1 - keys.0 + 1)
         }
-        Ok(crate::outcome::Outcome::Miss) => {
-            Err("memcached did not keep the rows: is it out of memory (-m)?".into())
-        }
-        Err(e) => Err(e.message),
+        Ok(crate::outcome::Outcome::Miss) => Err(SetupError(
+            "memcached did not keep the rows: is it out of memory (-m)?".into(),
+        )),
+        Err(e) => Err(e.message.into()),
     }
 }

@@ -4,6 +4,7 @@
 //! all` (read line by line, never held whole); keys of other prefixes, or whose suffix is not a
 //! number, are not ours and stay.
 
+use crate::error::SetupError;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -14,7 +15,11 @@ use crate::transport::{Endpoint, Stream};
 const STEP: Duration = Duration::from_secs(30);
 
 /// Removes the keys outside `keys`; returns how many it removed.
-pub async fn outside(endpoint: &Endpoint, prefix: &[u8], keys: (u64, u64)) -> Result<u64, String> {
+pub async fn outside(
+    endpoint: &Endpoint,
+    prefix: &[u8],
+    keys: (u64, u64),
+) -> Result<u64, SetupError> {
     let mut sock = crate::transport::connect(endpoint, crate::timeouts::PREPARE_CONNECT)
         .await
         .map_err(|e| e.message)?;
@@ -37,10 +42,10 @@ pub async fn outside(endpoint: &Endpoint, prefix: &[u8], keys: (u64, u64)) -> Re
         for _ in chunk {
             let line = next_line(&mut reader).await?;
             if line != b"DELETED" && line != b"NOT_FOUND" {
-                return Err(format!(
+                return Err(SetupError(format!(
                     "memcached refused a delete: {}",
                     crate::shown::shown(&line)
-                ));
+                )));
             }
         }
     }
@@ -55,7 +60,7 @@ async fn listed_outside(
     sock: &mut Stream,
     prefix: &[u8],
     keys: (u64, u64),
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Vec<u8>>, SetupError> {
     sock.write_all(b"lru_crawler metadump all\r\n")
         .await
         .map_err(|e| e.to_string())?;
@@ -67,13 +72,13 @@ async fn listed_outside(
             return Ok(doomed);
         }
         let Some(rest) = line.strip_prefix(b"key=") else {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "memcached cannot list its keys (lru_crawler metadump: {}), so rows a write run \
                  inserted outside {}..{} stay: restart memcached, or use a fresh ?prefix=",
                 crate::shown::shown(&line),
                 keys.0,
                 keys.1
-            ));
+            )));
         };
         let key = percent_decoded(rest.split(|&c| c == b' ').next().unwrap_or_default());
         let Some(id) = key.strip_prefix(prefix) else {
@@ -93,14 +98,14 @@ async fn listed_outside(
 }
 
 /// One reply line without its line end.
-async fn next_line(reader: &mut BufReader<&mut Stream>) -> Result<Vec<u8>, String> {
+async fn next_line(reader: &mut BufReader<&mut Stream>) -> Result<Vec<u8>, SetupError> {
     let mut line = Vec::new();
     let n = tokio::time::timeout(STEP, reader.read_until(b'\n', &mut line))
         .await
         .map_err(|_| format!("memcached sent nothing for {STEP:?}"))?
         .map_err(|e| e.to_string())?;
     if n == 0 {
-        return Err("memcached closed the connection".into());
+        return Err(SetupError("memcached closed the connection".into()));
     }
     while line.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
         line.pop();

@@ -65,14 +65,14 @@ pub struct MyOpts {
 
 impl MyOpts {
     /// One connection, plain if PREFERRED met a server without TLS.
-    pub async fn conn(&self) -> Result<mysql_async::Conn, String> {
+    pub async fn conn(&self) -> Result<mysql_async::Conn, SetupError> {
         let r = match (mysql_async::Conn::new(self.opts.clone()).await, &self.plain) {
             (Err(e), Some(plain)) if no_tls_offered(&e) => {
                 mysql_async::Conn::new(plain.clone()).await
             }
             (r, _) => r,
         };
-        r.map_err(|e| self.explain(&e))
+        r.map_err(|e| self.explain(&e).into())
     }
 
     /// The server's count of a run whose writes are `writes` (none: a read-only run): every
@@ -82,20 +82,14 @@ impl MyOpts {
         &self,
         simple: bool,
         writes: &[(Op, String)],
-    ) -> Result<ServerCount, String> {
-        let reads = simple.then_some("Com_select");
-        if writes.is_empty() {
-            let name = reads.unwrap_or("Com_stmt_execute");
-            let v = global_status(self, name).await?;
-            return Ok(ServerCount::reads(v, format!("global status {name}")));
-        }
-        let names = writes::counter_names("Com_stmt_execute", reads, writes);
+    ) -> Result<ServerCount, SetupError> {
+        let names = count_names(simple, writes);
         let values = global_statuses(self, &names).await?;
-        Ok(writes::server_count(&names, &values, reads, writes))
+        Ok(count_of(simple, writes, &names, values))
     }
 
     /// Where inserts start (`writes::next_id_sql`), over a connection of its own.
-    pub async fn insert_from(&self, writes: &[(Op, String)]) -> Result<Option<u64>, String> {
+    pub async fn insert_from(&self, writes: &[(Op, String)]) -> Result<Option<u64>, SetupError> {
         let Some(sql) = writes::next_id_sql(writes) else {
             return Ok(None);
         };
@@ -109,7 +103,7 @@ impl MyOpts {
     /// The server's `writes::DURABILITY` settings; a setting that cannot be read says why.
     pub async fn durability(&self) -> Vec<(String, String)> {
         let read = async {
-            let mut c = self.conn().await?;
+            let mut c = self.conn().await.map_err(|e| e.0)?;
             let rows: Vec<(String, String)> = c
                 .query(format!(
                     "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('{}')",
@@ -141,7 +135,13 @@ impl MyOpts {
         let ep = endpoint_of(&self.opts);
         if let (mysql_async::Error::Io(mysql_async::IoError::Io(io)), Some(tls)) = (e, &self.tls) {
             if io.get_ref().is_some_and(|i| i.is::<rustls::Error>()) {
-                return format!("{ep}: {}", tls.explain(self.opts.ip_or_hostname(), io));
+                let why = tls.explain(self.opts.ip_or_hostname(), io);
+                // mysql_async's skip_domain_validation misses rustls's current name error.
+                let name = why.contains("does not match the host name");
+                if tls.mode == TlsMode::VerifyCa && name {
+                    return format!("{ep}: {why}; under ssl-mode=VERIFY_CA the mysql_async driver checks the host name all the same: use driver=wire (which does not), or connect by one of those names");
+                }
+                return format!("{ep}: {why}");
             }
         }
         if no_tls_offered(e) {
@@ -161,7 +161,11 @@ pub fn no_tls_offered(e: &mysql_async::Error) -> bool {
 
 /// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`; TLS as its
 /// ssl-mode says); MYSQL_PWD is the password fallback.
-pub fn mysql_opts(url: &TargetUrl, timeout: Duration, max_conns: usize) -> Result<MyOpts, String> {
+pub fn mysql_opts(
+    url: &TargetUrl,
+    timeout: Duration,
+    max_conns: usize,
+) -> Result<MyOpts, SetupError> {
     let endpoint = super::endpoint(url)?;
     let tls_options = tls_options(url, &endpoint)?;
     let tls = match &tls_options {
@@ -318,7 +322,7 @@ impl MysqlTarget {
             sql,
             simple,
             verify: plan.verify,
-            writes: writes::statements(plan).map_err(SetupError)?,
+            writes: writes::statements(plan)?,
             txn: plan.txn,
         })
     }
@@ -345,6 +349,9 @@ pub struct MysqlConn {
     /// `--txn`: writes per transaction, and the writes sent in the open one (0: none open).
     txn: usize,
     open: usize,
+    /// A failure ended the open group: the next write rolls it back first (a BEGIN alone
+    /// would commit it).
+    rollback: bool,
     in_flight: Option<(
         Request,
         LocalBoxFuture<'static, (mysql_async::Conn, Answer)>,
@@ -422,6 +429,7 @@ impl Target for MysqlTarget {
             verify: self.verify,
             txn: self.txn,
             open: 0,
+            rollback: false,
             in_flight: None,
         })
     }
@@ -430,21 +438,19 @@ impl Target for MysqlTarget {
         self.tls.get().cloned()
     }
 
-    fn max_pipeline(&self) -> usize {
-        1
-    }
+    const MAX_PIPELINE: usize = 1;
 
     /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// BEGIN and COMMIT around each group of writes (`MysqlConn::send`).
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await
     }
 
@@ -453,7 +459,7 @@ impl Target for MysqlTarget {
     }
 
     /// --mode simple reads with text queries (Com_select); writes are always executes.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let simple = self.simple.is_some();
         self.opts.server_count(simple, &self.writes).await.map(Some)
     }
@@ -480,14 +486,65 @@ async fn session_tls(
     })
 }
 
-/// One `SHOW GLOBAL STATUS` value over a fresh connection (text protocol, so it does not move
-/// Com_stmt_execute or Handler_read_key itself).
-pub async fn global_status(opts: &MyOpts, name: &str) -> Result<u64, String> {
-    global_statuses(opts, &[name]).await.map(|v| v[0])
+/// The `SHOW GLOBAL STATUS` names a count of a run whose writes are `writes` reads (see
+/// `MyOpts::server_count`), `Uptime` last: the count's epoch (`uptime_epoch`), read with it.
+pub fn count_names(simple: bool, writes: &[(Op, String)]) -> Vec<&str> {
+    let reads = simple.then_some("Com_select");
+    let mut names = match writes.is_empty() {
+        true => vec![reads.unwrap_or("Com_stmt_execute")],
+        false => writes::counter_names("Com_stmt_execute", reads, writes),
+    };
+    names.push("Uptime");
+    names
 }
 
-/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment.
-pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, String> {
+/// The count from the `values` of `count_names(simple, writes)`.
+pub fn count_of(
+    simple: bool,
+    writes: &[(Op, String)],
+    names: &[&str],
+    mut values: Vec<u64>,
+) -> ServerCount {
+    let uptime = values.pop().unwrap_or(0);
+    let names = &names[..names.len() - 1];
+    let mut count = match writes.is_empty() {
+        true => ServerCount::reads(values[0], format!("global status {}", names[0])),
+        false => writes::server_count(names, &values, simple.then_some("Com_select"), writes),
+    };
+    count.epoch = Some(uptime_epoch(uptime));
+    count
+}
+
+/// The values of `names` among `SHOW GLOBAL STATUS` rows, in their order.
+pub fn status_values(
+    rows: &[(String, String)],
+    names: &[&str],
+    addr: &Endpoint,
+) -> Result<Vec<u64>, SetupError> {
+    names
+        .iter()
+        .map(|name| {
+            rows.iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.parse().ok())
+                .ok_or_else(|| SetupError(format!("{addr}: no global status {name}")))
+        })
+        .collect()
+}
+
+/// A count's epoch from the server's `Uptime` (read with the count): its start time, now minus
+/// the uptime (`ServerCount::started_epoch`), so a restart mid-run says not comparable even
+/// when the new counter has passed the old one.
+pub fn uptime_epoch(uptime: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ServerCount::started_epoch(now.saturating_sub(uptime))
+}
+
+/// `SHOW GLOBAL STATUS` values of `names`, in their order, read at one moment over a fresh
+/// connection (text protocol, so it does not move Com_stmt_execute or Handler_read_key itself).
+pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, SetupError> {
     let addr = endpoint_of(&opts.opts);
     let mut c = opts.conn().await?;
     let rows: Vec<(String, String)> = c
@@ -498,18 +555,27 @@ pub async fn global_statuses(opts: &MyOpts, names: &[&str]) -> Result<Vec<u64>, 
         .await
         .map_err(|e| opts.explain(&e))?;
     let _ = c.disconnect().await;
-    names
-        .iter()
-        .map(|name| {
-            rows.iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .and_then(|(_, v)| v.parse().ok())
-                .ok_or_else(|| format!("{addr}: no global status {name}"))
-        })
-        .collect()
+    status_values(&rows, names, &addr)
 }
 
 impl Conn for MysqlConn {
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        let open = self.open > 0 && !self.rollback;
+        let Some(conn) = self.conn.as_mut().filter(|_| open) else {
+            return Ok(false);
+        };
+        self.open = 0;
+        match conn.query_drop("COMMIT").await {
+            Ok(()) => Ok(true),
+            Err(mysql_async::Error::Server(s)) => Err(LookupError::new(
+                super::error::kind(s.code),
+                false,
+                format!("{} (error {})", s.message, s.code),
+            )),
+            Err(e) => Err(LookupError::io(e.to_string())),
+        }
+    }
+
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let Some(mut conn) = self.conn.take() else {
@@ -530,6 +596,7 @@ impl Conn for MysqlConn {
         // connection's in-flight future cannot hold across requests; BEGIN and COMMIT as
         // statements are the same transaction to the server.
         let grouped = self.txn > 1 && write.is_some();
+        let rollback = grouped && std::mem::take(&mut self.rollback);
         let begin = grouped && self.open == 0;
         if grouped {
             self.open = (self.open + 1) % self.txn;
@@ -538,10 +605,13 @@ impl Conn for MysqlConn {
         let fut: LocalBoxFuture<'static, (mysql_async::Conn, Answer)> = Box::pin(async move {
             let r = match (write, sql) {
                 (Some(params), _) => {
-                    let mut r = match begin {
-                        true => conn.query_drop("BEGIN").await,
+                    let mut r = match rollback {
+                        true => conn.query_drop("ROLLBACK").await,
                         false => Ok(()),
                     };
+                    if r.is_ok() && begin {
+                        r = conn.query_drop("BEGIN").await;
+                    }
                     if r.is_ok() {
                         r = conn.exec_drop(&stmt, params).await;
                     }
@@ -549,10 +619,9 @@ impl Conn for MysqlConn {
                     if r.is_ok() && commit {
                         r = conn.query_drop("COMMIT").await;
                     }
-                    let deadlock = |r: &Result<(), mysql_async::Error>| matches!(r, Err(mysql_async::Error::Server(s)) if super::error::kind(s.code) == ErrorKind::Deadlock);
-                    if grouped && deadlock(&r) {
-                        // The group is over (InnoDB rolled a deadlock's transaction back; a lock
-                        // wait timeout only the statement): the next write begins a fresh one.
+                    if grouped && r.is_err() {
+                        // The group is over, as on PostgreSQL (InnoDB rolled a deadlock's
+                        // transaction back, other errors only the statement).
                         let _ = conn.query_drop("ROLLBACK").await;
                     }
                     r.map(|()| Answered::Written(n))
@@ -575,10 +644,10 @@ impl Conn for MysqlConn {
         let (conn, r) = fut.await;
         self.in_flight = None;
         self.conn = Some(conn);
-        if let Err(mysql_async::Error::Server(s)) = &r {
-            if super::error::kind(s.code) == ErrorKind::Deadlock {
-                self.open = 0; // the group is over (`send`)
-            }
+        if r.is_err() && self.open > 0 {
+            // Any failure ends the open group, as on PostgreSQL (InnoDB rolled a deadlock's
+            // transaction back, other errors only the statement): the next write rolls it back.
+            (self.open, self.rollback) = (0, true);
         }
         match r {
             Ok(Answered::Row(row)) => {

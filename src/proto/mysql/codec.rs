@@ -221,6 +221,20 @@ impl Codec for MyCodec {
         self.encode_one(req, out);
     }
 
+    fn commit(&mut self, out: &mut Vec<u8>) -> bool {
+        self.groups.as_mut().is_some_and(|g| g.commit(out))
+    }
+
+    fn decode_commit(
+        &mut self,
+        buf: &[u8],
+    ) -> Result<Option<(usize, Option<LookupError>)>, LookupError> {
+        Ok(control_reply(buf)?.map(|(n, failed)| {
+            let failed = failed.map(|(kind, message)| LookupError::new(kind, false, message));
+            (n, failed)
+        }))
+    }
+
     fn decode<'b>(
         &'b mut self,
         buf: &'b [u8],

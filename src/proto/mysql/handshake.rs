@@ -4,6 +4,7 @@
 //! `mysql_common`'s (the crate under mysql_async); loadgen keeps only the choices: which
 //! capabilities to ask for and which plugin to answer. `wire_driver` moves the bytes.
 
+use crate::error::SetupError;
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{
@@ -39,18 +40,18 @@ pub struct Greeting {
 
 /// Parses Handshake v10; any other protocol version, or bytes that are not a greeting, are
 /// refused with a line saying so.
-pub fn parse_greeting(p: &[u8]) -> Result<Greeting, String> {
+pub fn parse_greeting(p: &[u8]) -> Result<Greeting, SetupError> {
     let not_mysql = || {
         "the server's greeting is not MySQL protocol (is this a MySQL/MariaDB port?)".to_string()
     };
     match p.first() {
         Some(10) => {}
         Some(v) => {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "the server speaks MySQL protocol version {v}; loadgen speaks version 10 (MySQL 4.1 and later)"
-            ))
+            )))
         }
-        None => return Err(not_mysql()),
+        None => return Err(not_mysql().into()),
     }
     let hello: HandshakePacket<'_> = ParseBuf(p).parse(()).map_err(|_| not_mysql())?;
     let mut capabilities = u64::from(hello.capabilities().bits());
@@ -77,10 +78,10 @@ pub fn client_capabilities(
     server: u64,
     with_db: bool,
     cache_metadata: bool,
-) -> Result<u64, String> {
+) -> Result<u64, SetupError> {
     let required = CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION;
     if server & required != required {
-        return Err("the server is older than MySQL 4.1 (no protocol 4.1 / secure connection): loadgen cannot talk to it".into());
+        return Err(SetupError("the server is older than MySQL 4.1 (no protocol 4.1 / secure connection): loadgen cannot talk to it".into()));
     }
     let mut want = required
         | CLIENT_LONG_PASSWORD
@@ -107,10 +108,12 @@ pub fn handshake_response(
     auth: &[u8],
     db: Option<&str>,
     plugin: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, SetupError> {
     // mysql_common would cut a name at its first NUL and log in as someone else.
     if user.contains('\0') || db.is_some_and(|d| d.contains('\0')) {
-        return Err("the user or database name contains a NUL byte".into());
+        return Err(SetupError(
+            "the user or database name contains a NUL byte".into(),
+        ));
     }
     let db = db.filter(|_| capabilities & CLIENT_CONNECT_WITH_DB != 0);
     let plugin = Some(AuthPlugin::from_bytes(plugin.as_bytes()))
@@ -162,7 +165,7 @@ pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
 
 /// An AuthSwitchRequest (0xFE, plugin NUL, data): the plugin and its challenge.
 /// A bare 0xFE is the pre-4.1 switch to mysql_old_password.
-pub fn auth_switch(p: &[u8]) -> Result<(String, Vec<u8>), String> {
+pub fn auth_switch(p: &[u8]) -> Result<(String, Vec<u8>), SetupError> {
     if p == [0xFE] {
         return Ok(("mysql_old_password".into(), Vec::new()));
     }
@@ -194,7 +197,7 @@ pub fn auth_step(
     password: &[u8],
     switched: bool,
     greeting_plugin: &str,
-) -> Result<AuthStep, String> {
+) -> Result<AuthStep, SetupError> {
     match p.first() {
         Some(0x00) => Ok(AuthStep::Done),
         Some(0xFE) if !switched => {
@@ -207,7 +210,9 @@ pub fn auth_step(
         Some(0x01) if !switched && speaker(greeting_plugin) != Speaker::Wire => {
             Ok(AuthStep::Unspoken(greeting_plugin.to_string()))
         }
-        _ => Err("unexpected reply from the server during authentication".into()),
+        _ => Err(SetupError(
+            "unexpected reply from the server during authentication".into(),
+        )),
     }
 }
 

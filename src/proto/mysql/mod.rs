@@ -2,6 +2,7 @@
 //! and the `mysql_async` driver.
 
 pub mod async_driver;
+pub mod choose;
 pub mod codec;
 pub mod error;
 pub mod handshake;
@@ -12,6 +13,7 @@ pub mod txn;
 pub mod wire_driver;
 pub mod writes;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -23,14 +25,14 @@ pub const SOCKET_URL: &str = "mysql://user@localhost/db?socket=/run/mysqld/mysql
 
 /// The mysql client's rules: `?socket=PATH` is the Unix socket (host `localhost` or none, no
 /// port: a TCP address beside it would be ignored, so it is refused); otherwise TCP.
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     match url.param("socket") {
         Some(path) => {
             if !(url.host.is_empty() || url.host == "localhost") || url.port.is_some() {
-                return Err(format!(
+                return Err(ConnectError(format!(
                     "{}: socket= connects to the Unix socket, so the URL names no TCP address: use mysql://user@localhost/db?socket={path}",
                     url.redacted()
-                ));
+                )));
             }
             Endpoint::unix(path, &url.redacted())
         }

@@ -2,6 +2,7 @@
 //! drivers answers each. The wire driver speaks mysql_native_password only; for the others it
 //! hands the run to mysql_async (`dispatch`), and a plugin neither speaks is one line naming
 //! it and what to do.
+use crate::error::SetupError;
 
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
 
@@ -31,11 +32,11 @@ pub fn speaker(plugin: &str) -> Speaker {
 
 /// A user whose plugin the wire driver does not speak: the line to print when mysql_async
 /// takes the run over, or the one-line refusal when it cannot (the plugin, or `-p`).
-pub fn fallback(label: &str, plugin: &str, depth: usize) -> Result<String, String> {
+pub fn fallback(label: &str, plugin: &str, depth: usize) -> Result<String, SetupError> {
     match speaker(plugin) {
-        Speaker::MysqlAsync if depth > 1 => Err(no_pipelining(label, plugin, depth)),
+        Speaker::MysqlAsync if depth > 1 => Err(no_pipelining(label, plugin, depth).into()),
         Speaker::MysqlAsync => Ok(fallback_note(label, plugin)),
-        _ => Err(format!("{label}: {}", unspoken(plugin))),
+        _ => Err(SetupError(format!("{label}: {}", unspoken(plugin)))),
     }
 }
 
@@ -128,7 +129,7 @@ mod tests {
             .contains("-p 2"));
         assert_eq!(
             fallback("x", "dialog", 1),
-            Err(format!("x: {}", unspoken("dialog")))
+            Err(SetupError(format!("x: {}", unspoken("dialog"))))
         );
     }
 }

@@ -1,6 +1,7 @@
 //! `prepare mysql://...`: the `usr` table from `schemas/mysql.sql`, loaded with multi-row
 //! INSERTs (HandlerSocket reads this table).
 
+use crate::error::SetupError;
 use crate::url::TargetUrl;
 
 pub const SCHEMA: &str = include_str!("../../../schemas/mysql.sql");
@@ -9,7 +10,7 @@ pub const SCHEMA: &str = include_str!("../../../schemas/mysql.sql");
 const BATCH: u64 = 5000;
 
 /// Creates the table and loads ids `keys.0..=keys.1`.
-pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
     use crate::proto::mysql::async_driver::mysql_opts;
     use mysql_async::prelude::Queryable;
     let opts = mysql_opts(url, crate::timeouts::PREPARE_CONNECT, 1)?;

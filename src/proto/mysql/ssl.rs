@@ -3,6 +3,7 @@
 //! transport's TLS modes, for both drivers. A Unix socket stays plain (as mysql_async and
 //! libpq do): a mode that demands TLS there is refused rather than ignored.
 
+use crate::error::SetupError;
 use std::path::PathBuf;
 
 use crate::transport::{Endpoint, OptionNames, Roots, TlsInfo, TlsMode, TlsOptions, Verified};
@@ -17,7 +18,7 @@ pub const NAMES: OptionNames = OptionNames {
 
 /// The TLS a URL asks for, None when the connection stays plain (DISABLED, or a Unix socket
 /// under PREFERRED).
-pub fn tls_options(url: &TargetUrl, endpoint: &Endpoint) -> Result<Option<TlsOptions>, String> {
+pub fn tls_options(url: &TargetUrl, endpoint: &Endpoint) -> Result<Option<TlsOptions>, SetupError> {
     let mode = match url.param("ssl-mode") {
         None => TlsMode::Prefer,
         Some(m) => TlsMode::mysql(m).ok_or_else(|| {
@@ -31,11 +32,11 @@ pub fn tls_options(url: &TargetUrl, endpoint: &Endpoint) -> Result<Option<TlsOpt
     }
     if let Endpoint::Unix(path) = endpoint {
         if mode.requires_tls() {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "ssl-mode={} with socket={}: loadgen does not run TLS over a Unix socket (it never leaves the machine): drop ssl-mode, or connect by TCP",
                 url.param("ssl-mode").unwrap_or_default(),
                 path.display()
-            ));
+            )));
         }
         return Ok(None);
     }
@@ -69,11 +70,11 @@ pub fn server_said(version: &str, cipher: &str, verified: Verified) -> TlsInfo {
 
 /// Whether the wire driver sends the SSLRequest: when the greeting offers TLS; a server
 /// without it is plain under PREFERRED and refused under the stricter modes.
-pub fn ask_tls(mode: TlsMode, server_offers: bool) -> Result<bool, String> {
+pub fn ask_tls(mode: TlsMode, server_offers: bool) -> Result<bool, SetupError> {
     match (server_offers, mode.requires_tls()) {
         (true, _) => Ok(true),
         (false, false) => Ok(false),
-        (false, true) => Err(no_tls_on_server()),
+        (false, true) => Err(no_tls_on_server().into()),
     }
 }
 
@@ -86,7 +87,7 @@ pub fn no_tls_on_server() -> String {
 mod tests {
     use super::*;
 
-    fn opts(url: &str) -> Result<Option<TlsOptions>, String> {
+    fn opts(url: &str) -> Result<Option<TlsOptions>, SetupError> {
         let url = TargetUrl::parse(url).unwrap();
         let ep = super::super::endpoint(&url)?;
         tls_options(&url, &ep)

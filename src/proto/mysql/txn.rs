@@ -2,9 +2,11 @@
 //! transaction, BEGIN before a group's first write and COMMIT after its Nth, sent as COM_QUERY
 //! in the same batch as the write (so they pipeline) and answered inside the codec: their OK
 //! replies are taken with the write's own, and their time goes into its latency. Reads ride
-//! along inside the open group. A deadlock (1213) makes InnoDB roll the whole transaction
-//! back, a lock wait timeout (1205) only the statement: either way the group is over, so the
-//! connection's next write sends ROLLBACK and BEGIN, a fresh transaction.
+//! along inside the open group. Any failure in the open group ends it, as on PostgreSQL (a
+//! deadlock, 1213, makes InnoDB roll the whole transaction back; a lock wait timeout, 1205, or
+//! another error only the statement): the connection's next write sends ROLLBACK and BEGIN, a
+//! fresh transaction, so a group either commits all its writes or none (the request loop
+//! counts them by that, `group.rs`). At the end of a run the open group is committed (`commit`).
 
 use std::collections::VecDeque;
 
@@ -24,7 +26,7 @@ pub struct Groups {
     open: u32,
     /// The number of the open group, or of the next one.
     group: u32,
-    /// A deadlock ended the open group: the next write rolls back and begins afresh.
+    /// A failure ended the open group: the next write rolls back and begins afresh.
     restart: bool,
     /// Each request encoded and not yet answered, oldest first: its command flags and group.
     pending: VecDeque<(u8, u32)>,
@@ -76,14 +78,26 @@ impl Groups {
         self.pending.front().copied().unwrap_or((0, u32::MAX))
     }
 
-    /// The oldest request is answered, with an error of `failed` kind or none; a deadlock in
+    /// The oldest request is answered, with an error of `failed` kind or none; a failure in
     /// the open group ends it.
     pub fn answered(&mut self, failed: Option<ErrorKind>) {
         let (_, group) = self.front();
         self.pending.pop_front();
-        if failed == Some(ErrorKind::Deadlock) && group == self.group && self.open > 0 {
+        if failed.is_some() && group == self.group && self.open > 0 {
             self.restart = true;
         }
+    }
+
+    /// Appends the COMMIT of the open group, short of its N writes (nothing in flight); false
+    /// when none is open or it failed (the connection's close rolls it back).
+    pub fn commit(&mut self, out: &mut Vec<u8>) -> bool {
+        if self.open == 0 || self.restart {
+            return false;
+        }
+        query(out, b"COMMIT");
+        self.open = 0;
+        self.group += 1;
+        true
     }
 }
 
@@ -141,5 +155,26 @@ mod tests {
         send(&mut g, true);
         g.answered(Some(ErrorKind::Deadlock));
         assert_eq!(send(&mut g, true), b".\x07\0\0\0\x03COMMIT");
+    }
+
+    #[test]
+    fn any_failure_ends_the_group_and_a_short_one_commits_at_the_end() {
+        let mut g = Groups::new(3).unwrap();
+        send(&mut g, true);
+        send(&mut g, false);
+        g.answered(None);
+        g.answered(Some(ErrorKind::Server)); // a failed read inside the group
+        let mut out = Vec::new();
+        assert!(!g.commit(&mut out), "a failed group is not committed");
+        assert_eq!(
+            send(&mut g, true),
+            b"\x09\0\0\0\x03ROLLBACK\x06\0\0\0\x03BEGIN."
+        );
+        g.answered(None);
+        assert!(g.commit(&mut out));
+        assert_eq!(out, b"\x07\0\0\0\x03COMMIT");
+        // Nothing open: nothing to commit, and the next write begins afresh.
+        assert!(!g.commit(&mut out));
+        assert_eq!(send(&mut g, true), b"\x06\0\0\0\x03BEGIN.");
     }
 }

@@ -6,6 +6,7 @@
 //! connection of its own (counts, max(user_id), settings) runs through `MyOpts`.
 
 use crate::dataset;
+use crate::error::{ConfigError, SetupError};
 use crate::mix::Op;
 use crate::plan::Plan;
 use crate::proto::target::ServerCount;
@@ -49,21 +50,21 @@ pub fn default_sql(op: Op) -> &'static str {
 
 /// The statement of every write op of the plan's mix: the user's where given (checked), else
 /// the default.
-pub fn statements(plan: &Plan) -> Result<Vec<(Op, String)>, String> {
-    plan.write_statements(default_sql, check)
+pub fn statements(plan: &Plan) -> Result<Vec<(Op, String)>, SetupError> {
+    Ok(plan.write_statements(default_sql, check)?)
 }
 
 /// A user's statement for `op` has one `?` per parameter, as `--query` has one for the key.
 /// The server's count of parameters is checked again when each connection prepares it.
-pub fn check(op: Op, sql: &str) -> Result<(), String> {
+pub fn check(op: Op, sql: &str) -> Result<(), ConfigError> {
     let n = sql.matches('?').count();
     let want = params(op).len();
     if n != want {
-        return Err(format!(
+        return Err(ConfigError(format!(
             "--query-{} for MySQL needs exactly {want} ?, in this order: {} (it has {n})",
             op.name(),
             describe(op)
-        ));
+        )));
     }
     Ok(())
 }

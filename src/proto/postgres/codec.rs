@@ -19,7 +19,7 @@
 //! server has already rolled it back, so the codec only counts the requests the server skips
 //! and sends the Sync before the next request. Its writes go out with a Flush, so each is
 //! answered at once; the Sync goes with the Nth. A connection's last transaction, short of N
-//! writes when the run ends, is rolled back as the connection closes.
+//! writes when the run ends, gets its Sync then (`commit`).
 //! The handshake (startup, auth, Parse/Describe) lives in `wire_driver`.
 
 use std::collections::VecDeque;
@@ -301,6 +301,58 @@ impl Codec for PgCodec {
             self.unflushed = false;
         } else {
             self.sync(out);
+        }
+    }
+
+    /// The open transaction's Sync: its writes were all answered (over a Flush).
+    fn commit(&mut self, out: &mut Vec<u8>) -> bool {
+        if self.group == 0 || self.resync {
+            return false;
+        }
+        self.sync(out);
+        true
+    }
+
+    /// The Sync's ReadyForQuery, after an ErrorResponse when the commit failed.
+    fn decode_commit(
+        &mut self,
+        buf: &[u8],
+    ) -> Result<Option<(usize, Option<LookupError>)>, LookupError> {
+        let mut pos = 0;
+        let mut error = None;
+        loop {
+            let Some(head) = buf.get(pos..pos + 5) else {
+                return Ok(None);
+            };
+            let len = i32::from_be_bytes([head[1], head[2], head[3], head[4]]);
+            if !(4..=MAX_FRAME as i32).contains(&len) {
+                return Err(LookupError::protocol(
+                    "bad PostgreSQL message length in a commit",
+                ));
+            }
+            let end = pos + 1 + len as usize;
+            let Some(body) = buf.get(pos + 5..end) else {
+                return Ok(None);
+            };
+            match head[0] {
+                b'E' => {
+                    let e = ServerError::parse(body);
+                    let kind = super::error::kind(&e.code);
+                    error = Some(LookupError::new(kind, false, e.to_string()));
+                }
+                b'Z' => {
+                    self.batches.pop_front();
+                    (self.done, self.aborted) = (0, false);
+                    return Ok(Some((end, error)));
+                }
+                b'N' | b'S' | b'A' | b'3' => {}
+                t => {
+                    return Err(LookupError::protocol(format!(
+                        "unexpected PostgreSQL message 0x{t:02x} in a commit reply"
+                    )))
+                }
+            }
+            pos = end;
         }
     }
 

@@ -3,6 +3,7 @@
 //! for a point lookup: every execution starts one scan of it, hit or miss). Which source is
 //! used is decided once per target, on the first read, and named in the result.
 
+use crate::error::SetupError;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, SimpleQueryMessage};
@@ -52,7 +53,7 @@ impl PgCounter {
         tls: &PgTls,
         sql: &str,
         label: &str,
-    ) -> Result<Option<ServerCount>, String> {
+    ) -> Result<Option<ServerCount>, SetupError> {
         let (client, task) = tls
             .connect(config)
             .await
@@ -67,8 +68,8 @@ impl PgCounter {
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
                 })
-                .map_err(|e| explain(&e, "counter query")),
-            Ok(Source::Unavailable(why)) => Err(format!("{label}: {why}")),
+                .map_err(|e| explain(&e, "counter query").into()),
+            Ok(Source::Unavailable(why)) => Err(SetupError(format!("{label}: {why}"))),
             Err(e) => Err(e),
         };
         let calls = matches!(self.found.get(), Some(Source::Calls(_)));
@@ -84,7 +85,7 @@ impl PgCounter {
         r.map(Some)
     }
 
-    async fn find(&self, client: &Client, sql: &str) -> Result<Source, String> {
+    async fn find(&self, client: &Client, sql: &str) -> Result<Source, SetupError> {
         // The probe's EXPLAIN counts as one call of the statement in pg_stat_statements: it runs
         // once, before the first count.
         let probe = probe(client, sql).await;
@@ -103,7 +104,7 @@ impl PgCounter {
                     "pg_stat_statements is not created in this database".to_string()
                 }
                 Some(d) => format!("pg_stat_statements: {}", d.message()),
-                None => return Err(explain(&e, "counter query")),
+                None => return Err(explain(&e, "counter query").into()),
             },
         };
         let Some(probe) = probe else {
@@ -200,7 +201,7 @@ async fn epoch(client: &Client, calls: bool) -> Option<String> {
 /// pg_stat_statements' calls of the lookup. Why by identifier and not by text:
 /// pg_stat_statements keeps the text of the first statement with that identifier, so the same
 /// lookup written differently before (`$1::int4`, other spacing) would count 0.
-pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, String> {
+pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, SetupError> {
     let r = match id {
         Some(id) => client
             .query_one(
@@ -223,7 +224,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),
     })
-    .map_err(|e| explain(&e, "counter query"))
+    .map_err(|e| explain(&e, "counter query").into())
 }
 
 /// The index's idx_scan once it has stopped moving. Backends send their counts to the shared

@@ -11,6 +11,7 @@ mod tokio_tls;
 pub mod wire_driver;
 pub mod writes;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -21,20 +22,20 @@ pub const DEFAULT_PORT: u16 = 5432;
 pub const SOCKET_URL: &str = "postgres://user@/db?host=/var/run/postgresql";
 
 /// The port: the URL's, or libpq's `?port=` (written beside `?host=`), or 5432.
-pub fn port(url: &TargetUrl) -> Result<u16, String> {
+pub fn port(url: &TargetUrl) -> Result<u16, ConnectError> {
     match (url.param("port"), url.port) {
         (None, p) => Ok(p.unwrap_or(DEFAULT_PORT)),
         (Some(p), u) => match p.parse::<u16>() {
             Ok(n) if n > 0 && (u.is_none() || u == Some(n)) => Ok(n),
-            Ok(n) if n > 0 => Err(format!(
+            Ok(n) if n > 0 => Err(ConnectError(format!(
                 "{}: two ports ({} and port={n}): give one",
                 url.redacted(),
                 u.unwrap_or_default()
-            )),
-            _ => Err(format!(
+            ))),
+            _ => Err(ConnectError(format!(
                 "{}: port={p} is not a port number from 1 to 65535",
                 url.redacted()
-            )),
+            ))),
         },
     }
 }
@@ -42,7 +43,7 @@ pub fn port(url: &TargetUrl) -> Result<u16, String> {
 /// libpq's rules: a host that is a directory (`?host=/var/run/postgresql`, or the URL's host
 /// percent-encoded, `postgres://%2Fvar%2Frun%2Fpostgresql/db`) is the Unix socket
 /// `<dir>/.s.PGSQL.<port>` in it; `?host=` overrides the URL's host; any other host is TCP.
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     let port = port(url)?;
     let host = match url.param("host") {
         Some(h) => h.to_string(),
@@ -64,7 +65,7 @@ pub fn socket_dir(ep: &Endpoint) -> Option<&std::path::Path> {
 mod tests {
     use super::*;
 
-    fn ep(s: &str) -> Result<String, String> {
+    fn ep(s: &str) -> Result<String, ConnectError> {
         endpoint(&TargetUrl::parse(s).unwrap()).map(|e| e.to_string())
     }
 

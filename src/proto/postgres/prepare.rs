@@ -1,5 +1,6 @@
 //! `prepare postgres://...`: the `usr` table from `schemas/postgres.sql`, loaded with COPY.
 
+use crate::error::SetupError;
 use bytes::Bytes;
 use futures_util::SinkExt;
 
@@ -14,7 +15,7 @@ pub const SCHEMA: &str = include_str!("../../../schemas/postgres.sql");
 const CHUNK: usize = 1 << 20;
 
 /// Creates the table and loads ids `keys.0..=keys.1`; the rows COPY reports.
-pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
     let endpoint = super::endpoint(url)?;
     let config = pg_config(url, &endpoint, crate::timeouts::PREPARE_CONNECT);
     // The connect's own bound covers only the TCP connect, not a server that never answers.

@@ -2,6 +2,7 @@
 //! URL, else PGSSLMODE/PGSSLROOTCERT/PGSSLCERT/PGSSLKEY, else libpq's defaults (prefer, and
 //! ~/.postgresql/root.crt when it exists). A Unix socket never uses TLS, as with libpq.
 
+use crate::error::SetupError;
 use bytes::BytesMut;
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,7 +35,7 @@ pub struct PgTls {
 }
 
 impl PgTls {
-    pub fn new(url: &TargetUrl, ep: &Endpoint) -> Result<PgTls, String> {
+    pub fn new(url: &TargetUrl, ep: &Endpoint) -> Result<PgTls, SetupError> {
         let label = url.redacted();
         let setting = |name: &str, env: &str| {
             url.param(name)
@@ -168,7 +169,7 @@ impl PgTls {
 mod tests {
     use super::*;
 
-    fn tls(url: &str) -> Result<PgTls, String> {
+    fn tls(url: &str) -> Result<PgTls, SetupError> {
         let url = TargetUrl::parse(url).unwrap();
         PgTls::new(&url, &super::super::endpoint(&url).unwrap())
     }

@@ -9,7 +9,8 @@
 //! the same poll as the write so they pipeline in order with it (tokio-postgres sends a request
 //! when its future is first polled, and the in-flight queue polls new futures in order). After
 //! an error the requests already sent in the transaction are refused (25P02); the next request
-//! sends ROLLBACK and the next write a fresh BEGIN.
+//! sends ROLLBACK and the next write a fresh BEGIN. A transaction short of N writes when the
+//! run ends is committed (`commit`).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -143,7 +144,7 @@ impl PgTarget {
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
             tls,
-            writes: Rc2::new(writes::statements(plan).map_err(SetupError)?),
+            writes: Rc2::new(writes::statements(plan)?),
             txn: plan.txn,
         })
     }
@@ -323,32 +324,30 @@ impl Target for PgTarget {
         })
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     fn tls(&self) -> Option<TlsInfo> {
         self.tls.negotiated()
     }
 
     /// Every write op, prepared; `--mode simple` inlines a lookup's key only.
-    fn writes(&self, mix: &Mix) -> Result<(), String> {
+    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
         match mix.ops().find(|o| o.writes()) {
-            Some(op) if self.mode == Mode::Simple => Err(format!(
+            Some(op) if self.mode == Mode::Simple => Err(SetupError(format!(
                 "--mix {}: --mode simple runs lookups only, not {}; drop --mode simple to write",
                 mix.name(),
                 op.name()
-            )),
+            ))),
             _ => Ok(()),
         }
     }
 
     /// Writes grouped with BEGIN and COMMIT.
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
 
@@ -356,7 +355,7 @@ impl Target for PgTarget {
         writes::durability(&self.config, &self.tls).await
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (config, tls) = (&self.config, &self.tls);
         writes::server_count(
             &self.counter,
@@ -424,6 +423,22 @@ impl PgConn {
 }
 
 impl Conn for PgConn {
+    /// The open transaction's COMMIT (none after a failure: its ROLLBACK is still to come).
+    async fn commit(&mut self) -> Result<bool, LookupError> {
+        let Some(t) = self
+            .txn
+            .as_ref()
+            .filter(|_| self.group > 0 && !self.rollback)
+        else {
+            return Ok(false);
+        };
+        self.group = 0;
+        match self.client.execute(&t.commit, &[]).await {
+            Ok(_) => Ok(true),
+            Err(e) => Err(request_error(&e, self.client.is_closed())),
+        }
+    }
+
     fn send(&mut self, req: &Request) {
         let key = req.key;
         let client = self.client.clone();

@@ -71,7 +71,7 @@ impl PgWireTarget {
             label: url.redacted(),
             counter: PgCounter::new(false),
             tls,
-            writes: writes::statements(plan).map_err(SetupError)?,
+            writes: writes::statements(plan)?,
             txn: plan.txn,
         })
     }
@@ -315,21 +315,19 @@ impl Target for PgWireTarget {
     }
 
     /// Lookups pipeline freely: one Sync per batch written (see `codec`).
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
     /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// Writes grouped in the extended protocol's implicit transaction (`codec`).
-    fn txn(&self, _n: usize) -> Result<(), String> {
+    fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
-    async fn insert_from(&self) -> Result<Option<u64>, String> {
+    async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         writes::insert_from(&self.config, &self.tls, &self.writes).await
     }
 
@@ -337,7 +335,7 @@ impl Target for PgWireTarget {
         writes::durability(&self.config, &self.tls).await
     }
 
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (config, tls) = (&self.config, &self.tls);
         writes::server_count(
             &self.counter,

@@ -3,6 +3,7 @@
 //! each from pg_stat_statements. Parameters, by op: update ($1 key, $2 user_name), insert and
 //! upsert ($1 key, $2 user_name, $3 user_email, $4 created), delete ($1 key).
 
+use crate::error::{ConfigError, SetupError};
 use std::io::Write;
 
 use crate::proto::postgres::tls::PgTls;
@@ -34,8 +35,8 @@ pub fn default_sql(op: Op) -> &'static str {
 
 /// The statement of every write op of the plan's mix: the user's where given (checked), else
 /// the default.
-pub fn statements(plan: &Plan) -> Result<Vec<(Op, String)>, String> {
-    plan.write_statements(default_sql, check)
+pub fn statements(plan: &Plan) -> Result<Vec<(Op, String)>, SetupError> {
+    Ok(plan.write_statements(default_sql, check)?)
 }
 
 /// The server's count per op (`Op::index` order): `reads` for reads, and each write statement's
@@ -45,7 +46,7 @@ pub async fn counts(
     tls: &PgTls,
     reads: u64,
     statements: &[(Op, String)],
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u64>, SetupError> {
     with_client(config, tls, "counter query", |client| async move {
         let mut ops = vec![0; Op::COUNT];
         ops[Op::Read.index()] = reads;
@@ -66,7 +67,7 @@ pub async fn server_count(
     sql: &str,
     label: &str,
     statements: &[(Op, String)],
-) -> Result<Option<ServerCount>, String> {
+) -> Result<Option<ServerCount>, SetupError> {
     match counter.read(config, tls, sql, label).await? {
         Some(mut c) if !statements.is_empty() => {
             c.ops = counts(config, tls, c.value, statements).await?;
@@ -83,7 +84,7 @@ pub async fn insert_from(
     config: &tokio_postgres::Config,
     tls: &PgTls,
     statements: &[(Op, String)],
-) -> Result<Option<u64>, String> {
+) -> Result<Option<u64>, SetupError> {
     if statements
         .iter()
         .any(|(op, sql)| *op == Op::Insert && sql != default_sql(*op))
@@ -99,9 +100,9 @@ async fn with_client<T, F>(
     tls: &PgTls,
     what: &str,
     f: impl FnOnce(tokio_postgres::Client) -> F,
-) -> Result<T, String>
+) -> Result<T, SetupError>
 where
-    F: std::future::Future<Output = Result<T, String>>,
+    F: std::future::Future<Output = Result<T, SetupError>>,
 {
     let (client, task) = tls.connect(config).await.map_err(|e| explain(&e, what))?;
     let r = f(client).await;
@@ -110,14 +111,14 @@ where
 }
 
 /// Above the table's highest user_id.
-async fn next_id(config: &tokio_postgres::Config, tls: &PgTls) -> Result<u64, String> {
+async fn next_id(config: &tokio_postgres::Config, tls: &PgTls) -> Result<u64, SetupError> {
     const WHAT: &str = "max(user_id) query";
     with_client(config, tls, WHAT, |client| async move {
         client
             .query_one("SELECT (coalesce(max(user_id), 0) + 1)::int8 FROM usr", &[])
             .await
             .map(|row| row.get::<_, i64>(0) as u64)
-            .map_err(|e| explain(&e, WHAT))
+            .map_err(|e| explain(&e, WHAT).into())
     })
     .await
 }
@@ -137,7 +138,7 @@ pub async fn durability(config: &tokio_postgres::Config, tls: &PgTls) -> Vec<(St
         Ok(out)
     })
     .await;
-    read.unwrap_or_else(|e| vec![("unknown".into(), e)])
+    read.unwrap_or_else(|e| vec![("unknown".into(), e.0)])
 }
 
 /// Parameters the statement of `op` takes.
@@ -150,18 +151,22 @@ pub fn params(op: Op) -> usize {
 }
 
 /// A user's statement for `op` must use $1..$N, N the op's parameters, and nothing above.
-pub fn check(op: Op, sql: &str) -> Result<(), String> {
+pub fn check(op: Op, sql: &str) -> Result<(), ConfigError> {
     let n = params(op);
     let missing = (1..=n).find(|i| !has_param(sql, *i));
     if let Some(i) = missing {
-        return Err(format!(
+        return Err(ConfigError(format!(
             "--query-{} must use ${i}: its parameters are {}",
             op.name(),
             describe(op)
-        ));
+        )));
     }
     if has_param(sql, n + 1) {
-        return Err(format!("--query-{} takes only {}", op.name(), describe(op)));
+        return Err(ConfigError(format!(
+            "--query-{} takes only {}",
+            op.name(),
+            describe(op)
+        )));
     }
     Ok(())
 }

@@ -58,22 +58,20 @@ impl Target for RedisTarget {
         self.login.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
-    fn max_pipeline(&self) -> usize {
-        usize::MAX
-    }
+    const MAX_PIPELINE: usize = usize::MAX;
 
-    fn writes(&self, _mix: &Mix) -> Result<(), String> {
+    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
-    fn batch(&self, _n: usize) -> Result<(), String> {
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
     /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
     /// is in the mix, of neither when both are.
-    async fn server_count(&self) -> Result<Option<ServerCount>, String> {
+    async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         if self.batch > 1 {
             // One MGET per request, whatever its keys.
             let (c, epoch) = calls(&self.login, &["mget"]).await.map_err(|e| e.message)?;

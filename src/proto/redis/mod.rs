@@ -21,6 +21,7 @@ pub mod prune;
 
 pub use conn::RedisTarget;
 
+use crate::error::ConnectError;
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -35,7 +36,7 @@ pub fn is_socket_url(url: &TargetUrl) -> bool {
     !matches!(url.scheme.as_str(), "redis" | "rediss")
 }
 
-pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
+pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     if !is_socket_url(url) {
         return Endpoint::tcp(
             &url.host,
@@ -45,11 +46,11 @@ pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, String> {
         );
     }
     if !url.host.is_empty() || url.port.is_some() || url.path.is_empty() {
-        return Err(format!(
+        return Err(ConnectError(format!(
             "{}: the socket path goes after an empty host: {}:///path/to/redis.sock",
             url.redacted(),
             url.scheme
-        ));
+        )));
     }
     Endpoint::unix(
         &format!("/{}", crate::url::decode(&url.path)?),

@@ -3,6 +3,7 @@
 //! key and `DBSIZE` prove the rows are there. Keys `usr:<id>` outside the loaded ids (a write
 //! run's inserts) are removed, so preparing again resets the data set.
 
+use crate::error::SetupError;
 use std::time::Duration;
 
 use crate::outcome::{LookupError, Outcome};
@@ -18,7 +19,7 @@ const BATCH: usize = 1 << 20;
 const BATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Loads `keys` (inclusive) into the URL's database; returns the number of rows.
-pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
+pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
     let login = Login::new(url, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
     let mut conn = login.open(true).await.map_err(|e| e.message)?;
     let (mut key, mut value) = (Vec::new(), Vec::new());
@@ -47,12 +48,12 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
     match conn.recv(&last).await {
         Ok(Outcome::Hit) => {}
         Ok(Outcome::Miss) => {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "{}: usr:{} is missing after SET: is maxmemory too small?",
                 login.addr, keys.1
-            ))
+            )))
         }
-        Err(e) => return Err(e.message),
+        Err(e) => return Err(e.message.into()),
     }
     super::prune::outside(&login, &mut conn, keys).await?;
     let rows = keys.1 - keys.0 + 1;
@@ -62,10 +63,10 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, String> {
         .map_err(|e| e.message)?
     {
         Answer::Integer(n) if n >= 0 && n as u64 >= rows => Ok(rows),
-        other => Err(format!(
+        other => Err(SetupError(format!(
             "{}: DBSIZE answered {other:?} after {rows} SETs: the server did not keep them all",
             login.addr
-        )),
+        ))),
     }
 }
 

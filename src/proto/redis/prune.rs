@@ -3,6 +3,7 @@
 //! from the same state every time. A Lua script walks one `SCAN` batch per call, so the server
 //! is never held for long; keys whose suffix is not a number are not ours and stay.
 
+use crate::error::SetupError;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::login::{Answer, Login};
 use crate::proto::stream::StreamConn;
@@ -27,7 +28,7 @@ pub async fn outside(
     login: &Login,
     conn: &mut StreamConn<RedisCodec>,
     keys: (u64, u64),
-) -> Result<u64, String> {
+) -> Result<u64, SetupError> {
     let (lo, hi) = (keys.0.to_string(), keys.1.to_string());
     let mut cursor = b"0".to_vec();
     let mut removed = 0;
@@ -38,10 +39,10 @@ pub async fn outside(
             .await
             .map_err(|e| e.message)?;
         let Answer::Bulk(text) = answer else {
-            return Err(format!(
+            return Err(SetupError(format!(
                 "{}: removing keys outside the data set: the server answered {answer:?}",
                 login.addr
-            ));
+            )));
         };
         let text = String::from_utf8_lossy(&text).into_owned();
         let (next, n) = text

@@ -107,6 +107,8 @@
     row('errors', cell('errors-' + i, r.error_total, thousands(r.error_total) +
       (errs.length ? ' (' + esc(errs.join(', ')) + ')' : ''), r.error_total ? 'bad' : ''));
     if (r.reconnects) row('reconnects', cell('reconnects-' + i, r.reconnects, thousands(r.reconnects)));
+    if (r.retries) row('retries', cell('retries-' + i, r.retries, thousands(r.retries) +
+      ' requests sent again after a deadlock or serialization failure (--retries)'));
     if (r.unsure) row('writes in doubt', cell('unsure-' + i, r.unsure, thousands(r.unsure) +
       ' (their connection broke before the reply: applied or not, unknown)', 'bad'));
     row('server count', serverCell(r, i));
@@ -173,8 +175,12 @@
   function opNotes(r, i) {
     const unsure = OPS.filter(op => r.ops[op] && r.ops[op].unsure)
       .map(op => op + ' ' + thousands(r.ops[op].unsure));
+    const retried = OPS.filter(op => r.ops[op] && r.ops[op].retries)
+      .map(op => op + ' ' + thousands(r.ops[op].retries));
     const connects = (r.errors || {}).connect || 0;
-    return (unsure.length ? `<p class="note bad" id="ops-${i}-unsure">writes in doubt ` +
+    return (retried.length ? `<p class="note" id="ops-${i}-retries">retries ` +
+      `(sent again after a deadlock or serialization failure): ${esc(retried.join(', '))}</p>` : '') +
+      (unsure.length ? `<p class="note bad" id="ops-${i}-unsure">writes in doubt ` +
       `(connection broke before the reply): ${esc(unsure.join(', '))}</p>` : '') +
       (connects ? `<p class="note" id="ops-${i}-connect">connect errors ${thousands(connects)}: ` +
         'no request sent, charged to no op</p>' : '');

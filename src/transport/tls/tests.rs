@@ -96,7 +96,11 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 /// Connects to `addr` as `host` and echoes five bytes: the negotiated info, or the message.
-async fn dial(addr: std::net::SocketAddr, host: &str, o: TlsOptions) -> Result<TlsInfo, String> {
+async fn dial(
+    addr: std::net::SocketAddr,
+    host: &str,
+    o: TlsOptions,
+) -> Result<TlsInfo, ConnectError> {
     let tls = TlsClient::new(&o)?.unwrap();
     let sock = Stream::tcp(tokio::net::TcpStream::connect(addr).await.unwrap());
     let mut s = tls.upgrade(sock, host).await.map_err(|e| e.message)?;
