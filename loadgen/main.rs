@@ -155,6 +155,10 @@ struct RunArgs {
     /// (reads of the mix ride along); 1 is autocommit, every write its own transaction.
     #[arg(long, default_value_t = 1)]
     txn: usize,
+    /// Keys per request: each request reads N keys drawn from --dist in the target's own
+    /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
     /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
     /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
@@ -410,6 +414,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .filter_map(|(op, q)| q.clone().map(|q| (op, q)))
         .collect(),
         txn: a.txn,
+        batch: a.batch,
         retries: a.retries,
     };
     plan.validate()?;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|all|soak|writes]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|mget|all|soak|writes]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
@@ -24,7 +24,7 @@ PAIRS=${BENCH_PAIRS:-3}
 SECS=${BENCH_SECONDS:-10}
 B=scripts/bench
 LIB="python3 $B/benchlib.py"
-ALL=(pg mysql hs memcache redis unix tls embedded rss)
+ALL=(pg mysql hs memcache redis unix tls embedded rss mget)
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
@@ -32,7 +32,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | soak | writes) ;;
+    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | mget | soak | writes) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -51,6 +51,7 @@ for s in "${SECTIONS[@]}"; do
     mysql | hs) servers+=(mariadb) ;;
     memcache | soak) servers+=(memcached) ;;
     redis) servers+=(redis) ;;
+    mget) servers+=(memcached redis) ;;
     unix) servers+=(postgres mariadb) ;;
     writes) servers+=(postgres mariadb memcached) ;;
   esac
@@ -113,7 +114,7 @@ sysb() { # sysb TSV CELL PAIR CONNS
 memas() { # memas TSV CELL PAIR CONNS [CFG KIND]: gets only, or the mix in CFG (KIND memaslap-mix)
   local out=$WORK/run$((++N))
   timed "$out" -- memcaslap -s "127.0.0.1:$LOADGEN_MC_PORT" -T 2 -c "$4" -t "${SECS}s" -w 1k \
-    -S "$((SECS + 3600))s" -F "${5:-$B/memaslap-get.cfg}"
+    -S "$((SECS + 3600))s" -F "${5:-$B/memaslap-get.cfg}" ${MEMAS_DIV:+--division="$MEMAS_DIV"}
   $LIB record "$1" "$2" peer "$3" "${6:-memaslap}" "$out" "$out.time"
 }
 
@@ -236,6 +237,27 @@ bench_redis() {
   unset REDISCLI_AUTH
   $LIB pairs "$tsv" "redis: loadgen -t 2 -p D vs redis-benchmark --threads 2 -P D, GET of 1,000,000 stored rows (loadgen usr:<id>, redis-benchmark usr:<12-digit id>, same rows; redis-benchmark runs -n requests calibrated to ${SECS}s)" \
     loadgen redis-benchmark "ratio >= 1.0 at -P 1 and -P 16; client CPU per GET <= redis-benchmark's" "conns/depth"
+}
+
+# Multi-gets: keys/s at --batch 1, 10, 100 on every target with one (memcached `get k1 ... kN`,
+# Redis MGET), and memcached against memaslap --division N (its multi-get) in alternating pairs.
+# Keys/s: loadgen's keys.keys_per_s (qps at N = 1), memaslap's cmd_get (one per key) / run time.
+bench_mget() {
+  local tsv=$WORK/mget.tsv all=$WORK/mget-all.tsv n p
+  for n in 1 10 100; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $all 'redis N=$n' lg $p '$LOADGEN_REDIS_URL' -c 16 -t 2 --batch $n"
+      if have memcaslap; then
+        rotate "$p" "lg $tsv 'N=$n' lg $p '$LOADGEN_MC_URL' -c 16 -t 2 --batch $n" \
+          "MEMAS_DIV=$n memas $tsv 'N=$n' $p 16"
+      else
+        lg "$tsv" "N=$n" lg "$p" "$LOADGEN_MC_URL" -c 16 -t 2 --batch "$n"
+      fi
+    done
+  done
+  $LIB pairs "$tsv" "multi-get: memcached keys/s, loadgen --batch N -c 16 -t 2 vs memaslap --division N -c 16 -T 2 (qps columns are keys/s; p99 is per request for loadgen, per get for memaslap; CPU ms per 1k keys)" \
+    loadgen memaslap "median ratio >= 1.0 at every N" "keys/req"
+  $LIB solo "$all" "multi-get: Redis MGET keys/s, loadgen --batch N -c 16 -t 2 (qps column is keys/s; p99 per request)" cells
 }
 
 # Unix sockets at 16 connections: loadgen over each SQL server's socket vs over TCP, per driver

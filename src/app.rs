@@ -110,6 +110,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
         query: plan.query.clone(),
         mix: (!plan.mix.read_only()).then(|| plan.mix.name()),
         txn: (plan.txn > 1).then_some(plan.txn),
+        batch: (plan.batch > 1).then_some(plan.batch),
         retries: (plan.retries > 0).then_some(plan.retries),
     }
 }

@@ -16,8 +16,8 @@ use crate::plan::{Plan, Stop};
 use crate::proto::target::ServerCount;
 use crate::recorder::{Counts, Snapshot};
 use crate::result::{
-    encode_histogram, ClientCpu, OpResult, Percentiles, RateResult, RunResult, ServerCpu,
-    ServerObserved, TimelineRow,
+    encode_histogram, ClientCpu, KeysResult, OpResult, Percentiles, RateResult, RunResult,
+    ServerCpu, ServerObserved, TimelineRow,
 };
 use crate::totals::Totals;
 use crate::transport::Endpoint;

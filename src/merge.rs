@@ -294,7 +294,6 @@ fn merge_group(
         .zip(&runs)
         .map(|(x, r)| window(x, r))
         .collect::<Result<Vec<_>, _>>()?;
-    let first_start = wins.iter().map(|w| w.0).fold(f64::MAX, f64::min);
     let (windows, qps, duration_s) = group_qps(&runs, &wins, &label, warnings);
     let concurrent = windows.concurrent;
     let durations = windows.durations.clone();
@@ -357,11 +356,12 @@ fn merge_group(
         server_observed: merge_observed(&runs, concurrent, &label, warnings),
         ops,
         durability: r0.durability.clone(),
-        timeline: merge_timelines(
-            runs.iter()
-                .zip(&wins)
-                .map(|(r, w)| (r.timeline.as_slice(), w.0 - first_start)),
+        // The window that gives the merged qps gives the merged keys/s.
+        keys: crate::result::KeysResult::sum(
+            runs.iter().map(|r| r.keys.as_ref()),
+            runs.iter().map(|r| r.hits + r.misses).sum::<u64>() as f64 / qps,
         ),
+        timeline: group_timeline(&runs, &wins),
         histogram: encode_histogram(&hist),
         verdict: crate::result::Verdict::combine(
             inputs
@@ -448,6 +448,16 @@ fn merge_ops(
         ops.insert(name.clone(), op);
     }
     Ok(ops)
+}
+
+/// The parts' timelines on one clock: each shifted by when its window opened after the first.
+fn group_timeline(runs: &[&RunResult], wins: &[(f64, f64)]) -> Vec<TimelineRow> {
+    let first_start = wins.iter().map(|w| w.0).fold(f64::MAX, f64::min);
+    merge_timelines(
+        runs.iter()
+            .zip(wins)
+            .map(|(r, w)| (r.timeline.as_slice(), w.0 - first_start)),
+    )
 }
 
 /// Rows placed on one clock, each timeline shifted by its window's start after the first's

@@ -58,6 +58,8 @@ pub struct Plan {
     pub write_queries: Vec<(crate::mix::Op, String)>,
     /// `--txn`: writes per transaction on SQL targets; 1 is autocommit, one write each.
     pub txn: usize,
+    /// `--batch`: keys per request (a multi-get); 1 is one key per request.
+    pub batch: usize,
     /// `--retries`: times a transaction (or write) that failed with a deadlock or
     /// serialization failure is sent again on its connection; 0: never.
     pub retries: u32,
@@ -88,10 +90,14 @@ impl Default for Plan {
             instance: None,
             write_queries: Vec::new(),
             txn: 1,
+            batch: 1,
             retries: 0,
         }
     }
 }
+
+/// Most keys one multi-get request may read (`--batch`).
+pub const MAX_BATCH: usize = 1000;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism()
@@ -191,6 +197,18 @@ impl Plan {
             return Err(ConfigError(format!(
                 "--retries {} needs one request in flight per connection, to send a failed transaction again in order: use -p 1 (more -c instead)",
                 self.retries
+            )));
+        }
+        if self.batch == 0 || self.batch > MAX_BATCH {
+            return Err(ConfigError(format!(
+                "--batch must be between 1 and {MAX_BATCH} keys per request"
+            )));
+        }
+        if self.batch > 1 && !self.mix.read_only() {
+            return Err(ConfigError(format!(
+                "--batch {} reads several keys per request, and --mix {} writes: use --mix read=100 (the default) with --batch",
+                self.batch,
+                self.mix.name()
             )));
         }
         if let Some(r) = self.rate {
@@ -381,6 +399,24 @@ pub fn parse_rfc3339(s: &str) -> Result<f64, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_takes_1_to_1000_keys_and_reads_only() {
+        let with = |batch, mix: &str| Plan {
+            batch,
+            mix: Mix::parse(mix).unwrap(),
+            ..Plan::default()
+        };
+        assert!(with(1, "read=1").validate().is_ok());
+        assert!(with(MAX_BATCH, "read=1").validate().is_ok());
+        for bad in [0, MAX_BATCH + 1] {
+            let e = with(bad, "read=1").validate().unwrap_err().0;
+            assert!(e.starts_with("--batch must be between 1 and 1000"), "{e}");
+        }
+        let e = with(10, "read=9,update=1").validate().unwrap_err().0;
+        assert!(e.contains("--mix read=9,update=1 writes"), "{e}");
+        assert!(with(1, "read=9,update=1").validate().is_ok());
+    }
 
     #[test]
     fn rfc3339_times() {

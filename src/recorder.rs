@@ -11,6 +11,7 @@ use crate::cells::{bucket_of, bump, Cell, Cells};
 
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, Outcome};
+use crate::proto::codec::Tally;
 
 /// Latencies are recorded in nanoseconds, 3 significant digits, up to 100 s.
 pub const HIST_MAX_NS: u64 = 100_000_000_000;
@@ -29,6 +30,9 @@ pub struct Counts {
     /// Writes in doubt: sent on a connection that broke (or timed out) before their reply, so
     /// the server may or may not have applied them. Each is also counted as its error.
     pub unsure: u64,
+    /// Multi-gets (`--batch`): keys found and not found, over the requests answered.
+    pub key_hits: u64,
+    pub key_misses: u64,
     /// Requests sent again after a deadlock or serialization failure (`--retries`); each try's
     /// outcome is counted once, by its last try.
     pub retries: u64,
@@ -50,6 +54,8 @@ impl Counts {
         }
         self.reconnects += o.reconnects;
         self.unsure += o.unsure;
+        self.key_hits += o.key_hits;
+        self.key_misses += o.key_misses;
         self.retries += o.retries;
     }
 }
@@ -257,6 +263,16 @@ impl Recorder {
             bump(&cell.ops[Op::Read.index()].errors[kind.index()], 1);
         }
         self.sample(kind, message);
+    }
+
+    /// The keys of one answered multi-get, found and not found (the request itself is
+    /// `record`ed as one).
+    #[inline]
+    pub fn keys(&mut self, warm: bool, tally: Tally) {
+        self.count(warm, None, |c| {
+            c.key_hits += u64::from(tally.hits);
+            c.key_misses += u64::from(tally.misses);
+        });
     }
 
     /// A write of `op` lost with its connection: it may or may not have been applied.

@@ -270,6 +270,7 @@ async fn preflight<T: Target>(
     target
         .writes(&plan.mix)
         .and_then(|()| target.txn(plan.txn))
+        .and_then(|()| target.batch(plan.batch))
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(

@@ -3,7 +3,7 @@
 //! here, never copied per combination.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,14 +12,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
-use crate::dataset::ANY_VERSION;
 use crate::group::{Group, Sent as Slot, Step};
-use crate::keys::{KeyGen, KeySpace, Rng};
-use crate::mix::{InsertSeq, Mix, Op};
+use crate::keys::KeySpace;
+use crate::mix::InsertSeq;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
-use crate::proto::codec::Request;
+use crate::proto::codec::{Request, Tally};
 use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
 
@@ -216,144 +215,6 @@ async fn thread_main<T: Target>(
     drop(finished);
 }
 
-/// One connection's requests: the op of each (`--mix`), its key (inserts from the insert
-/// sequence, the others from `--dist`) and version, and with `--verify` and writes the version
-/// this connection last wrote per key, which its later reads must find (read-your-writes).
-struct Requests {
-    /// None: a read-only mix, which draws nothing per request.
-    mix: Option<(Mix, Rng)>,
-    keys: KeyGen,
-    inserts: InsertSeq,
-    conn: u64,
-    conns: u64,
-    inserted: u64,
-    version: u64,
-    written: Option<HashMap<u64, u64>>,
-    /// With `--verify` and `--txn N`: the keys of the last N writes, a superset of the open
-    /// transaction's. A failed write rolls its whole group back, so all of them are unsure.
-    group: Option<VecDeque<u64>>,
-    txn: usize,
-}
-
-impl Requests {
-    fn new<T>(ctx: &Ctx<T>, conn: u64) -> Requests {
-        let plan = &ctx.plan;
-        let conns = plan.connections as u64;
-        let writes = !plan.mix.read_only();
-        Requests {
-            mix: writes.then(|| {
-                let seed = plan.seed ^ 0x6D69_7800 ^ conn.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-                (plan.mix.clone(), Rng::new(seed))
-            }),
-            keys: ctx.keys.stream(plan.seed, conn, conns),
-            inserts: ctx.inserts,
-            conn,
-            conns,
-            inserted: 0,
-            version: 0,
-            written: (writes && plan.verify).then(HashMap::new),
-            group: (writes && plan.verify && plan.txn > 1)
-                .then(|| VecDeque::with_capacity(plan.txn)),
-            txn: plan.txn,
-        }
-    }
-
-    #[inline]
-    fn next(&mut self) -> Request {
-        let Some((mix, rng)) = &mut self.mix else {
-            return Request::read(self.keys.next_key());
-        };
-        let op = mix.pick(rng);
-        let key = if op == Op::Insert {
-            self.inserted += 1;
-            self.inserts.key(self.conn, self.conns, self.inserted - 1)
-        } else if op != Op::Read && self.written.is_some() {
-            let key = self.keys.next_key();
-            self.own_key(key)
-        } else {
-            self.keys.next_key()
-        };
-        if op == Op::Read {
-            // A key this connection did not write may hold any version another one wrote.
-            let version = self.written.as_ref().map_or(0, |w| match w.get(&key) {
-                Some(&v) if v != Request::GONE && v & MAYBE != 0 => ANY_VERSION,
-                Some(&v) => v,
-                None => ANY_VERSION,
-            });
-            return Request { op, key, version };
-        }
-        self.version += 1;
-        let version = self.version;
-        if let Some(g) = self.group.as_mut() {
-            if g.len() == self.txn {
-                g.pop_front();
-            }
-            g.push_back(key);
-        }
-        if let Some(w) = self.written.as_mut() {
-            let after = match (op, w.get(&key).copied()) {
-                (Op::Delete, _) => Request::GONE,
-                (Op::Update, Some(Request::GONE)) => Request::GONE,
-                (Op::Update, Some(v)) if v & MAYBE == 0 => version,
-                // Whether there is a row to update is learnt from the reply (`settled`).
-                (Op::Update, _) => version | MAYBE,
-                _ => version,
-            };
-            w.insert(key, after);
-        }
-        Request { op, key, version }
-    }
-
-    /// A write's reply: an update of a row this connection knew nothing of tells whether the
-    /// row was there (unless a later write of the key was sent meanwhile).
-    fn settled(&mut self, req: &Request, outcome: Outcome) {
-        if let (Op::Update, Some(w)) = (req.op, self.written.as_mut()) {
-            if let Some(v) = w.get_mut(&req.key) {
-                if *v == req.version | MAYBE {
-                    *v = match outcome {
-                        Outcome::Hit => req.version,
-                        Outcome::Miss => Request::GONE,
-                    };
-                }
-            }
-        }
-    }
-
-    /// With `--verify`, connection i of n writes only keys i, i+n, ... of the range (the one
-    /// nearest `key`), so no other connection changes a row this one must read back as it wrote.
-    fn own_key(&self, key: u64) -> u64 {
-        let (lo, hi) = (self.keys.space().lo, self.keys.space().hi);
-        let slot = (key - lo) / self.conns * self.conns + self.conn;
-        match lo.checked_add(slot) {
-            Some(k) if k <= hi => k,
-            // past the end: the last key of this connection's class below it
-            _ => lo + slot.saturating_sub(self.conns).min(hi - lo),
-        }
-    }
-
-    /// A request failed: what its key holds now is unknown if it wrote, and with `--txn` so is
-    /// what every key of its transaction holds (a failed read rolls it back too).
-    fn unsure(&mut self, req: &Request) {
-        if let (true, Some(w)) = (req.op.writes(), self.written.as_mut()) {
-            w.insert(req.key, ANY_VERSION);
-        }
-        self.unsure_group();
-    }
-
-    /// With `--verify --txn`: the open transaction failed, so what each of its keys holds is
-    /// unknown (the keys of the last N writes, a superset).
-    fn unsure_group(&mut self) {
-        if let Some(w) = self.written.as_mut() {
-            for &key in self.group.iter().flatten() {
-                w.insert(key, ANY_VERSION);
-            }
-        }
-    }
-}
-
-/// Marks a version an update wrote to a row that may not exist: reads take any version or none.
-const MAYBE: u64 = 1 << 62;
-
 /// The request loop of one connection: fill the window up to `--pipeline` (as the pacer allows),
 /// take one reply, repeat; replace the connection when it breaks; stop on time or quota.
 /// Returns the connection it ended with, for the caller to close.
@@ -374,7 +235,7 @@ async fn drive<T: Target>(
 ) -> Option<T::Conn> {
     let plan = &ctx.plan;
     let conns = plan.connections as u64;
-    let mut requests = Requests::new(&ctx, index as u64);
+    let mut requests = Requests::new(&ctx.plan, &ctx.keys, ctx.inserts, index as u64);
     let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
     let quota = plan.quota(index);
     let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
@@ -384,6 +245,10 @@ async fn drive<T: Target>(
 
     let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
     let mut group = Group::new(plan.txn, plan.retries, depth);
+    // `--batch`: the keys of each multi-get in flight, N per window place (request n's at
+    // n % depth), reused so no request allocates.
+    let batch = if plan.batch > 1 { plan.batch } else { 0 };
+    let mut ring = vec![0u64; batch * depth];
     // The connection from the connect phase, if it succeeded; else the loop connects.
     let mut ever_connected = first.is_some();
     if ever_connected {
@@ -474,7 +339,15 @@ async fn drive<T: Target>(
                 Some(d) => d,
             };
             let req = requests.next();
-            c.send(&req);
+            let at = (n as usize % depth) * batch;
+            match ring.get_mut(at..at + batch).filter(|k| !k.is_empty()) {
+                None => c.send(&req),
+                Some(keys) => {
+                    keys[0] = req.key;
+                    keys[1..].fill_with(|| requests.keys.next_key());
+                    c.send_batch(keys);
+                }
+            }
             let warm = due < ctx.warm_end_ns;
             window.push_back(Slot {
                 req,
@@ -507,6 +380,8 @@ async fn drive<T: Target>(
             }
         };
 
+        // Requests are sent in order and answered in order: the oldest is request n - len.
+        let front_at = ((n - window.len() as u64) as usize % depth) * batch;
         let deadline = front.sent + timeout;
         if timer_at > deadline {
             timer_at = deadline;
@@ -514,7 +389,7 @@ async fn drive<T: Target>(
         }
         let result = tokio::select! {
             biased;
-            r = c.recv(&front.req) => Some(r),
+            r = receive(c, &front.req, &ring[front_at..front_at + batch]) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -529,6 +404,14 @@ async fn drive<T: Target>(
             last_done = Some(done);
         }
         let mut r = rec.borrow_mut();
+        let result = result.map(|x| {
+            x.map(|(outcome, tally)| {
+                if batch > 0 {
+                    r.keys(front.warm, tally);
+                }
+                outcome
+            })
+        });
         let replies = Replies {
             window: &mut window,
             requests: &mut requests,
@@ -633,6 +516,19 @@ impl Replies<'_> {
     }
 }
 
+/// The reply to the oldest request: a one-key request's, or with `--batch` (`keys` not empty)
+/// the multi-get's, with its tally per key.
+async fn receive<C: Conn>(
+    c: &mut C,
+    req: &Request,
+    keys: &[u64],
+) -> Result<(Outcome, Tally), LookupError> {
+    match keys.is_empty() {
+        true => c.recv(req).await.map(|o| (o, Tally::default())),
+        false => c.recv_batch(keys).await,
+    }
+}
+
 /// `--txn`: the connection's last transaction, short of its N writes when the run ends, is
 /// committed (within `--timeout`), so the writes counted are the writes applied.
 async fn finish<T: Target>(
@@ -673,6 +569,9 @@ async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, d
         None => sleep_until(ctx.at(due_ns)).await,
     }
 }
+
+mod requests;
+use requests::Requests;
 
 #[cfg(test)]
 mod tests;

@@ -176,3 +176,37 @@ fn two_named_generators_on_one_memcached_and_their_merge_count_the_sum() {
     assert_schema_valid(&doc);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--batch 10`: one `get k1 ... k10` per request over a key range half past the data set.
+/// The run counts 2,000 requests and 20,000 keys apart; memcached's own get_hits and
+/// get_misses, read here, moved by exactly the keys loadgen says it found and did not find.
+#[test]
+fn memcached_multi_get_counts_keys_apart() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let stat = |name| memcached_stat(&url, name);
+    let (hits0, misses0) = (stat("get_hits"), stat("get_misses"));
+    let (code, doc, err) = multi_get_run(&url, "2000", "4");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let (hits, misses) = (stat("get_hits") - hits0, stat("get_misses") - misses0);
+    assert_eq!(u(r, "requests"), 2000, "{r}");
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(u(r, "keys.batch"), 10);
+    assert_eq!(u(r, "keys.keys"), 20_000, "{r}");
+    assert_eq!(
+        u(r, "keys.hits"),
+        hits,
+        "memcached's get_hits moved by {hits}: {r}"
+    );
+    assert_eq!(
+        u(r, "keys.misses"),
+        misses,
+        "memcached's get_misses moved by {misses}"
+    );
+    // About half the range is past the data set: both kinds are there.
+    assert!(hits > 5000 && misses > 5000, "hits {hits} misses {misses}");
+    assert_eq!(doc["settings"]["batch"], 10);
+    assert_schema_valid(&doc);
+}

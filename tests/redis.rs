@@ -294,3 +294,53 @@ fn a_percent_encoded_password_logs_in() {
     assert!(url.contains("%40") && url.contains("%25") && url.contains("%2F"));
     assert_500_hits_never_showing(&url, PW);
 }
+
+/// `--batch 10`: one `MGET` of 10 keys per request over a key range half past the data set.
+/// Redis's own counts, read here: cmdstat_mget moved by the requests, keyspace_hits and
+/// keyspace_misses by exactly the keys loadgen found and did not find; and loadgen's own
+/// cross-check names cmdstat_mget.
+#[test]
+fn multi_get_counts_keys_apart() {
+    let Some(url) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let stat = |name: &str| -> u64 {
+        let info = redis_cli(&["INFO", "stats"]);
+        let head = format!("{name}:");
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(head.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in INFO stats"))
+    };
+    let (mget0, hits0, misses0) = (
+        redis_calls("mget"),
+        stat("keyspace_hits"),
+        stat("keyspace_misses"),
+    );
+    let (code, doc, err) = multi_get_run(&url, "3000", "8");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let hits = stat("keyspace_hits") - hits0;
+    let misses = stat("keyspace_misses") - misses0;
+    assert_eq!(redis_calls("mget") - mget0, 3000);
+    assert_eq!(u(r, "requests"), 3000, "{r}");
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(u(r, "keys.keys"), 30_000, "{r}");
+    assert_eq!(
+        u(r, "keys.hits"),
+        hits,
+        "keyspace_hits moved by {hits}: {r}"
+    );
+    assert_eq!(
+        u(r, "keys.misses"),
+        misses,
+        "keyspace_misses moved by {misses}"
+    );
+    assert!(hits > 5000 && misses > 5000, "hits {hits} misses {misses}");
+    assert_eq!(
+        r["server_observed"]["source"],
+        "INFO commandstats cmdstat_mget.calls"
+    );
+    assert_eq!(r["server_observed"]["matches"], true, "{r}");
+    assert_schema_valid(&doc);
+}

@@ -54,6 +54,11 @@ def parse_loadgen(out, err):
     r = json.loads(out)["runs"][0]
     lookups = r["requests"] + r["warmup_requests"]
     worker = r["client_cpu"]["worker_s"] * 1e6 / lookups if lookups else NAN
+    keys = r.get("keys")
+    if keys:
+        # --batch: rates and CPU per key (a request holds keys["batch"] of them).
+        return (keys["keys_per_s"], r["latency_us"]["p99"], lookups * keys["batch"],
+                r["error_total"], worker / keys["batch"], "")
     return r["qps"], r["latency_us"]["p99"], lookups, r["error_total"], worker, ""
 
 

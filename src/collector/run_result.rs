@@ -70,13 +70,7 @@ impl Collector<'_> {
                     self.threads.len(),
                     all_requests,
                 )
-                .with_busiest(
-                    self.threads
-                        .iter()
-                        .filter(|t| t.busy.1 > 0)
-                        .map(|t| t.busy.0 as f64 / t.busy.1 as f64)
-                        .reduce(f64::max),
-                )
+                .with_busiest(busiest(&self.threads))
             },
             server_cpu: Some(server_cpu(
                 server_proc,
@@ -90,6 +84,10 @@ impl Collector<'_> {
             )),
             ops: op_results(totals, window_s, &server),
             durability: BTreeMap::new(),
+            keys: (self.plan.batch > 1).then(|| {
+                let c = &totals.counts;
+                KeysResult::new(self.plan.batch, c.key_hits, c.key_misses, window_s)
+            }),
             server_observed: server_observed(
                 server.0,
                 server.1,
@@ -353,4 +351,13 @@ fn server_cpu(server: &Server, ns: Option<u64>, worker_ns: u64, requests: u64) -
         cpu_bound_qps,
         note,
     }
+}
+
+/// The share of the run the busiest worker thread was busy (its event loop not waiting).
+fn busiest(threads: &[Thread]) -> Option<f64> {
+    threads
+        .iter()
+        .filter(|t| t.busy.1 > 0)
+        .map(|t| t.busy.0 as f64 / t.busy.1 as f64)
+        .reduce(f64::max)
 }

@@ -63,6 +63,37 @@ pub type NoCells<'b> = std::iter::Empty<Cell<'b>>;
 /// A complete reply: the bytes it took, and the reply.
 pub type Decoded<'b, C> = Option<(usize, Reply<'b, C>)>;
 
+/// What the reply to one multi-get (`--batch N`) held, key by key: one request, N keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub hits: u32,
+    pub misses: u32,
+}
+
+impl Tally {
+    /// The request's own outcome: a hit when any of its keys was.
+    pub fn outcome(&self) -> Outcome {
+        match self.hits {
+            0 => Outcome::Miss,
+            _ => Outcome::Hit,
+        }
+    }
+
+    /// One key's row, checked against the data set with `verify`: a row that is not the
+    /// loaded row of `key` is the request's `Verify` error.
+    pub fn row(&mut self, key: u64, value: &[u8], verify: bool) -> Result<(), LookupError> {
+        if verify && !dataset::matches(key, RowView::<NoCells>::Tsv(value)) {
+            return Err(LookupError::verify(key));
+        }
+        self.hits += 1;
+        Ok(())
+    }
+}
+
+/// A complete multi-get reply: the bytes it took, and its tally or the non-fatal error it
+/// came to (a server error, a row that failed `--verify`).
+pub type DecodedBatch = Option<(usize, Result<Tally, LookupError>)>;
+
 /// One request/response protocol with in-order replies (so requests can be pipelined).
 pub trait Codec {
     /// Reads the cells of a [`RowView::Cells`] row; borrows the reply and the codec's column
@@ -94,6 +125,23 @@ pub trait Codec {
     /// last call, for protocols that mark batches (PostgreSQL's Sync). Must append nothing when
     /// nothing was encoded since, because a cancelled flush calls it again.
     fn end_batch(&mut self, _out: &mut Vec<u8>) {}
+
+    /// Appends one request reading every key of `keys` (`--batch`), in the protocol's own
+    /// multi-get. Only called where `Target::batch` said yes.
+    fn encode_batch(&mut self, _keys: &[u64], _out: &mut Vec<u8>) {
+        unreachable!("Target::batch refuses --batch for this protocol in preflight")
+    }
+
+    /// Parses the reply at the front of `buf` to the multi-get of `keys`, checking each row
+    /// with `verify`. `Ok(None)`: not complete yet. Must not allocate unless the reply is an error.
+    fn decode_batch(
+        &mut self,
+        _buf: &[u8],
+        _keys: &[u64],
+        _verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        unreachable!("Target::batch refuses --batch for this protocol in preflight")
+    }
 
     /// `--txn`: appends the commit of the open transaction (nothing in flight) and says
     /// whether one was open.

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{outcome, Codec, Request, MAX_FRAME};
+use crate::proto::codec::{outcome, Codec, Request, Tally, MAX_FRAME};
 use crate::proto::target::Conn;
 use crate::transport::{Endpoint, Stream, TlsClient};
 
@@ -81,14 +81,20 @@ impl<C: Codec> StreamConn<C> {
                 return Err(LookupError::protocol("reply longer than 1 MiB"));
             }
             self.rbuf.reserve(4096);
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| LookupError::io(e.to_string()))?;
-            if n == 0 {
-                return Err(LookupError::io("the server closed the connection"));
-            }
+            self.read().await?;
+        }
+    }
+
+    /// Reads what the socket has into the read buffer; the server closing is an error.
+    async fn read(&mut self) -> Result<(), LookupError> {
+        let n = self
+            .sock
+            .read_buf(&mut self.rbuf)
+            .await
+            .map_err(|e| LookupError::io(e.to_string()))?;
+        match n {
+            0 => Err(LookupError::io("the server closed the connection")),
+            _ => Ok(()),
         }
     }
 
@@ -148,6 +154,63 @@ impl<C> StreamConn<C> {
     }
 }
 
+impl<C: Codec> StreamConn<C> {
+    /// A reply of `n` bytes at the front of the read buffer was decoded: drop it.
+    fn consumed(&mut self, n: usize) -> Result<(), LookupError> {
+        self.answered(n)?;
+        self.rpos += n;
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+        }
+        self.closing = self.codec.must_close();
+        Ok(())
+    }
+
+    /// No whole reply is buffered: sends what is queued and reads more.
+    async fn read_more(&mut self) -> Result<(), LookupError> {
+        if self.rbuf.len() - self.rpos > MAX_FRAME {
+            return Err(LookupError::protocol("reply larger than 1 MiB"));
+        }
+        self.flush().await?;
+        if self.rpos > 0 {
+            // keep the partial reply, drop what was parsed
+            self.rbuf.drain(..self.rpos);
+            self.rpos = 0;
+        }
+        if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+            self.rbuf.reserve(16 * 1024);
+        }
+        self.read().await
+    }
+
+    fn closed(&self) -> Result<(), LookupError> {
+        match self.closing {
+            true => Err(LookupError::io(
+                "the server closed the connection (Connection: close)",
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// Nothing on the wire and nothing buffered: bytes already waiting on the socket came
+    /// before the queued requests went out, so they answer none of them (a late extra reply to
+    /// an earlier request). One poll, no wait: tokio knows from its cached readiness whether
+    /// there is anything to read. True when it read some.
+    fn early_bytes(&mut self) -> Result<bool, LookupError> {
+        if self.out > 0 || self.rpos < self.rbuf.len() {
+            return Ok(false);
+        }
+        match self.sock.read_buf(&mut self.rbuf).now_or_never() {
+            None => Ok(false),
+            Some(r) => match r.map_err(|e| LookupError::io(e.to_string()))? {
+                0 => Err(LookupError::io("the server closed the connection")),
+                _ => Ok(true),
+            },
+        }
+    }
+}
+
 /// The error of a reply that came after the connection's last request was answered.
 fn late_reply() -> LookupError {
     LookupError::protocol(
@@ -173,35 +236,15 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
                 return failed.map_or(Ok(true), Err);
             }
             self.rbuf.reserve(4096);
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| LookupError::io(e.to_string()))?;
-            if n == 0 {
-                return Err(LookupError::io("the server closed the connection"));
-            }
+            self.read().await?;
         }
     }
 
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
-        if self.closing {
-            return Err(LookupError::io(
-                "the server closed the connection (Connection: close)",
-            ));
-        }
+        self.closed()?;
         loop {
-            // Nothing on the wire and nothing buffered: bytes already waiting on the socket
-            // came before the queued requests went out, so they answer none of them (a late
-            // extra reply to an earlier request). One poll, no wait: tokio knows from its
-            // cached readiness whether there is anything to read.
-            if self.out == 0 && self.rpos == self.rbuf.len() {
-                if let Some(r) = self.sock.read_buf(&mut self.rbuf).now_or_never() {
-                    match r.map_err(|e| LookupError::io(e.to_string()))? {
-                        0 => return Err(LookupError::io("the server closed the connection")),
-                        _ => continue,
-                    }
-                }
+            if self.early_bytes()? {
+                continue;
             }
             // A reply already read is answered without touching the socket; requests queued
             // meanwhile go out together once the buffered replies run dry. With D in flight that
@@ -213,36 +256,34 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
                     None => None,
                 };
                 if let Some((n, result)) = done {
-                    self.answered(n)?;
-                    self.rpos += n;
-                    if self.rpos == self.rbuf.len() {
-                        self.rbuf.clear();
-                        self.rpos = 0;
-                    }
-                    self.closing = self.codec.must_close();
+                    self.consumed(n)?;
                     return result;
                 }
-                if self.rbuf.len() - self.rpos > MAX_FRAME {
-                    return Err(LookupError::protocol("reply larger than 1 MiB"));
+            }
+            self.read_more().await?;
+        }
+    }
+
+    #[inline]
+    fn send_batch(&mut self, keys: &[u64]) {
+        self.codec.encode_batch(keys, &mut self.wbuf);
+        self.queued += 1;
+    }
+
+    async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
+        self.closed()?;
+        loop {
+            if self.early_bytes()? {
+                continue;
+            }
+            if self.rpos < self.rbuf.len() {
+                let buf = &self.rbuf[self.rpos..];
+                if let Some((n, result)) = self.codec.decode_batch(buf, keys, self.verify)? {
+                    self.consumed(n)?;
+                    return result.map(|t| (t.outcome(), t));
                 }
             }
-            self.flush().await?;
-            if self.rpos > 0 {
-                // keep the partial reply, drop what was parsed
-                self.rbuf.drain(..self.rpos);
-                self.rpos = 0;
-            }
-            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-                self.rbuf.reserve(16 * 1024);
-            }
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| LookupError::io(e.to_string()))?;
-            if n == 0 {
-                return Err(LookupError::io("the server closed the connection"));
-            }
+            self.read_more().await?;
         }
     }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 pub use crate::error::SetupError;
 use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::Request;
+use crate::proto::codec::{Request, Tally};
 use crate::transport::{Endpoint, TlsInfo};
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
@@ -106,6 +106,18 @@ pub trait Target: Send + Sync + 'static {
         }
     }
 
+    /// Ok when this target can read `n` keys per request (`--batch`); Err is the one line
+    /// saying why not (preflight, exit 2). Targets with a multi-get override it.
+    fn batch(&self, n: usize) -> Result<(), SetupError> {
+        match n {
+            1 => Ok(()),
+            _ => Err(SetupError(format!(
+                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached and Redis have one)",
+                self.kind()
+            ))),
+        }
+    }
+
     /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one
     /// line saying why not (preflight, exit 2). SQL targets that group writes override it.
     fn txn(&self, n: usize) -> Result<(), SetupError> {
@@ -144,6 +156,20 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
+
+    /// Queues one multi-get of `keys` (`--batch`). Only called where `Target::batch` said yes.
+    fn send_batch(&mut self, _keys: &[u64]) {
+        unreachable!("Target::batch refuses --batch for this driver in preflight")
+    }
+
+    /// The reply to the oldest queued multi-get, of `keys`: the request's outcome and its tally
+    /// per key. Cancel-safe, as `recv`.
+    fn recv_batch(
+        &mut self,
+        _keys: &[u64],
+    ) -> impl Future<Output = Result<(Outcome, Tally), LookupError>> {
+        async { unreachable!("Target::batch refuses --batch for this driver in preflight") }
+    }
 
     /// `--txn`: commits the connection's open transaction, short of its N writes when the run
     /// ends (nothing in flight). Ok(false): none was open.

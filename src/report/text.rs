@@ -289,6 +289,20 @@ fn settings_line(set: &std::collections::BTreeMap<String, String>) -> String {
     set.join("  ")
 }
 
+/// A multi-get's keys (`--batch`), each found or not: the lines above count requests.
+fn keys_line(r: &RunResult) -> String {
+    r.keys.as_ref().map_or_else(String::new, |k| {
+        format!(
+            "keys       {} ({} per request) = {} keys/s  hits {}  misses {}\n",
+            thousands(k.keys),
+            k.batch,
+            thousands(k.keys_per_s.round() as u64),
+            thousands(k.hits),
+            thousands(k.misses)
+        )
+    })
+}
+
 pub fn render_run(r: &RunResult) -> String {
     let mut out = String::new();
     let driver = r
@@ -362,6 +376,7 @@ fn count_lines(out: &mut String, r: &RunResult) {
             String::new()
         }
     );
+    out.push_str(&keys_line(r));
     if r.retries > 0 {
         let _ = writeln!(
             out,

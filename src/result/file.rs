@@ -55,6 +55,9 @@ pub struct Settings {
     /// `--txn` when above 1 (writes per transaction); absent for autocommit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn: Option<usize>,
+    /// `--batch` when above 1: keys per request (a multi-get); absent for one key per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
     /// `--retries` when above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,

@@ -16,7 +16,9 @@ mod verdict;
 pub use file::{Machine, ResultFile, Settings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
 pub use percentiles::Percentiles;
-pub use run::{ClientCpu, OpResult, RateResult, RunResult, ServerCpu, ServerObserved, TlsUsed};
+pub use run::{
+    ClientCpu, KeysResult, OpResult, RateResult, RunResult, ServerCpu, ServerObserved, TlsUsed,
+};
 pub use slo::{SloResult, SloStep};
 pub use sweep::{SweepResult, SweepStep};
 pub use timeline::TimelineRow;

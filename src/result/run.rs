@@ -97,6 +97,10 @@ pub struct RunResult {
     /// (PostgreSQL `synchronous_commit`, `fsync`, `wal_sync_method`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub durability: BTreeMap<String, String>,
+    /// `--batch`: the keys its multi-gets read, counted apart from its requests; absent for
+    /// one key per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysResult>,
     pub timeline: Vec<TimelineRow>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
@@ -254,4 +258,45 @@ pub struct ServerObserved {
     /// count of this run, and `note` says what changed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_comparable: bool,
+}
+
+/// The keys of a run's multi-gets (`--batch N`): each request reads N keys, found or not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeysResult {
+    /// Keys per request.
+    pub batch: usize,
+    /// Keys of the answered requests: hits + misses.
+    pub keys: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// Keys per second over the measured window.
+    pub keys_per_s: f64,
+}
+
+impl KeysResult {
+    pub fn new(batch: usize, hits: u64, misses: u64, window_s: f64) -> KeysResult {
+        let keys = hits + misses;
+        KeysResult {
+            batch,
+            keys,
+            hits,
+            misses,
+            keys_per_s: match window_s > 0.0 {
+                true => (keys as f64 / window_s * 10.0).round() / 10.0,
+                false => 0.0,
+            },
+        }
+    }
+
+    /// Several generators' keys over their common window (`loadgen merge`); None when none
+    /// of them batched.
+    pub fn sum<'a>(
+        runs: impl Iterator<Item = Option<&'a KeysResult>>,
+        window_s: f64,
+    ) -> Option<KeysResult> {
+        runs.flatten()
+            .map(|k| (k.batch, k.hits, k.misses))
+            .reduce(|a, b| (a.0.max(b.0), a.1 + b.1, a.2 + b.2))
+            .map(|(batch, hits, misses)| KeysResult::new(batch, hits, misses, window_s))
+    }
 }

@@ -509,3 +509,24 @@ pub fn only_disturbed(verdict: &Value) -> bool {
             .iter()
             .all(|r| r.as_str().unwrap().starts_with("machine disturbed"))
 }
+
+/// `--batch 10` run of `n` requests, depth `p`, with `--verify`, over keys 999001-1001000: about
+/// half of them past the data set, so the multi-gets find some keys and miss others.
+pub fn multi_get_run(url: &str, n: &str, p: &str) -> (i32, Value, String) {
+    run_json(&[
+        url,
+        "--batch",
+        "10",
+        "-n",
+        n,
+        "-c",
+        "4",
+        "-p",
+        p,
+        "--warmup",
+        "0s",
+        "--keys",
+        "999001-1001000",
+        "--verify",
+    ])
+}

@@ -78,6 +78,15 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         "--rows",
     ),
     (&["serve", "--addr", "nowhere"], "--addr"),
+    (&["run", "--batch", "0"], "--batch must be between 1 and 1000"),
+    (
+        &["run", "--batch", "10", "--mix", "read=9,update=1"],
+        "--mix read=9,update=1 writes: use --mix read=100",
+    ),
+    (
+        &["run", "--batch", "10", "-n", "10"],
+        "--batch 10: this embedded target has no multi-get",
+    ),
     (&["merge", "/no/such/file.json"], "file.json"),
 ];
 

@@ -27,7 +27,9 @@ use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{
+    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, Tally, MAX_FRAME,
+};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";
@@ -140,6 +142,26 @@ const GET_STARTS: [&[u8]; 5] = [
     b"SERVER_ERROR",
 ];
 
+/// The fields of a `VALUE` line after `VALUE `: key, flags, bytes and the optional cas.
+#[allow(clippy::type_complexity)]
+fn value_fields<'a>(
+    fields: &'a [u8],
+    line: &[u8],
+) -> Result<(&'a [u8], u32, usize, Option<u64>), LookupError> {
+    let mut parts = fields.split(|&b| b == b' ');
+    let key = parts.next().unwrap_or_default();
+    let flags = parts.next().and_then(decimal::parse::<u32>);
+    let bytes = parts.next().and_then(decimal::parse::<usize>);
+    let cas = match parts.next() {
+        None => Some(None),
+        Some(c) => decimal::parse::<u64>(c).map(Some),
+    };
+    match (flags, bytes, cas, parts.next(), key.is_empty()) {
+        (Some(flags), Some(bytes), Some(cas), None, false) => Ok((key, flags, bytes, cas)),
+        _ => Err(protocol(&format!("malformed VALUE line `{}`", shown(line)))),
+    }
+}
+
 /// Parses the reply at the front of `buf` to a `get` of one key. `Ok(None)`: incomplete.
 /// Everything that is not a `VALUE` block, `END` or `SERVER_ERROR` is a fatal `Protocol` error, as is a declared length that would make the reply larger
 /// than [`MAX_FRAME`] and a second `VALUE` block. No allocation on success.
@@ -163,19 +185,7 @@ pub fn parse_get_reply(buf: &[u8]) -> Result<Option<(usize, GetReply<'_>)>, Look
         return Err(error_line(line)
             .unwrap_or_else(|| protocol(&format!("unexpected reply `{}`", shown(line)))));
     };
-    let mut parts = fields.split(|&b| b == b' ');
-    let key = parts.next().unwrap_or_default();
-    let flags = parts.next().and_then(decimal::parse::<u32>);
-    let bytes = parts.next().and_then(decimal::parse::<usize>);
-    let cas = match parts.next() {
-        None => Some(None),
-        Some(c) => decimal::parse::<u64>(c).map(Some),
-    };
-    let (Some(flags), Some(bytes), Some(cas), None, false) =
-        (flags, bytes, cas, parts.next(), key.is_empty())
-    else {
-        return Err(protocol(&format!("malformed VALUE line `{}`", shown(line))));
-    };
+    let (key, flags, bytes, cas) = value_fields(fields, line)?;
     // VALUE line + data + "\r\n" + "END\r\n" must fit in MAX_FRAME.
     let total = data_start.checked_add(bytes).and_then(|t| t.checked_add(7));
     let Some(total) = total.filter(|&t| t <= MAX_FRAME) else {
@@ -378,6 +388,97 @@ impl Codec for McCodec {
             }
         };
         Ok(Some((n, reply)))
+    }
+
+    /// `get <key1> ... <keyN>`: memcached's own multi-get.
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"get");
+        for &key in keys {
+            out.push(b' ');
+            self.key_into(key, out);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        decode_multi(self, buf, keys, verify)
+    }
+}
+
+// The reply to memcached's multi-get, `get <key1> ... <keyN>` (`--batch N`): a `VALUE`
+// block per key found, in the order asked, the keys not found left out, then `END`.
+
+/// Parses the reply at the front of `buf` to the multi-get of `keys`. A value for a key not
+/// asked for (or out of order) means the stream is out of step: a fatal error, as are
+/// `ERROR`, `CLIENT_ERROR` and garbage. `SERVER_ERROR` as the first line is the request's
+/// non-fatal `Server` error. No allocation unless the reply is an error.
+fn decode_multi(
+    codec: &McCodec,
+    buf: &[u8],
+    keys: &[u64],
+    verify: bool,
+) -> Result<DecodedBatch, LookupError> {
+    let mut tally = Tally::default();
+    let mut bad: Option<LookupError> = None;
+    let (mut pos, mut next_key) = (0, 0);
+    loop {
+        let rest = buf.get(pos..).unwrap_or_default();
+        if !could_start(rest, &GET_STARTS) {
+            return Err(protocol(&format!(
+                "unexpected reply `{}` in a multi-get reply",
+                shown(rest.get(..40).unwrap_or(rest))
+            )));
+        }
+        let Some((line, data_start)) = line_at(buf, pos)? else {
+            return Ok(None);
+        };
+        if line == b"END" {
+            tally.misses += (keys.len() - next_key) as u32;
+            return Ok(Some((data_start, bad.map_or(Ok(tally), Err))));
+        }
+        let Some(fields) = line.strip_prefix(b"VALUE ") else {
+            return match (pos, error_line(line)) {
+                (0, Some(e)) if !e.fatal => Ok(Some((data_start, Err(e)))),
+                (_, e) => {
+                    Err(e.unwrap_or_else(|| {
+                        protocol(&format!("unexpected reply `{}`", shown(line)))
+                    }))
+                }
+            };
+        };
+        let (got, _, bytes, _) = value_fields(fields, line)?;
+        let end = data_start.saturating_add(bytes).saturating_add(2);
+        if end > MAX_FRAME {
+            return Err(protocol("multi-get reply larger than MAX_FRAME"));
+        }
+        if buf.len() < end {
+            return Ok(None);
+        }
+        if buf.get(end - 2..end) != Some(b"\r\n") {
+            return Err(protocol("value block not followed by \\r\\n"));
+        }
+        // The keys before this one that memcached left out are misses.
+        let Some(at) = keys[next_key..]
+            .iter()
+            .position(|&k| codec.key_matches(got, k))
+        else {
+            return Err(protocol(&format!(
+                "a value for `{}` that the multi-get did not ask for (or out of order): the stream is out of step",
+                shown(got)
+            )));
+        };
+        tally.misses += at as u32;
+        let key = keys[next_key + at];
+        if let Err(e) = tally.row(key, &buf[data_start..end - 2], verify) {
+            bad.get_or_insert(e);
+        }
+        next_key += at + 1;
+        pos = end;
     }
 }
 

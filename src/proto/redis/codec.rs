@@ -15,7 +15,9 @@ use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{
+    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, Tally, MAX_FRAME,
+};
 
 /// Keys are `usr:<id>`, as memcached stores them.
 pub const PREFIX: &[u8] = b"usr:";
@@ -156,6 +158,19 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
+/// Appends the key of `id` as a bulk string: `$<len>\r\nusr:<id>\r\n`.
+#[inline]
+fn push_key(id: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let id = decimal::digits(id, &mut digits);
+    out.push(b'$');
+    decimal::push(out, (PREFIX.len() + id.len()) as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(PREFIX);
+    out.extend_from_slice(id);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends the key of `id`: `usr:<id>`.
 pub fn key_into(id: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(PREFIX);
@@ -174,8 +189,6 @@ impl Codec for RedisCodec {
     /// version); a delete `DEL k`. Each has a reply, so writes pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        let mut digits = [0u8; 20];
-        let id = decimal::digits(req.key, &mut digits);
         let (head, args): (&[u8], _) = match req.op {
             Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
             Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
@@ -184,12 +197,7 @@ impl Codec for RedisCodec {
             Op::Delete => (b"*2\r\n$3\r\nDEL\r\n", 0),
         };
         out.extend_from_slice(head);
-        out.push(b'$');
-        decimal::push(out, (PREFIX.len() + id.len()) as u64);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(PREFIX);
-        out.extend_from_slice(id);
-        out.extend_from_slice(b"\r\n");
+        push_key(req.key, out);
         if args > 0 {
             push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
         }
@@ -229,6 +237,89 @@ impl Codec for RedisCodec {
         };
         Ok(Some((n, reply)))
     }
+
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        encode_mget(keys, out);
+    }
+
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        decode_mget(buf, keys, verify)
+    }
+}
+
+// Redis's multi-get, `MGET usr:<id1> ... usr:<idN>` (`--batch N`): the reply is an array
+// of N values in the order asked, a null for each key not found.
+
+/// Appends `MGET` of `keys` as one RESP array.
+fn encode_mget(keys: &[u64], out: &mut Vec<u8>) {
+    out.push(b'*');
+    decimal::push(out, keys.len() as u64 + 1);
+    out.extend_from_slice(b"\r\n$4\r\nMGET\r\n");
+    for &key in keys {
+        push_key(key, out);
+    }
+}
+
+/// Parses the reply at the front of `buf` to the `MGET` of `keys`. An error reply (`-ERR`)
+/// is the request's non-fatal error; an array of another length than `keys`, or an element
+/// that is not a value or a null, is a fatal error. No allocation unless the reply is an error.
+fn decode_mget(buf: &[u8], keys: &[u64], verify: bool) -> Result<DecodedBatch, LookupError> {
+    match buf.first() {
+        None => return Ok(None),
+        Some(b'*') => {}
+        Some(b'-') => {
+            return Ok(parse_reply(buf)?.map(|(n, resp)| {
+                let Resp::Error(msg) = resp else {
+                    unreachable!("a reply starting with - is an error")
+                };
+                let e = LookupError::new(error_kind(msg), false, format!("redis: {}", shown(msg)));
+                (n, Err(e))
+            }))
+        }
+        Some(_) => {
+            return Err(protocol(&format!(
+                "`{}` in reply to MGET: the stream is out of step",
+                shown(buf.get(..40).unwrap_or(buf))
+            )))
+        }
+    }
+    let Some((text, mut pos)) = line(buf)? else {
+        return Ok(None);
+    };
+    if integer(text) != Some(keys.len() as i64) {
+        return Err(protocol(&format!(
+            "an array of `{}` values in reply to an MGET of {} keys: the stream is out of step",
+            shown(text),
+            keys.len()
+        )));
+    }
+    let mut tally = Tally::default();
+    let mut bad: Option<LookupError> = None;
+    for &key in keys {
+        let Some((n, resp)) = parse_reply(&buf[pos..])? else {
+            return Ok(None);
+        };
+        pos += n;
+        match resp {
+            Resp::Bulk(value) => {
+                if let Err(e) = tally.row(key, value, verify) {
+                    bad.get_or_insert(e);
+                }
+            }
+            Resp::Null => tally.misses += 1,
+            _ => {
+                return Err(protocol(
+                    "an MGET element that is neither a value nor a null: the stream is out of step",
+                ))
+            }
+        }
+    }
+    Ok(Some((pos, bad.map_or(Ok(tally), Err))))
 }
 
 #[cfg(test)]
@@ -297,6 +388,40 @@ mod tests {
         }
         assert!(c.decode(b"+QUEUED\r\n", 42).is_err());
         assert!(c.decode(b":-1\r\n", 42).is_err());
+    }
+
+    #[test]
+    fn mget_encodes_one_array_and_tallies_each_key() {
+        let mut c = RedisCodec;
+        let mut out = Vec::new();
+        c.encode_batch(&[7, 42], &mut out);
+        assert_eq!(out, b"*3\r\n$4\r\nMGET\r\n$5\r\nusr:7\r\n$6\r\nusr:42\r\n");
+        let mut reply = b"*3\r\n".to_vec();
+        reply.extend(hit(7));
+        reply.extend_from_slice(b"$-1\r\n");
+        reply.extend(hit(9));
+        for cut in 0..reply.len() {
+            assert!(c
+                .decode_batch(&reply[..cut], &[7, 8, 9], true)
+                .unwrap()
+                .is_none());
+        }
+        let (n, tally) = c.decode_batch(&reply, &[7, 8, 9], true).unwrap().unwrap();
+        assert_eq!(n, reply.len());
+        assert_eq!(tally.unwrap(), Tally { hits: 2, misses: 1 });
+        // 9's row under key 10: the reply is taken whole, the request is a Verify error.
+        let (n, tally) = c.decode_batch(&reply, &[7, 8, 10], true).unwrap().unwrap();
+        assert_eq!(n, reply.len());
+        assert_eq!(tally.unwrap_err().kind, ErrorKind::Verify);
+        // Another length than the keys asked for, or a non-value element: out of step.
+        assert!(c.decode_batch(&reply, &[7, 8], false).unwrap_err().fatal);
+        assert!(c.decode_batch(b"*1\r\n:1\r\n", &[7], false).is_err());
+        assert!(c.decode_batch(b"$-1\r\n", &[7], false).is_err());
+        let (n, e) = c
+            .decode_batch(b"-ERR nope\r\n", &[7], false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((n, e.unwrap_err().fatal), (11, false));
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct RedisTarget {
     login: Login,
     mix: Mix,
     verify: bool,
+    /// Keys per request (`--batch`).
+    batch: usize,
 }
 
 impl RedisTarget {
@@ -28,6 +30,7 @@ impl RedisTarget {
             login: Login::new(url, plan.timeouts().connect)?,
             mix: plan.mix.clone(),
             verify: plan.verify,
+            batch: plan.batch,
         })
     }
 
@@ -61,10 +64,21 @@ impl Target for RedisTarget {
         Ok(())
     }
 
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
+    }
+
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
     /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
     /// is in the mix, of neither when both are.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
+        if self.batch > 1 {
+            // One MGET per request, whatever its keys.
+            let (c, epoch) = calls(&self.login, &["mget"]).await.map_err(|e| e.message)?;
+            let mut count = ServerCount::reads(c[0], "INFO commandstats cmdstat_mget.calls");
+            count.epoch = epoch;
+            return Ok(Some(count));
+        }
         let (c, epoch) = calls(&self.login, &["get", "set", "setnx", "del"])
             .await
             .map_err(|e| e.message)?;

@@ -486,3 +486,58 @@ proptest! {
         prop_assert_eq!(r, GetReply::Hit { key: &key, flags: 0, cas: None, data: &data });
     }
 }
+
+/// The VALUE block of `id` without the END: one element of a multi-get reply.
+fn block(id: u64) -> Vec<u8> {
+    let mut v = hit(id);
+    v.truncate(v.len() - b"END\r\n".len());
+    v
+}
+
+#[test]
+fn multi_get_encodes_one_get_and_tallies_each_key() {
+    let mut c = McCodec::default();
+    let mut out = Vec::new();
+    c.encode_batch(&[7, 8, 9], &mut out);
+    assert_eq!(out, b"get usr:7 usr:8 usr:9\r\n");
+    // 7 and 9 found, 8 and 10 left out by the server: misses.
+    let mut reply = block(7);
+    reply.extend(block(9));
+    reply.extend_from_slice(b"END\r\n");
+    let keys = [7, 8, 9, 10];
+    for cut in 0..reply.len() {
+        assert!(c
+            .decode_batch(&reply[..cut], &keys, true)
+            .unwrap()
+            .is_none());
+    }
+    let (n, tally) = c.decode_batch(&reply, &keys, true).unwrap().unwrap();
+    assert_eq!(n, reply.len());
+    assert_eq!(tally.unwrap(), Tally { hits: 2, misses: 2 });
+    // A row that is not the key's: the whole reply is taken, the request is a Verify error.
+    let mut row7 = Vec::new();
+    dataset::write_tsv(&mut row7, 7);
+    let wrong = value_reply(b"usr:8", &row7, None);
+    let (n, tally) = c
+        .decode_batch(&wrong, &[8], true)
+        .unwrap()
+        .unwrap_or_else(|| {
+            panic!("complete");
+        });
+    assert_eq!(n, wrong.len());
+    let err = tally.unwrap_err();
+    assert!(!err.fatal);
+    assert_eq!(err.kind, ErrorKind::Verify);
+    // Out of order (9 before 7) or a key not asked for: the stream is out of step.
+    let mut swapped = block(9);
+    swapped.extend(block(7));
+    swapped.extend_from_slice(b"END\r\n");
+    assert!(c.decode_batch(&swapped, &keys, false).unwrap_err().fatal);
+    assert!(c
+        .decode_batch(b"SERVER_ERROR out of memory\r\n", &keys, false)
+        .unwrap()
+        .unwrap()
+        .1
+        .is_err());
+    assert!(c.decode_batch(b"ERROR\r\n", &keys, false).is_err());
+}
