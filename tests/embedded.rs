@@ -442,7 +442,7 @@ fn verdict_a_server_still_warming_up_means_warmup_too_short() {
     assert!(f(&rows[0], "qps") <= 2100.0, "{}", rows[0]);
 }
 
-/// Processes of the test's own, each a shell spinning for at most 30 s, killed by pid on drop.
+/// Processes of the test's own, each a shell spinning for at most 30 s, stopped by pid on drop.
 struct Hogs(Vec<std::process::Child>);
 
 impl Hogs {
@@ -462,8 +462,12 @@ impl Hogs {
 
 impl Drop for Hogs {
     fn drop(&mut self) {
+        // SIGTERM, which `timeout` passes on to its shell: a SIGKILL would end `timeout` alone
+        // and leave the shell spinning, holding the test's output pipe open.
         for c in &mut self.0 {
-            let _ = c.kill();
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
             let _ = c.wait();
         }
     }
