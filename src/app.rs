@@ -259,13 +259,15 @@ async fn execute_targets(
     if targets.is_empty() {
         targets.push("embedded".into());
     }
+    // Bad input (a --server-pid that does not exist) is refused before anything starts.
+    let server = server_of(opts.server_pid)?;
     let embedded = start_embedded(plan, opts, &targets)?;
     let mut control = Control {
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
         hooks: hooks(opts),
-        server: server_of(opts.server_pid)?,
+        server,
         say: opts.say.clone(),
     };
     let mut file = ResultFile {
