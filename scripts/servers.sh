@@ -270,10 +270,12 @@ ssl_key_file = 'loadgen-tls/server.key'
 ssl_ca_file = 'loadgen-tls/ca.crt'
 EOF
   # loadgen_tls may log in over TLS only: hostssl lets it in, hostnossl rejects it by name.
+  # loadgen_cert logs in by client certificate alone: one signed by the test CA whose CN is the role.
   # 127.0.0.2 (loopback, a name the certificate does not carry) shows verify-full's host check.
   printf '%s\n' 'local all postgres trust' 'local all all scram-sha-256' \
     'hostnossl all loadgen_tls 127.0.0.1/32 reject' 'hostssl all loadgen_tls 127.0.0.1/32 scram-sha-256' \
     'hostnossl all loadgen_tls 127.0.0.2/32 reject' 'hostssl all loadgen_tls 127.0.0.2/32 scram-sha-256' \
+    'hostssl all loadgen_cert 127.0.0.1/32 cert' \
     'host all all 127.0.0.1/32 scram-sha-256' 'host all all 127.0.0.2/32 scram-sha-256' >"$data/pg_hba.conf"
   chown postgres: "$data/loadgen.conf" "$data/pg_hba.conf"
   install -d -o postgres -m 700 "$data/loadgen-tls" && tls_copy "$data/loadgen-tls" postgres
@@ -299,11 +301,15 @@ GRANT pg_read_all_stats TO loadgen;
 SELECT 'CREATE ROLE loadgen_tls' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_tls') \gexec
 ALTER ROLE loadgen_tls LOGIN NOSUPERUSER PASSWORD '$PASS';
 GRANT pg_read_all_stats TO loadgen_tls;
+SELECT 'CREATE ROLE loadgen_cert' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_cert') \gexec
+ALTER ROLE loadgen_cert LOGIN NOSUPERUSER;
+GRANT pg_read_all_stats TO loadgen_cert;
 \connect loadgen
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 GRANT USAGE ON SCHEMA public TO loadgen_tls;
-GRANT SELECT ON ALL TABLES IN SCHEMA public TO loadgen_tls;
-ALTER DEFAULT PRIVILEGES FOR ROLE loadgen IN SCHEMA public GRANT SELECT ON TABLES TO loadgen_tls;
+GRANT USAGE ON SCHEMA public TO loadgen_cert;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO loadgen_tls, loadgen_cert;
+ALTER DEFAULT PRIVILEGES FOR ROLE loadgen IN SCHEMA public GRANT SELECT ON TABLES TO loadgen_tls, loadgen_cert;
 EOF
   wait_ready postgres pg_login || exit 1
   wait_ready postgres pg_tls_login || exit 1

@@ -261,11 +261,12 @@ impl Session {
                 Some(m) => return Ok(m),
                 None => {}
             }
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| fail(format!("connection lost during startup: {e}")))?;
+            let n = self.sock.read_buf(&mut self.rbuf).await.map_err(|e| {
+                fail(
+                    crate::transport::alert_line(&e, "the server")
+                        .unwrap_or_else(|| format!("connection lost during startup: {e}")),
+                )
+            })?;
             if n == 0 {
                 return Err(fail("the server closed the connection during startup"));
             }
