@@ -9,13 +9,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use loadgen::app::{self, Format, Model, RunOptions};
+use loadgen::date::parse_rfc3339;
 use loadgen::error::{Error, Exit};
 use loadgen::keys::Dist;
 use loadgen::mix::{Mix, Op};
 use loadgen::pacer::Arrival;
-use loadgen::plan::{
-    parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
-};
+use loadgen::plan::{parse_count, parse_duration, parse_key_range, Mode, Plan, Stop};
 use loadgen::sweep::Slo;
 
 #[derive(Parser)]

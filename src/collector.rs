@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::cells::Cells;
 use crate::control::{Control, IntervalView};
-use crate::cpu::Server;
+use crate::cpu::ServerProcess;
 use crate::mix::Op;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};

@@ -13,7 +13,7 @@ impl Collector<'_> {
         server: ServerCounts,
         wall_ns: u64,
         process_cpu_ns: u64,
-        (server_proc, server_cpu_ns): (&Server, Option<u64>),
+        (server_proc, server_cpu_ns): (&ServerProcess, Option<u64>),
     ) -> RunResult {
         let end = self.measured_end();
         let totals = &self.totals;
@@ -76,7 +76,7 @@ impl Collector<'_> {
                 server_proc,
                 server_cpu_ns.or_else(|| {
                     // The embedded server: the process's CPU that is not the workers'.
-                    (*server_proc == Server::InProcess)
+                    (*server_proc == ServerProcess::InProcess)
                         .then(|| process_cpu_ns.saturating_sub(worker_ns))
                 }),
                 worker_ns,
@@ -322,15 +322,15 @@ fn kernel_share(threads: &[Thread]) -> Option<f64> {
 
 /// The server's CPU over the run next to the client's, and the rate at which the two together
 /// would fill every core of this machine.
-fn server_cpu(server: &Server, ns: Option<u64>, worker_ns: u64, requests: u64) -> ServerCpu {
+fn server_cpu(server: &ServerProcess, ns: Option<u64>, worker_ns: u64, requests: u64) -> ServerCpu {
     let (pid, process, note) = match server {
-        Server::Process { pid, name } => (Some(*pid), Some(name.clone()), None),
-        Server::InProcess => (
+        ServerProcess::Process { pid, name } => (Some(*pid), Some(name.clone()), None),
+        ServerProcess::InProcess => (
             Some(std::process::id()),
             Some("loadgen (embedded server)".to_string()),
             None,
         ),
-        Server::Unknown(why) => (None, None, Some(why.clone())),
+        ServerProcess::Unknown(why) => (None, None, Some(why.clone())),
     };
     let note = note.or_else(|| {
         ns.is_none()

@@ -251,7 +251,7 @@ fn scrape_phase(prom: &str, port: u16) -> Option<f64> {
 
 /// RFC 3339 (UTC, milliseconds) of a Unix time.
 fn rfc3339_ms(unix: f64) -> String {
-    let (y, m, d, h, mi, s) = loadgen::dataset::civil(unix.floor() as i64);
+    let (y, m, d, h, mi, s) = loadgen::date::civil(unix.floor() as i64);
     let ms = ((unix - unix.floor()) * 1000.0) as u32;
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
 }
