@@ -87,10 +87,7 @@ pub async fn run<T: Target>(
     };
     let mut result = collector.finish(
         workers.connect,
-        (
-            before.server_count.map_err(String::from),
-            server_after.map_err(String::from),
-        ),
+        (before.server_count, server_after),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),

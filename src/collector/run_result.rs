@@ -132,7 +132,7 @@ fn by_kind(c: &Counts) -> std::collections::BTreeMap<String, u64> {
 
 /// Each op of a mix that writes (none for a read-only run), with the server's count of it.
 fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap<String, OpResult> {
-    let counted = |r: &Result<Option<ServerCount>, String>, op: Op| match r {
+    let counted = |r: &Result<Option<ServerCount>, SetupError>, op: Op| match r {
         Ok(Some(c)) => c
             .ops
             .get(op.index())
@@ -182,8 +182,8 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
 /// Why the two reads of the server's counter cannot be subtracted: the server restarted or
 /// reset its counters in between (another epoch, or a counter that went back).
 fn restarted(
-    before: &Result<Option<ServerCount>, String>,
-    after: &Result<Option<ServerCount>, String>,
+    before: &Result<Option<ServerCount>, SetupError>,
+    after: &Result<Option<ServerCount>, SetupError>,
 ) -> Option<String> {
     let (Ok(Some(b)), Ok(Some(a))) = (before, after) else {
         return None;
@@ -244,8 +244,8 @@ fn observed(
 /// generators (`--instance`), so the count holds the others' requests and can only be checked
 /// for holding ours; `merge` checks the sum.
 fn server_observed(
-    before: Result<Option<ServerCount>, String>,
-    after: Result<Option<ServerCount>, String>,
+    before: Result<Option<ServerCount>, SetupError>,
+    after: Result<Option<ServerCount>, SetupError>,
     totals: &Totals,
     shared: bool,
 ) -> Option<ServerObserved> {
@@ -294,7 +294,7 @@ fn server_observed(
             delta: None,
             expected,
             matches: false,
-            note: Some(e),
+            note: Some(e.0.clone()),
             before: None,
             after: None,
             shared,
