@@ -298,9 +298,11 @@ fn sql_replies_out_of_step_are_protocol_errors() {
             assert!(u(&r, "errors.protocol") > 0, "{context}");
             // Pipelined, a duplicate batch that comes after the next one went out looks in
             // step until the two arrive together: caught then, or at the end, not at once.
+            // A duplicate that lands after the next request went out reads as that request's
+            // miss until one lands before: on a busy machine that takes a few more rounds.
             if *depth == "1" {
                 assert!(
-                    u(&r, "misses") <= (u(&r, "reconnects") + 1) * 4,
+                    u(&r, "misses") <= (u(&r, "reconnects") + 1) * 8,
                     "{context}"
                 );
             }

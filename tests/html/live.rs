@@ -198,8 +198,9 @@ document.getElementById('f').addEventListener('load', () => {{
 
     // The run ends; the server lingers with the report.
     let done = live_json_until(&addr, Duration::from_secs(40), |v| v["done"] == true);
-    // Past the next poll of the framed page, then the probe may finish loading.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Past the framed page's next polls (a few, for a browser slowed by a busy machine), then
+    // the probe may finish loading.
+    std::thread::sleep(Duration::from_secs(6));
     let _ = release.send(());
     holder.join().unwrap();
     let out = prober.join().unwrap();
