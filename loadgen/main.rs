@@ -158,6 +158,11 @@ struct RunArgs {
     /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// Close each connection and open it again after every N requests (as pgbench -C does
+    /// after each transaction), so connect, login and TLS handshakes are measured too: the
+    /// report shows connect latency beside request latency.
+    #[arg(long, value_parser = parse_count)]
+    reconnect_every: Option<u64>,
     /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
     /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
@@ -414,6 +419,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .collect(),
         txn: a.txn,
         batch: a.batch,
+        reconnect_every: a.reconnect_every,
         retries: a.retries,
     };
     plan.validate()?;

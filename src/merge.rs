@@ -351,6 +351,7 @@ fn merge_group(
         latency_us,
         service_us,
         lag_us,
+        connect_us: None,
         rate,
         client_cpu,
         server_observed: merge_observed(&runs, concurrent, &label, warnings),

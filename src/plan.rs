@@ -60,6 +60,8 @@ pub struct Plan {
     pub txn: usize,
     /// `--batch`: keys per request (a multi-get); 1 is one key per request.
     pub batch: usize,
+    /// `--reconnect-every N`: a connection is closed and opened again after every N requests.
+    pub reconnect_every: Option<u64>,
     /// `--retries`: times a transaction (or write) that failed with a deadlock or
     /// serialization failure is sent again on its connection; 0: never.
     pub retries: u32,
@@ -91,6 +93,7 @@ impl Default for Plan {
             write_queries: Vec::new(),
             txn: 1,
             batch: 1,
+            reconnect_every: None,
             retries: 0,
         }
     }
@@ -197,6 +200,17 @@ impl Plan {
             return Err(ConfigError(format!(
                 "--retries {} needs one request in flight per connection, to send a failed transaction again in order: use -p 1 (more -c instead)",
                 self.retries
+            )));
+        }
+        if self.reconnect_every == Some(0) {
+            return Err(ConfigError(
+                "--reconnect-every must be 1 or more requests per connection".into(),
+            ));
+        }
+        if self.reconnect_every.is_some() && self.txn > 1 {
+            return Err(ConfigError(format!(
+                "--reconnect-every closes connections while --txn {} keeps transactions open on them: use one or the other",
+                self.txn
             )));
         }
         if self.batch == 0 || self.batch > MAX_BATCH {
@@ -320,6 +334,20 @@ pub fn parse_count(s: &str) -> Result<u64, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconnect_every_takes_1_or_more_and_no_transactions() {
+        let with = |every, txn| Plan {
+            reconnect_every: Some(every),
+            txn,
+            ..Plan::default()
+        };
+        assert!(with(1, 1).validate().is_ok());
+        let e = with(0, 1).validate().unwrap_err().0;
+        assert!(e.starts_with("--reconnect-every must be 1 or more"), "{e}");
+        let e = with(10, 2).validate().unwrap_err().0;
+        assert!(e.contains("--txn 2"), "{e}");
+    }
 
     #[test]
     fn batch_takes_1_to_1000_keys_and_reads_only() {

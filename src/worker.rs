@@ -223,6 +223,12 @@ async fn drive<T: Target>(
     loop {
         let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
+        // `--reconnect-every`: closed once its share is answered, opened again below.
+        if conn.is_some() && lane.spent() {
+            conn = None;
+            lane.hung_up();
+            continue;
+        }
         let Some(c) = conn.as_mut() else {
             if lane.over(now) {
                 break;

@@ -42,6 +42,11 @@ pub(super) struct Lane<T> {
     counted: u64,
     backoff: Duration,
     pub(super) request_timeout: Duration,
+    /// Requests this connection may still send before it is closed and opened again
+    /// (`--reconnect-every`; u64::MAX without).
+    left: u64,
+    /// The connection was closed by plan, not lost: opening the next is no reconnect.
+    planned: bool,
 }
 
 impl<T: Target> Lane<T> {
@@ -69,6 +74,8 @@ impl<T: Target> Lane<T> {
             counted: 0,
             backoff: plan.reconnect_backoff.0,
             request_timeout: plan.timeouts().request,
+            left: u64::MAX,
+            planned: false,
             rec,
             ctx,
         }
@@ -84,18 +91,36 @@ impl<T: Target> Lane<T> {
     /// reconnect.
     pub(super) fn connected(&mut self) {
         self.backoff = self.ctx.plan.reconnect_backoff.0;
+        self.left = self.ctx.plan.reconnect_every.unwrap_or(u64::MAX);
         let mut r = self.rec.borrow_mut();
         r.connections += 1;
-        if self.ever_connected {
+        if self.ever_connected && !self.planned {
             r.reconnected();
         }
         self.ever_connected = true;
+        self.planned = false;
+    }
+
+    /// `--reconnect-every`: this connection sent its share and has nothing in flight.
+    #[inline]
+    pub(super) fn spent(&self) -> bool {
+        self.left == 0 && self.window.is_empty()
+    }
+
+    /// The caller closes a spent connection: the next connect is planned, not a reconnect.
+    pub(super) fn hung_up(&mut self) {
+        self.planned = true;
+        self.rec.borrow_mut().connections -= 1;
     }
 
     /// Opens a connection; on failure counts it and backs off (doubling, capped) first.
     pub(super) async fn connect(&mut self, now: u64) -> Option<T::Conn> {
         match self.ctx.target.connect().await {
             Ok(c) => {
+                if self.ctx.plan.reconnect_every.is_some() && now >= self.ctx.warm_end_ns {
+                    let took = self.ctx.now_ns().saturating_sub(now);
+                    self.rec.borrow_mut().connect_took(took);
+                }
                 self.connected();
                 Some(c)
             }
@@ -131,7 +156,9 @@ impl<T: Target> Lane<T> {
                 self.window.push_back(slot);
                 continue;
             }
-            if ctx.end_ns.is_some_and(|e| now >= e) || self.quota.is_some_and(|q| self.counted >= q)
+            if ctx.end_ns.is_some_and(|e| now >= e)
+                || self.quota.is_some_and(|q| self.counted >= q)
+                || self.left == 0
             {
                 break;
             }
@@ -174,6 +201,7 @@ impl<T: Target> Lane<T> {
             });
             self.n += 1;
             self.counted += u64::from(!warm);
+            self.left -= 1;
             if self.window.len() < self.depth && self.pacer.is_paced() {
                 now = ctx.now_ns();
             }
