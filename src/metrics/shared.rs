@@ -92,7 +92,7 @@ impl Shared {
             series: Mutex::new(Vec::new()),
             published: RwLock::new(Arc::new(Snapshot::default())),
             run: RwLock::new(Arc::new(RunInfo {
-                started_at: crate::report::now_rfc3339(),
+                started_at: crate::date::now_rfc3339(),
                 ..RunInfo::default()
             })),
             report: RwLock::new(None),
