@@ -164,6 +164,10 @@ struct RunArgs {
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
     #[arg(long, default_value_t = 0)]
     retries: u32,
+    /// Closes each connection and opens a new one after every N requests (pgbench -C, memtier
+    /// --reconnect-interval), so connect, auth and TLS handshakes are measured; 0: never.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    reconnect_every: u64,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
     /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
@@ -416,6 +420,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         txn: a.txn,
         batch: a.batch,
         retries: a.retries,
+        reconnect_every: a.reconnect_every,
     };
     plan.validate()?;
     Ok(plan)

@@ -351,6 +351,11 @@ fn merge_group(
         latency_us,
         service_us,
         lag_us,
+        // An upper bound, as service and lag of several generators.
+        connect_us: {
+            let c: Vec<&Percentiles> = runs.iter().filter_map(|r| r.connect_us.as_ref()).collect();
+            (!c.is_empty()).then(|| bound(c.iter().copied()))
+        },
         rate,
         client_cpu,
         server_observed: merge_observed(&runs, concurrent, &label, warnings),

@@ -63,6 +63,9 @@ pub struct Plan {
     /// `--retries`: times a transaction (or write) that failed with a deadlock or
     /// serialization failure is sent again on its connection; 0: never.
     pub retries: u32,
+    /// `--reconnect-every`: a connection is closed and opened again after this many requests
+    /// (pgbench -C, memtier --reconnect-interval); 0: never.
+    pub reconnect_every: u64,
 }
 
 impl Default for Plan {
@@ -92,6 +95,7 @@ impl Default for Plan {
             txn: 1,
             batch: 1,
             retries: 0,
+            reconnect_every: 0,
         }
     }
 }

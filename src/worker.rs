@@ -258,6 +258,10 @@ async fn drive<T: Target>(
     let mut n = 0u64; // requests sent (pacer index)
     let mut counted = 0u64; // counted requests sent or failed to send
     let mut backoff = backoff_min;
+    // `--reconnect-every`: requests sent on this connection; a planned close is no reconnect
+    // after an error.
+    let mut on_conn = 0u64;
+    let mut planned = false;
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
@@ -276,19 +280,29 @@ async fn drive<T: Target>(
     loop {
         let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
+        if let Some(c) = conn.as_mut().filter(|_| due_close(plan, on_conn, &window)) {
+            finish(&ctx, c, &rec, group.as_mut(), &mut requests).await;
+            conn = None;
+            rec.borrow_mut().connections -= 1;
+            planned = true;
+        }
         let Some(c) = conn.as_mut() else {
             if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
                 break;
             }
+            let asked = ctx.now_ns();
             match ctx.target.connect().await {
                 Ok(c) => {
                     conn = Some(c);
                     backoff = backoff_min;
+                    on_conn = 0;
                     let mut r = rec.borrow_mut();
+                    r.connect_took(ctx.now_ns() - asked);
                     r.connections += 1;
-                    if ever_connected {
+                    if ever_connected && !planned {
                         r.reconnected();
                     }
+                    planned = false;
                     ever_connected = true;
                 }
                 Err(e) => {
@@ -321,6 +335,9 @@ async fn drive<T: Target>(
             }
             if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
                 break;
+            }
+            if plan.reconnect_every > 0 && on_conn >= plan.reconnect_every {
+                break; // the window drains, then the connection is replaced
             }
             let due = match pacer.due_ns(n) {
                 None => now,
@@ -356,6 +373,7 @@ async fn drive<T: Target>(
                 warm,
             });
             n += 1;
+            on_conn += 1;
             counted += u64::from(!warm);
             if window.len() < depth && pacer.is_paced() {
                 now = ctx.now_ns();
@@ -437,6 +455,11 @@ async fn drive<T: Target>(
         rec.borrow_mut().backlog += pacer.first_due_from(n, end) - n;
     }
     conn
+}
+
+/// `--reconnect-every`: the connection has sent its N requests and every one is answered.
+fn due_close(plan: &crate::plan::Plan, on_conn: u64, window: &VecDeque<Slot>) -> bool {
+    plan.reconnect_every > 0 && on_conn >= plan.reconnect_every && window.is_empty()
 }
 
 /// What a reply to the oldest request in flight changes.

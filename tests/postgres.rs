@@ -388,3 +388,42 @@ fn a_percent_encoded_password_logs_in() {
         assert_500_hits_never_showing(&t, PW);
     }
 }
+
+/// PostgreSQL's own count of sessions opened on the database, read by psql.
+fn sessions(url: &str) -> u64 {
+    psql(
+        url,
+        "SELECT sessions FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .parse()
+    .expect("sessions is a number")
+}
+
+#[test]
+fn reconnect_every_10_opens_a_session_per_10_requests() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let before = sessions(&url);
+    let (code, doc, err) = run_json(&[&url, "-n", "2000", "-c", "2", "--reconnect-every", "10"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 2000);
+    // A planned close is no reconnect after an error.
+    assert_eq!(u(r, "reconnects"), 0, "{r}");
+    // Every session after the first of each connection was timed.
+    assert_eq!(u(r, "connect_us.count"), 198, "{r}");
+    assert!(f(r, "connect_us.p50") > 0.0, "{r}");
+    assert_schema_valid(&doc);
+    // 2 connections x 100 sessions of 10 requests, plus loadgen's few set-up sessions and this
+    // test's psql calls. Sessions count in the statistics once reported: wait for them.
+    let mut seen = 0;
+    for _ in 0..20 {
+        seen = sessions(&url) - before;
+        if seen >= 200 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert!((200..=230).contains(&seen), "{seen} sessions");
+}

@@ -56,6 +56,7 @@ impl Collector<'_> {
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
             lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
+            connect_us: (!totals.connect.is_empty()).then(|| Percentiles::of(&totals.connect)),
             rate: self.plan.rate.map(|r| RateResult {
                 backlog: self.threads.iter().map(|t| t.backlog).sum(),
                 warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),

@@ -319,6 +319,9 @@ pub fn render_run(r: &RunResult) -> String {
         let _ = writeln!(out, "durability {}", settings_line(&r.durability));
     }
     pace_lines(&mut out, r);
+    if let Some(c) = &r.connect_us {
+        out.push_str(&pct_line("connects", c));
+    }
     connect_lines(&mut out, r);
     let c = &r.client_cpu;
     let _ = writeln!(

@@ -83,6 +83,10 @@ pub struct RunResult {
     pub service_us: Percentiles,
     /// Sent minus due (paced runs).
     pub lag_us: Option<Percentiles>,
+    /// How long the connections opened during the run took to connect (`--reconnect-every`,
+    /// reconnects after errors); absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_us: Option<Percentiles>,
     pub rate: Option<RateResult>,
     pub client_cpu: ClientCpu,
     /// The server's CPU over the run, when it runs on this machine (else a note says why not).
