@@ -66,6 +66,8 @@ pub struct Plan {
     /// `--reconnect-every`: a connection is closed and opened again after this many requests
     /// (pgbench -C, memtier --reconnect-interval); 0: never.
     pub reconnect_every: u64,
+    /// `--ttl`: seconds every write lives on memcached (exptime) and Redis (`EX`); 0: forever.
+    pub ttl: u32,
 }
 
 impl Default for Plan {
@@ -96,6 +98,7 @@ impl Default for Plan {
             batch: 1,
             retries: 0,
             reconnect_every: 0,
+            ttl: 0,
         }
     }
 }
