@@ -9,13 +9,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use loadgen::app::{self, Format, Model, RunOptions};
+use loadgen::date::parse_rfc3339;
 use loadgen::error::{Error, Exit};
 use loadgen::keys::Dist;
 use loadgen::mix::{Mix, Op};
 use loadgen::pacer::Arrival;
-use loadgen::plan::{
-    parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
-};
+use loadgen::plan::{parse_count, parse_duration, parse_key_range, Mode, Plan, Stop};
 use loadgen::sweep::Slo;
 
 #[derive(Parser)]
@@ -159,15 +158,16 @@ struct RunArgs {
     /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// Close each connection and open it again after every N requests (as pgbench -C does
+    /// after each transaction), so connect, login and TLS handshakes are measured too: the
+    /// report shows connect latency beside request latency.
+    #[arg(long, value_parser = parse_count)]
+    reconnect_every: Option<u64>,
     /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
     /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
     #[arg(long, default_value_t = 0)]
     retries: u32,
-    /// Closes each connection and opens a new one after every N requests (pgbench -C, memtier
-    /// --reconnect-interval), so connect, auth and TLS handshakes are measured; 0: never.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    reconnect_every: u64,
     /// Seconds every write lives: memcached exptime, Redis `SET ... EX`; 0: forever. At most
     /// 30 days (memcached reads more as a date). The other targets have no expiry and refuse it.
     #[arg(long, default_value_t = 0, value_name = "SECONDS",
@@ -424,8 +424,8 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .collect(),
         txn: a.txn,
         batch: a.batch,
-        retries: a.retries,
         reconnect_every: a.reconnect_every,
+        retries: a.retries,
         ttl: a.ttl,
     };
     plan.validate()?;

@@ -118,7 +118,7 @@ pub struct Snapshot {
     pub service: Histogram<u64>,
     /// Sent minus due: how late the generator was (paced runs only).
     pub lag: Histogram<u64>,
-    /// How long each connection opened in the run took to connect (`--reconnect-every`).
+    /// How long each connect of the measured window took (`--reconnect-every`).
     pub connect: Histogram<u64>,
     /// Latest completion, nanoseconds since the run's start.
     pub last_done_ns: u64,
@@ -310,7 +310,7 @@ impl Recorder {
         }
     }
 
-    /// A connection opened in the run, which took `ns` to connect.
+    /// A connect of the measured window took `ns`.
     pub fn connect_took(&mut self, ns: u64) {
         self.cur.connect.saturating_record(ns);
     }

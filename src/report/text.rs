@@ -319,9 +319,6 @@ pub fn render_run(r: &RunResult) -> String {
         let _ = writeln!(out, "durability {}", settings_line(&r.durability));
     }
     pace_lines(&mut out, r);
-    if let Some(c) = &r.connect_us {
-        out.push_str(&pct_line("connects", c));
-    }
     connect_lines(&mut out, r);
     let c = &r.client_cpu;
     let _ = writeln!(
@@ -399,6 +396,9 @@ fn count_lines(out: &mut String, r: &RunResult) {
 
 /// A paced run's service and lag percentiles and how well it kept `-R`.
 fn pace_lines(out: &mut String, r: &RunResult) {
+    if let Some(c) = &r.connect_us {
+        out.push_str(&pct_line("connects", c));
+    }
     if r.rate.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
         if let Some(l) = &r.lag_us {

@@ -83,9 +83,8 @@ pub struct RunResult {
     pub service_us: Percentiles,
     /// Sent minus due (paced runs).
     pub lag_us: Option<Percentiles>,
-    /// How long the connections opened during the run took to connect (`--reconnect-every`,
-    /// reconnects after errors); absent when none was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How long each connect took (`--reconnect-every`; null otherwise).
+    #[serde(default)]
     pub connect_us: Option<Percentiles>,
     pub rate: Option<RateResult>,
     pub client_cpu: ClientCpu,

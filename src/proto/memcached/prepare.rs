@@ -34,7 +34,7 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
         }
     }
     sock.write_all(&buf).await.map_err(|e| e.to_string())?;
-    let mut conn = crate::proto::stream::StreamConn::new(sock, codec, true);
+    let mut conn = crate::proto::pipelined::StreamConn::new(sock, codec, true);
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
     // memcached answers the get as soon as it has taken the sets before it.
