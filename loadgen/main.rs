@@ -168,6 +168,11 @@ struct RunArgs {
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
     #[arg(long, default_value_t = 0)]
     retries: u32,
+    /// Seconds every write lives: memcached exptime, Redis `SET ... EX`; 0: forever. At most
+    /// 30 days (memcached reads more as a date). The other targets have no expiry and refuse it.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u32).range(0..=2_592_000))]
+    ttl: u32,
     /// SQL for updates [PostgreSQL default: UPDATE usr SET user_name = $2 WHERE user_id = $1;
     /// MySQL: ? placeholders in this order: user_name, key; for the others as numbered here].
     #[arg(long)]
@@ -421,6 +426,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         batch: a.batch,
         reconnect_every: a.reconnect_every,
         retries: a.retries,
+        ttl: a.ttl,
     };
     plan.validate()?;
     Ok(plan)

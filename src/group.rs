@@ -189,6 +189,7 @@ mod tests {
                 op: Op::Update,
                 key,
                 version: key,
+                ttl: 0,
             },
             due: key * 10,
             sent: key * 10,

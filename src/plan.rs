@@ -65,6 +65,8 @@ pub struct Plan {
     /// `--retries`: times a transaction (or write) that failed with a deadlock or
     /// serialization failure is sent again on its connection; 0: never.
     pub retries: u32,
+    /// `--ttl`: seconds every write lives on memcached (exptime) and Redis (`EX`); 0: forever.
+    pub ttl: u32,
 }
 
 impl Default for Plan {
@@ -95,6 +97,7 @@ impl Default for Plan {
             batch: 1,
             reconnect_every: None,
             retries: 0,
+            ttl: 0,
         }
     }
 }

@@ -269,6 +269,14 @@ async fn preflight<T: Target>(
         .and_then(|()| target.txn(plan.txn))
         .and_then(|()| target.batch(plan.batch))
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
+    // Only memcached and Redis keys expire.
+    if plan.ttl > 0 && !matches!(target.kind(), "memcache" | "redis") {
+        return Err(SetupError(format!(
+            "{label}: --ttl {}: this {} target has no expiry; leave --ttl out (memcached and Redis have one)",
+            plan.ttl,
+            target.kind()
+        )));
+    }
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(
             "{label}: this {} driver cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",

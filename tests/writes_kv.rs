@@ -330,3 +330,79 @@ fn redis_reads_its_own_writes_at_depth_1_and_16() {
     };
     assert_reads_own_writes(&db.0, &reload, "redis");
 }
+
+/// Whether memcached holds `key`, asked on a fresh connection.
+fn memcached_has(hostport: &str, key: &str) -> bool {
+    let mut s = TcpStream::connect(hostport).expect("memcached connects");
+    s.write_all(format!("get {key}\r\n").as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 512];
+    while !got.ends_with(b"END\r\n") {
+        match s.read(&mut chunk).unwrap() {
+            0 => panic!("memcached closed: {}", String::from_utf8_lossy(&got)),
+            n => got.extend_from_slice(&chunk[..n]),
+        }
+    }
+    got.starts_with(b"VALUE ")
+}
+
+/// `--ttl 1` upserts key 1, no --ttl key 2: two seconds later 1 is gone and 2 is still there.
+fn write_key_with_ttl(url: &str, key: &str, ttl: &str) {
+    let (code, _, err) = run_json(&[
+        url,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--mix",
+        "upsert=100",
+        "--keys",
+        key,
+        "--ttl",
+        ttl,
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn memcached_ttl_1_is_gone_2_seconds_later() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let keys = McKeys::new(&base, "t");
+    write_key_with_ttl(&keys.url, "1-1", "1");
+    write_key_with_ttl(&keys.url, "2-2", "0");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(!memcached_has(&keys.hostport, &format!("{}1", keys.prefix)));
+    assert!(memcached_has(&keys.hostport, &format!("{}2", keys.prefix)));
+}
+
+#[test]
+fn redis_ttl_1_is_gone_2_seconds_later() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    write_key_with_ttl(&db.0, "1-1", "1");
+    write_key_with_ttl(&db.0, "2-2", "0");
+    let left = redis_cli(&["-n", REDIS_DB, "TTL", "usr:1"]);
+    assert!(left == "1" || left == "0", "TTL usr:1 is {left}");
+    assert_eq!(redis_cli(&["-n", REDIS_DB, "TTL", "usr:2"]), "-1");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(redis_cli(&["-n", REDIS_DB, "EXISTS", "usr:1"]), "0");
+    assert_eq!(redis_cli(&["-n", REDIS_DB, "EXISTS", "usr:2"]), "1");
+}
+
+#[test]
+fn ttl_on_a_target_without_expiry_exits_2_in_one_line() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let out = run(&["run", &url, "-n", "10", "--ttl", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--ttl 5") && err.contains("no expiry"),
+        "{err}"
+    );
+}

@@ -19,6 +19,9 @@ pub struct Request {
     pub op: Op,
     pub key: u64,
     pub version: u64,
+    /// A write's time to live in seconds (`--ttl`, a trace's ttl field; memcached exptime,
+    /// Redis `EX`); 0: none.
+    pub ttl: u32,
 }
 
 impl Request {
@@ -31,6 +34,7 @@ impl Request {
             op: Op::Read,
             key,
             version: 0,
+            ttl: 0,
         }
     }
 }

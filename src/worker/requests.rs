@@ -27,6 +27,8 @@ pub(super) struct Requests {
     /// transaction's. A failed write rolls its whole group back, so all of them are unsure.
     group: Option<VecDeque<u64>>,
     txn: usize,
+    /// `--ttl` of every write.
+    ttl: u32,
 }
 
 impl Requests {
@@ -48,6 +50,7 @@ impl Requests {
             group: (writes && plan.verify && plan.txn > 1)
                 .then(|| VecDeque::with_capacity(plan.txn)),
             txn: plan.txn,
+            ttl: plan.ttl,
         }
     }
 
@@ -73,7 +76,12 @@ impl Requests {
                 Some(&v) => v,
                 None => ANY_VERSION,
             });
-            return Request { op, key, version };
+            return Request {
+                op,
+                key,
+                version,
+                ttl: 0,
+            };
         }
         self.version += 1;
         let version = self.version;
@@ -94,7 +102,12 @@ impl Requests {
             };
             w.insert(key, after);
         }
-        Request { op, key, version }
+        Request {
+            op,
+            key,
+            version,
+            ttl: self.ttl,
+        }
     }
 
     /// A write's reply: an update of a row this connection knew nothing of tells whether the

@@ -345,7 +345,9 @@ impl Codec for McCodec {
         self.key_into(req.key, out);
         if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
             let row = dataset::TsvRow::new(req.key, req.version);
-            out.extend_from_slice(b" 0 0 ");
+            out.extend_from_slice(b" 0 ");
+            decimal::push(out, u64::from(req.ttl));
+            out.extend_from_slice(b" ");
             decimal::push(out, row.as_bytes().len() as u64);
             out.extend_from_slice(b"\r\n");
             out.extend_from_slice(row.as_bytes());

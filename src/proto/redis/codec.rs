@@ -177,6 +177,35 @@ pub fn key_into(id: u64, out: &mut Vec<u8>) {
     decimal::push(out, id);
 }
 
+/// A write with a time to live (`--ttl`): `SET k v [XX|NX] EX ttl`; an insert is `SET NX`,
+/// as SETNX takes no expiry.
+fn encode_ttl(req: &Request, out: &mut Vec<u8>) {
+    let cond: &[u8] = match req.op {
+        Op::Update => b"$2\r\nXX\r\n",
+        Op::Insert => b"$2\r\nNX\r\n",
+        _ => b"",
+    };
+    out.extend_from_slice(if cond.is_empty() {
+        b"*5\r\n"
+    } else {
+        b"*6\r\n"
+    });
+    out.extend_from_slice(b"$3\r\nSET\r\n");
+    push_key(req.key, out);
+    push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
+    out.extend_from_slice(cond);
+    out.extend_from_slice(b"$2\r\nEX\r\n");
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut t = req.ttl;
+    while t > 0 || at == digits.len() {
+        at -= 1;
+        digits[at] = b'0' + (t % 10) as u8;
+        t /= 10;
+    }
+    push_bulk(&digits[at..], out);
+}
+
 /// `GET usr:<id>` lookups and, with `--mix`, writes; a hit is the value, as one tab-separated row.
 #[derive(Debug, Default)]
 pub struct RedisCodec;
@@ -189,6 +218,9 @@ impl Codec for RedisCodec {
     /// version); a delete `DEL k`. Each has a reply, so writes pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
+        if req.ttl > 0 && req.op != Op::Read && req.op != Op::Delete {
+            return encode_ttl(req, out);
+        }
         let (head, args): (&[u8], _) = match req.op {
             Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
             Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
@@ -350,6 +382,7 @@ mod tests {
             op,
             key: 42,
             version,
+            ttl: 0,
         };
         let row = b"$47\r\nuser42v3\tuser42@example.com\t2010-02-03 11:23:15\r\n";
         for (op, head, tail) in [

@@ -56,6 +56,7 @@ fn encode_writes() {
         op,
         key: 42,
         version,
+        ttl: 0,
     };
     c.encode(&req(Op::Update, 3), &mut out);
     assert_eq!(

@@ -39,6 +39,7 @@ fn writes_encode_and_decode() {
         op,
         key: 42,
         version,
+        ttl: 0,
     };
     c.encode(&req(Op::Update, 3), &mut out);
     assert_eq!(

@@ -353,6 +353,7 @@ fn write(key: u64) -> Request {
         op: crate::mix::Op::Update,
         key,
         version: 1,
+        ttl: 0,
     }
 }
 
