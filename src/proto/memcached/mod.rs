@@ -2,6 +2,7 @@
 
 pub mod codec;
 pub mod conn;
+pub mod ketama;
 pub mod prepare;
 pub mod prune;
 
