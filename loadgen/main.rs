@@ -9,13 +9,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use loadgen::app::{self, Format, Model, RunOptions};
+use loadgen::date::parse_rfc3339;
 use loadgen::error::{Error, Exit};
 use loadgen::keys::Dist;
 use loadgen::mix::{Mix, Op};
 use loadgen::pacer::Arrival;
-use loadgen::plan::{
-    parse_count, parse_duration, parse_key_range, parse_rfc3339, Mode, Plan, Stop,
-};
+use loadgen::plan::{parse_count, parse_duration, parse_key_range, Mode, Plan, Stop};
 use loadgen::sweep::Slo;
 
 #[derive(Parser)]
@@ -159,6 +158,11 @@ struct RunArgs {
     /// multi-get (memcached `get k1 ... kN`, Redis `MGET`); the report counts requests and keys apart.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// Close each connection and open it again after every N requests (as pgbench -C does
+    /// after each transaction), so connect, login and TLS handshakes are measured too: the
+    /// report shows connect latency beside request latency.
+    #[arg(long, value_parser = parse_count)]
+    reconnect_every: Option<u64>,
     /// Times a transaction (--txn) or write that fails with a deadlock or serialization failure
     /// is sent again on its connection, like pgbench --max-tries; its latency runs from its
     /// first try. PostgreSQL 40P01, 55P03 and 40001; MySQL 1213 and 1205. Needs -p 1.
@@ -415,6 +419,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         .collect(),
         txn: a.txn,
         batch: a.batch,
+        reconnect_every: a.reconnect_every,
         retries: a.retries,
     };
     plan.validate()?;

@@ -240,10 +240,48 @@ pg_login() {
 }
 as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; }
 
+# pg_hba DATADIR: who may log in, and how (rewritten on every `up`, so a server started by an
+# older checkout learns new roles' lines).
+pg_hba() {
+  # loadgen_tls may log in over TLS only: hostssl lets it in, hostnossl rejects it by name.
+  # loadgen_cert logs in by client certificate alone: one signed by the test CA whose CN is the role.
+  # 127.0.0.2 (loopback, a name the certificate does not carry) shows verify-full's host check.
+  printf '%s\n' 'local all postgres trust' 'local all all scram-sha-256' \
+    'hostnossl all loadgen_tls 127.0.0.1/32 reject' 'hostssl all loadgen_tls 127.0.0.1/32 scram-sha-256' \
+    'hostnossl all loadgen_tls 127.0.0.2/32 reject' 'hostssl all loadgen_tls 127.0.0.2/32 scram-sha-256' \
+    'hostssl all loadgen_cert 127.0.0.1/32 cert' \
+    'host all all 127.0.0.1/32 scram-sha-256' 'host all all 127.0.0.2/32 scram-sha-256' >"$1/pg_hba.conf"
+}
+# pg_roles LOG: the roles and grants the tests use (idempotent).
+pg_roles() {
+  PGOPTIONS="-c client_min_messages=warning" pg_local -d postgres >>"$1" 2>&1 <<EOF
+SELECT 'CREATE ROLE loadgen' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen') \gexec
+ALTER ROLE loadgen LOGIN SUPERUSER PASSWORD '$PASS';
+SELECT 'CREATE DATABASE loadgen OWNER loadgen' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'loadgen') \gexec
+GRANT pg_read_all_stats TO loadgen;
+SELECT 'CREATE ROLE loadgen_tls' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_tls') \gexec
+ALTER ROLE loadgen_tls LOGIN NOSUPERUSER PASSWORD '$PASS';
+GRANT pg_read_all_stats TO loadgen_tls;
+SELECT 'CREATE ROLE loadgen_cert' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_cert') \gexec
+ALTER ROLE loadgen_cert LOGIN NOSUPERUSER;
+GRANT pg_read_all_stats TO loadgen_cert;
+\connect loadgen
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+GRANT USAGE ON SCHEMA public TO loadgen_tls;
+GRANT USAGE ON SCHEMA public TO loadgen_cert;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO loadgen_tls, loadgen_cert;
+ALTER DEFAULT PRIVILEGES FOR ROLE loadgen IN SCHEMA public GRANT SELECT ON TABLES TO loadgen_tls, loadgen_cert;
+EOF
+}
 up_postgres() {
   PGBIN=$(pg_bin)
   tls_certs
-  already_up postgres pg_ping_tls QUIT && { say "postgres already up on 127.0.0.1:$PG_PORT"; return; }
+  if already_up postgres pg_ping_tls QUIT; then
+    pg_hba "$PG_DIR/data" && pg_local -d postgres -qAtc 'select pg_reload_conf()' >/dev/null && pg_roles "$(logfile postgres)" \
+      || { start_failed postgres "refreshing pg_hba.conf and roles failed"; exit 1; }
+    say "postgres already up on 127.0.0.1:$PG_PORT (pg_hba.conf and roles refreshed)"
+    return
+  fi
   local data=$PG_DIR/data log pid
   log=$(logfile postgres)
   mkdir -p "$PG_DIR/sock" && chmod 755 "$STATE" "$PG_DIR" && chown postgres: "$PG_DIR/sock"
@@ -271,12 +309,7 @@ ssl_cert_file = 'loadgen-tls/server.crt'
 ssl_key_file = 'loadgen-tls/server.key'
 ssl_ca_file = 'loadgen-tls/ca.crt'
 EOF
-  # loadgen_tls may log in over TLS only: hostssl lets it in, hostnossl rejects it by name.
-  # 127.0.0.2 (loopback, a name the certificate does not carry) shows verify-full's host check.
-  printf '%s\n' 'local all postgres trust' 'local all all scram-sha-256' \
-    'hostnossl all loadgen_tls 127.0.0.1/32 reject' 'hostssl all loadgen_tls 127.0.0.1/32 scram-sha-256' \
-    'hostnossl all loadgen_tls 127.0.0.2/32 reject' 'hostssl all loadgen_tls 127.0.0.2/32 scram-sha-256' \
-    'host all all 127.0.0.1/32 scram-sha-256' 'host all all 127.0.0.2/32 scram-sha-256' >"$data/pg_hba.conf"
+  pg_hba "$data"
   chown postgres: "$data/loadgen.conf" "$data/pg_hba.conf"
   install -d -o postgres -m 700 "$data/loadgen-tls" && tls_copy "$data/loadgen-tls" postgres
   # Lock files left by a killed postmaster (its pid may linger as an unreaped zombie).
@@ -293,20 +326,7 @@ EOF
     sleep 1
   done
   wait_ready postgres pg_ping || exit 1
-  PGOPTIONS="-c client_min_messages=warning" pg_local -d postgres >>"$log" 2>&1 <<EOF || { start_failed postgres "setup SQL failed"; exit 1; }
-SELECT 'CREATE ROLE loadgen' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen') \gexec
-ALTER ROLE loadgen LOGIN SUPERUSER PASSWORD '$PASS';
-SELECT 'CREATE DATABASE loadgen OWNER loadgen' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'loadgen') \gexec
-GRANT pg_read_all_stats TO loadgen;
-SELECT 'CREATE ROLE loadgen_tls' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'loadgen_tls') \gexec
-ALTER ROLE loadgen_tls LOGIN NOSUPERUSER PASSWORD '$PASS';
-GRANT pg_read_all_stats TO loadgen_tls;
-\connect loadgen
-CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
-GRANT USAGE ON SCHEMA public TO loadgen_tls;
-GRANT SELECT ON ALL TABLES IN SCHEMA public TO loadgen_tls;
-ALTER DEFAULT PRIVILEGES FOR ROLE loadgen IN SCHEMA public GRANT SELECT ON TABLES TO loadgen_tls;
-EOF
+  pg_roles "$log" || { start_failed postgres "setup SQL failed"; exit 1; }
   wait_ready postgres pg_login || exit 1
   wait_ready postgres pg_tls_login || exit 1
   say "postgres up on 127.0.0.1:$PG_PORT (pid $(cat "$(pidfile postgres)"))"

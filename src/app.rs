@@ -65,7 +65,8 @@ pub enum Model {
     Slo(crate::sweep::Slo),
 }
 
-pub struct Outcome {
+/// A run that finished: its result, where it went, and how the process should exit.
+pub struct Finished {
     pub file: ResultFile,
     /// Where the result was written (None: nowhere, or standard output).
     pub path: Option<PathBuf>,
@@ -133,7 +134,7 @@ pub async fn execute(
     plan: &Plan,
     mut opts: RunOptions,
     stop: watch::Receiver<bool>,
-) -> Result<Outcome, SetupError> {
+) -> Result<Finished, SetupError> {
     plan.validate()?;
     check_open_files(plan, &opts)?;
     // Bind the metrics port and create the log before anything runs: a taken port is a setup error.
@@ -246,7 +247,7 @@ async fn execute_targets(
     plan: &Plan,
     opts: &RunOptions,
     stop: watch::Receiver<bool>,
-) -> Result<Outcome, SetupError> {
+) -> Result<Finished, SetupError> {
     // A path we cannot write (a directory, a symlink loop) is refused before anything runs.
     let dest = match &opts.output {
         Some(p) => Some(
@@ -330,7 +331,7 @@ async fn execute_targets(
     if !to_file {
         write_result(&file, opts, dest.as_ref(), &mut saved);
     }
-    Ok(Outcome {
+    Ok(Finished {
         file,
         path: saved.ok.then_some(saved.path).flatten(),
         chart: saved.chart,
@@ -341,16 +342,16 @@ async fn execute_targets(
 }
 
 /// The server whose CPU the report shows: `--server-pid` (which must exist), else found later.
-fn server_of(pid: Option<u32>) -> Result<crate::cpu::Server, SetupError> {
+fn server_of(pid: Option<u32>) -> Result<crate::cpu::ServerProcess, SetupError> {
     match pid {
-        Some(pid) => match crate::cpu::Server::pid(pid) {
-            s @ crate::cpu::Server::Process { .. } => Ok(s),
+        Some(pid) => match crate::cpu::ServerProcess::pid(pid) {
+            s @ crate::cpu::ServerProcess::Process { .. } => Ok(s),
             _ => Err(SetupError(format!(
                 "--server-pid {pid}: no such process on this machine; give the pid of the \
                  server's main process (e.g. the postmaster's) or leave it out"
             ))),
         },
-        None => Ok(crate::cpu::Server::default()),
+        None => Ok(crate::cpu::ServerProcess::default()),
     }
 }
 

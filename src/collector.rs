@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use crate::cells::Cells;
 use crate::control::{Control, IntervalView};
-use crate::cpu::Server;
+use crate::cpu::ServerProcess;
+use crate::error::SetupError;
 use crate::mix::Op;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};
@@ -40,8 +41,8 @@ pub struct ConnectPhase {
 
 /// The server's own count before and after the run (see `Target::server_count`).
 pub type ServerCounts = (
-    Result<Option<ServerCount>, String>,
-    Result<Option<ServerCount>, String>,
+    Result<Option<ServerCount>, SetupError>,
+    Result<Option<ServerCount>, SetupError>,
 );
 
 /// One interval's merge while threads still hand it over.

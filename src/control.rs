@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::cpu::Server;
+use crate::cpu::ServerProcess;
 use crate::result::TimelineRow;
 use crate::totals::Totals;
 
@@ -22,7 +22,7 @@ pub struct Control {
     /// Called with the merged totals after every interval (Prometheus exporter, interval log).
     pub hooks: Vec<Hook>,
     /// The server whose CPU the run reads: `--server-pid`, else located by dispatch.
-    pub server: Server,
+    pub server: ServerProcess,
     /// Where progress lines and notes go.
     pub say: crate::sink::Sink,
 }

@@ -13,7 +13,7 @@ const TICKS_PER_S: u64 = 100;
 
 /// The server whose CPU a run reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Server {
+pub enum ServerProcess {
     /// A process on this machine: it and every process below it (PostgreSQL's backends).
     Process { pid: u32, name: String },
     /// The embedded server: threads of this process (its CPU is the process's minus the
@@ -23,27 +23,27 @@ pub enum Server {
     Unknown(String),
 }
 
-impl Default for Server {
-    fn default() -> Server {
-        Server::Unknown("the server was not located".into())
+impl Default for ServerProcess {
+    fn default() -> ServerProcess {
+        ServerProcess::Unknown("the server was not located".into())
     }
 }
 
-impl Server {
+impl ServerProcess {
     /// The process `pid`, when the user named it (`--server-pid`).
-    pub fn pid(pid: u32) -> Server {
+    pub fn pid(pid: u32) -> ServerProcess {
         match process_name(pid) {
-            Some(name) => Server::Process { pid, name },
-            None => Server::Unknown(format!("--server-pid {pid}: no such process")),
+            Some(name) => ServerProcess::Process { pid, name },
+            None => ServerProcess::Unknown(format!("--server-pid {pid}: no such process")),
         }
     }
 
     /// The server listening at `endpoint`: the process holding its listening socket.
-    pub fn locate(endpoint: &Endpoint) -> Server {
+    pub fn locate(endpoint: &Endpoint) -> ServerProcess {
         let (inodes, place) = match endpoint {
             Endpoint::Tcp { host, port } => {
                 if !is_local(host) {
-                    return Server::Unknown(format!(
+                    return ServerProcess::Unknown(format!(
                         "{host} is not this machine: its CPU cannot be read from here"
                     ));
                 }
@@ -61,11 +61,11 @@ impl Server {
             }
         };
         match inodes.iter().find_map(|&i| socket_owner(i)) {
-            Some(pid) => Server::Process {
+            Some(pid) => ServerProcess::Process {
                 pid,
                 name: process_name(pid).unwrap_or_default(),
             },
-            None => Server::Unknown(format!(
+            None => ServerProcess::Unknown(format!(
                 "no process of this machine that loadgen may read listens on {place} \
                  (name it with --server-pid)"
             )),
@@ -75,7 +75,7 @@ impl Server {
     /// CPU time of the server's processes so far, nanoseconds (None: not a process, or gone).
     pub fn cpu_ns(&self) -> Option<u64> {
         match self {
-            Server::Process { pid, .. } => tree_cpu_ticks(*pid).map(ticks_to_ns),
+            ServerProcess::Process { pid, .. } => tree_cpu_ticks(*pid).map(ticks_to_ns),
             _ => None,
         }
     }
@@ -239,11 +239,11 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = tcp("127.0.0.1", l.local_addr().unwrap().port());
         let me = std::process::id();
-        match Server::locate(&addr) {
-            Server::Process { pid, .. } => assert_eq!(pid, me),
+        match ServerProcess::locate(&addr) {
+            ServerProcess::Process { pid, .. } => assert_eq!(pid, me),
             other => panic!("{other:?}"),
         }
-        let before = Server::locate(&addr).cpu_ns().unwrap();
+        let before = ServerProcess::locate(&addr).cpu_ns().unwrap();
         // Spin for 300 ms of this thread's CPU (not wall time: the machine may be busy).
         let t = crate::worker::thread_cpu_ns();
         let mut x = 0u64;
@@ -251,26 +251,27 @@ mod tests {
             x = x.wrapping_mul(31).wrapping_add(7);
         }
         std::hint::black_box(x);
-        let after = Server::locate(&addr).cpu_ns().unwrap();
+        let after = ServerProcess::locate(&addr).cpu_ns().unwrap();
         assert!(after - before >= 280_000_000, "{before} -> {after}");
     }
 
     #[test]
     fn a_remote_host_or_a_free_port_is_unknown_with_a_reason() {
-        let Server::Unknown(why) = Server::locate(&tcp("db.example.com", 5432)) else {
+        let ServerProcess::Unknown(why) = ServerProcess::locate(&tcp("db.example.com", 5432))
+        else {
             panic!()
         };
         assert!(why.contains("not this machine"), "{why}");
         let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = free.local_addr().unwrap().port();
         drop(free);
-        let Server::Unknown(why) = Server::locate(&tcp("127.0.0.1", port)) else {
+        let ServerProcess::Unknown(why) = ServerProcess::locate(&tcp("127.0.0.1", port)) else {
             panic!()
         };
         assert!(why.contains("--server-pid"), "{why}");
         assert!(matches!(
-            Server::pid(std::process::id()),
-            Server::Process { .. }
+            ServerProcess::pid(std::process::id()),
+            ServerProcess::Process { .. }
         ));
     }
 
@@ -280,10 +281,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.sock");
         let _l = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        let found = Server::locate(&Endpoint::Unix(path.clone()));
+        let found = ServerProcess::locate(&Endpoint::Unix(path.clone()));
         std::fs::remove_dir_all(&dir).unwrap();
         match found {
-            Server::Process { pid, .. } => assert_eq!(pid, std::process::id()),
+            ServerProcess::Process { pid, .. } => assert_eq!(pid, std::process::id()),
             other => panic!("{other:?}"),
         }
     }

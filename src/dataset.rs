@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use crate::date::civil;
 use crate::decimal;
 
 /// 2010-02-03 11:22:33 UTC as Unix seconds.
@@ -15,34 +16,6 @@ pub const CREATED_BASE: i64 = 1_265_196_153;
 /// Unix seconds of `created` for this id (wrapping for ids beyond i64, which no table holds).
 pub fn created_unix(id: u64) -> i64 {
     CREATED_BASE.wrapping_add(id as i64)
-}
-
-/// Civil date and time (y, m, d, h, mi, s) of Unix seconds, UTC (Howard Hinnant's algorithm).
-pub fn civil(unix: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400) as u32;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-/// Unix seconds of a civil date and time, UTC.
-pub fn unix_of(y: i64, m: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    days * 86_400 + (h * 3600 + mi * 60 + s) as i64
 }
 
 /// Appends `created` as `YYYY-MM-DD HH:MM:SS`.
@@ -226,20 +199,6 @@ mod tests {
         write_created(&mut s, 1_000_000);
         // 1e6 s = 11 days 13:46:40 later.
         assert_eq!(s, b"2010-02-15 01:09:13");
-    }
-
-    #[test]
-    fn civil_round_trips() {
-        for unix in [
-            0i64,
-            951_782_400,
-            1_265_196_153,
-            4_102_444_800,
-            -86_400 * 365,
-        ] {
-            let (y, m, d, h, mi, s) = civil(unix);
-            assert_eq!(unix_of(y, m, d, h, mi, s), unix, "{unix}");
-        }
     }
 
     type Cells<'b> = std::array::IntoIter<Cell<'b>, 3>;

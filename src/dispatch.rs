@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::control::Control;
-use crate::cpu::Server;
+use crate::cpu::ServerProcess;
 use crate::plan::{Mode, Plan};
 use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
@@ -21,8 +21,8 @@ use crate::proto::redis::RedisTarget;
 use crate::proto::table::{self, DriverKind, EMBEDDED};
 use crate::proto::target::SetupError;
 use crate::result::RunResult;
-use crate::run::run;
 use crate::server_stats::ServerStats;
+use crate::target_run::run;
 use crate::url::TargetUrl;
 use crate::worker::wait_true;
 
@@ -43,7 +43,7 @@ pub async fn run_target(
         let url = TargetUrl::parse(&e.url)?;
         let t = HttpTarget::new(&url, plan, Some(e.stats.clone()))?;
         let control = &Control {
-            server: Server::InProcess,
+            server: ServerProcess::InProcess,
             ..control.clone()
         };
         return run(t, plan, &url.redacted(), control).await;

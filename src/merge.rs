@@ -270,7 +270,7 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
 
 /// Measured window of a run, Unix seconds.
 fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), ConfigError> {
-    let t = crate::plan::parse_rfc3339(&r.started_at)
+    let t = crate::date::parse_rfc3339(&r.started_at)
         .map_err(|e| format!("{}: run started_at: {e}", x.name))?;
     let s = t + x.file.settings.warmup_s;
     Ok((s, s + r.duration_s))
@@ -351,6 +351,7 @@ fn merge_group(
         latency_us,
         service_us,
         lag_us,
+        connect_us: None,
         rate,
         client_cpu,
         server_observed: merge_observed(&runs, concurrent, &label, warnings),
@@ -493,7 +494,7 @@ fn earliest<'a>(times: impl Iterator<Item = &'a str>) -> String {
     let mut first: Option<&str> = None;
     for t in times {
         first.get_or_insert(t);
-        if let Ok(v) = crate::plan::parse_rfc3339(t) {
+        if let Ok(v) = crate::date::parse_rfc3339(t) {
             match best {
                 Some((b, _)) if b <= v => {}
                 _ => best = Some((v, t)),

@@ -60,6 +60,8 @@ pub struct Plan {
     pub txn: usize,
     /// `--batch`: keys per request (a multi-get); 1 is one key per request.
     pub batch: usize,
+    /// `--reconnect-every N`: a connection is closed and opened again after every N requests.
+    pub reconnect_every: Option<u64>,
     /// `--retries`: times a transaction (or write) that failed with a deadlock or
     /// serialization failure is sent again on its connection; 0: never.
     pub retries: u32,
@@ -91,6 +93,7 @@ impl Default for Plan {
             write_queries: Vec::new(),
             txn: 1,
             batch: 1,
+            reconnect_every: None,
             retries: 0,
         }
     }
@@ -197,6 +200,17 @@ impl Plan {
             return Err(ConfigError(format!(
                 "--retries {} needs one request in flight per connection, to send a failed transaction again in order: use -p 1 (more -c instead)",
                 self.retries
+            )));
+        }
+        if self.reconnect_every == Some(0) {
+            return Err(ConfigError(
+                "--reconnect-every must be 1 or more requests per connection".into(),
+            ));
+        }
+        if self.reconnect_every.is_some() && self.txn > 1 {
+            return Err(ConfigError(format!(
+                "--reconnect-every closes connections while --txn {} keeps transactions open on them: use one or the other",
+                self.txn
             )));
         }
         if self.batch == 0 || self.batch > MAX_BATCH {
@@ -317,88 +331,23 @@ pub fn parse_count(s: &str) -> Result<u64, ConfigError> {
         .ok_or_else(|| bad().into())
 }
 
-/// RFC 3339 time (`2026-12-02T17:40:00Z`, `2026-12-02T18:40:00.5+01:00`) as Unix seconds.
-pub fn parse_rfc3339(s: &str) -> Result<f64, ConfigError> {
-    let bad = || {
-        ConfigError(format!(
-            "bad time '{s}': use RFC 3339 like 2026-12-02T17:40:00Z"
-        ))
-    };
-    let b = s.trim().as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| -> Result<u32, ConfigError> {
-        std::str::from_utf8(&b[r])
-            .ok()
-            .filter(|t| t.bytes().all(|c| c.is_ascii_digit()))
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(bad)
-    };
-    let (y, mo, d, h, mi, sec) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-        num(17..19)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return Err(bad());
-    }
-    let mut i = 19;
-    let mut frac = 0.0;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return Err(bad());
-        }
-        frac = std::str::from_utf8(&b[start - 1..i])
-            .ok()
-            .and_then(|t| format!("0{t}").parse::<f64>().ok())
-            .ok_or_else(bad)?;
-    }
-    let offset = match &b[i..] {
-        b"Z" | b"z" => 0i64,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            // Digits only: byte arithmetic on anything else would read `+ab:cd` as hours.
-            let two = |a: u8, b: u8| -> Result<i64, ConfigError> {
-                if a.is_ascii_digit() && b.is_ascii_digit() {
-                    Ok((a - b'0') as i64 * 10 + (b - b'0') as i64)
-                } else {
-                    Err(bad())
-                }
-            };
-            let (hh, mm) = (two(*h1, *h2)?, two(*m1, *m2)?);
-            if hh > 23 || mm > 59 {
-                return Err(bad());
-            }
-            let o = hh * 3600 + mm * 60;
-            if *sign == b'+' {
-                o
-            } else {
-                -o
-            }
-        }
-        _ => return Err(bad()),
-    };
-    let unix = crate::dataset::unix_of(y as i64, mo, d, h, mi, sec) - offset;
-    Ok(unix as f64 + frac)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconnect_every_takes_1_or_more_and_no_transactions() {
+        let with = |every, txn| Plan {
+            reconnect_every: Some(every),
+            txn,
+            ..Plan::default()
+        };
+        assert!(with(1, 1).validate().is_ok());
+        let e = with(0, 1).validate().unwrap_err().0;
+        assert!(e.starts_with("--reconnect-every must be 1 or more"), "{e}");
+        let e = with(10, 2).validate().unwrap_err().0;
+        assert!(e.contains("--txn 2"), "{e}");
+    }
 
     #[test]
     fn batch_takes_1_to_1000_keys_and_reads_only() {
@@ -416,53 +365,6 @@ mod tests {
         let e = with(10, "read=9,update=1").validate().unwrap_err().0;
         assert!(e.contains("--mix read=9,update=1 writes"), "{e}");
         assert!(with(1, "read=9,update=1").validate().is_ok());
-    }
-
-    #[test]
-    fn rfc3339_times() {
-        assert_eq!(
-            parse_rfc3339("2010-02-03T11:22:33Z").unwrap(),
-            1_265_196_153.0
-        );
-        assert_eq!(
-            parse_rfc3339("2010-02-03T12:22:33.5+01:00").unwrap(),
-            1_265_196_153.5
-        );
-        for bad in [
-            "2010-02-03",
-            "2010-02-03T11:22:33",
-            "2010-13-03T11:22:33Z",
-            "yesterday",
-            "2010-02-03T11:22:33+1",
-        ] {
-            assert!(parse_rfc3339(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn rfc3339_offsets_take_digits_only() {
-        // Letters and punctuation in the offset were read as bytes minus '0': `+ab:cd` was a
-        // 549-hour offset and `+/0:00` overflowed (a panic in debug builds).
-        for bad in [
-            "2010-02-03T11:22:33+ab:cd",
-            "2010-02-03T11:22:33+/0:00",
-            "2010-02-03T11:22:33-0:-00",
-            "2010-02-03T11:22:33+01:0x",
-            "2010-02-03T11:22:33+24:00",
-            "2010-02-03T11:22:33+01:60",
-            "2010-02-03T11:22:33.Z",
-            "2010-02-03T11:22:33.+01:00",
-        ] {
-            assert!(parse_rfc3339(bad).is_err(), "{bad}");
-        }
-        assert_eq!(
-            parse_rfc3339("2010-02-03T01:52:33-09:30").unwrap(),
-            1_265_196_153.0
-        );
-        assert_eq!(
-            parse_rfc3339("2010-02-03T11:22:33+00:00").unwrap(),
-            1_265_196_153.0
-        );
     }
 
     #[test]

@@ -118,6 +118,8 @@ pub struct Snapshot {
     pub service: Histogram<u64>,
     /// Sent minus due: how late the generator was (paced runs only).
     pub lag: Histogram<u64>,
+    /// How long each connect of the measured window took (`--reconnect-every`).
+    pub connect: Histogram<u64>,
     /// Latest completion, nanoseconds since the run's start.
     pub last_done_ns: u64,
     pub in_flight: u64,
@@ -149,6 +151,7 @@ impl Snapshot {
             latency: new_histogram(),
             service: new_histogram(),
             lag: new_histogram(),
+            connect: new_histogram(),
             last_done_ns: 0,
             in_flight: 0,
             connections: 0,
@@ -305,6 +308,11 @@ impl Recorder {
                 .error_samples
                 .push(format!("{}: {}", kind.name(), message));
         }
+    }
+
+    /// A connect of the measured window took `ns`.
+    pub fn connect_took(&mut self, ns: u64) {
+        self.cur.connect.saturating_record(ns);
     }
 
     pub fn reconnected(&mut self) {

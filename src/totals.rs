@@ -14,6 +14,7 @@ pub struct Totals {
     pub latency: Histogram<u64>,
     pub service: Histogram<u64>,
     pub lag: Histogram<u64>,
+    pub connect: Histogram<u64>,
     pub last_done_ns: u64,
     pub error_samples: Vec<String>,
     /// Per op, when the mix writes (`Op::index` order; empty for a read-only run).
@@ -28,6 +29,7 @@ impl Default for Totals {
             latency: new_histogram(),
             service: new_histogram(),
             lag: new_histogram(),
+            connect: new_histogram(),
             last_done_ns: 0,
             error_samples: Vec::new(),
             ops: Vec::new(),
@@ -43,6 +45,7 @@ impl AddAssign<&Snapshot> for Totals {
         let _ = self.latency.add(&s.latency);
         let _ = self.service.add(&s.service);
         let _ = self.lag.add(&s.lag);
+        let _ = self.connect.add(&s.connect);
         self.last_done_ns = self.last_done_ns.max(s.last_done_ns);
         add_ops(&mut self.ops, &s.ops);
         for m in &s.error_samples {
@@ -60,6 +63,7 @@ impl AddAssign<&Totals> for Totals {
         let _ = self.latency.add(&t.latency);
         let _ = self.service.add(&t.service);
         let _ = self.lag.add(&t.lag);
+        let _ = self.connect.add(&t.connect);
         self.last_done_ns = self.last_done_ns.max(t.last_done_ns);
         add_ops(&mut self.ops, &t.ops);
     }

@@ -3,21 +3,15 @@
 //! here, never copied per combination.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
 
-use crate::group::{Group, Sent as Slot, Step};
-use crate::keys::KeySpace;
-use crate::mix::InsertSeq;
-use crate::outcome::{ErrorKind, LookupError, Outcome};
-use crate::pacer::Pacer;
-use crate::plan::{Plan, Share};
+use crate::outcome::{LookupError, Outcome};
+use crate::plan::Share;
 use crate::proto::codec::{Request, Tally};
 use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
@@ -29,34 +23,6 @@ pub struct Connected {
     pub failed: usize,
     /// The first failure's message (the others are retried in the run and counted there).
     pub first_error: Option<String>,
-}
-
-/// What every worker of one run shares, read-only.
-pub struct Ctx<T> {
-    pub target: Arc<T>,
-    pub plan: Plan,
-    pub keys: KeySpace,
-    /// Where inserts take their keys.
-    pub inserts: InsertSeq,
-    pub start: Instant,
-    /// `start` on CLOCK_MONOTONIC, for the precise pacing timer.
-    pub start_mono_ns: u64,
-    /// Requests sent before this (ns since start) are warm-up: completed but not counted.
-    pub warm_end_ns: u64,
-    /// No request is sent at or after this (duration runs).
-    pub end_ns: Option<u64>,
-    /// The run's live counters, a block per thread (what a scrape reads).
-    pub cells: Arc<crate::cells::Cells>,
-}
-
-impl<T> Ctx<T> {
-    #[inline]
-    pub fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
-    }
-    pub fn at(&self, ns: u64) -> tokio::time::Instant {
-        (self.start + Duration::from_nanos(ns)).into()
-    }
 }
 
 /// CPU time of the calling thread, nanoseconds.
@@ -233,42 +199,23 @@ async fn drive<T: Target>(
     first: Option<T::Conn>,
     together: bool,
 ) -> Option<T::Conn> {
-    let plan = &ctx.plan;
-    let conns = plan.connections as u64;
-    let mut requests = Requests::new(&ctx.plan, &ctx.keys, ctx.inserts, index as u64);
-    let mut pacer = Pacer::new(plan.rate, plan.arrival, index as u64, conns, plan.seed);
-    let quota = plan.quota(index);
-    let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
-    let request_timeout = plan.timeouts().request;
-    let timeout = request_timeout.as_nanos() as u64;
-    let (backoff_min, backoff_max) = plan.reconnect_backoff;
-
-    let mut window: VecDeque<Slot> = VecDeque::with_capacity(depth);
-    let mut group = Group::new(plan.txn, plan.retries, depth);
-    // `--batch`: the keys of each multi-get in flight, N per window place (request n's at
-    // n % depth), reused so no request allocates.
-    let batch = if plan.batch > 1 { plan.batch } else { 0 };
-    let mut ring = vec![0u64; batch * depth];
+    let mut lane = Lane::new(ctx.clone(), index, rec);
     // The connection from the connect phase, if it succeeded; else the loop connects.
-    let mut ever_connected = first.is_some();
-    if ever_connected {
-        rec.borrow_mut().connections += 1;
-    }
     let mut conn: Option<T::Conn> = first;
-    let mut n = 0u64; // requests sent (pacer index)
-    let mut counted = 0u64; // counted requests sent or failed to send
-    let mut backoff = backoff_min;
+    if conn.is_some() {
+        lane.connected();
+    }
+    let timeout = lane.request_timeout.as_nanos() as u64;
     // The timeout timer is re-armed lazily: it may fire early (then it is moved to the oldest
     // request's deadline), never late, so steady state costs no timer call per request.
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
-    // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
-    let mut pace_timer = if pacer.is_paced() {
-        crate::timer::PreciseSleep::new().ok()
-    } else {
-        None
-    };
     let mut timer_at = u64::MAX;
-    let together = together && !pacer.is_paced() && depth == 1;
+    // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
+    let mut pace_timer = match lane.pacer.is_paced() {
+        true => crate::timer::PreciseSleep::new().ok(),
+        false => None,
+    };
+    let together = together && !lane.pacer.is_paced() && lane.depth == 1;
     // The clock read that timed the last reply also starts the next round: in a closed loop the
     // next request is sent within nanoseconds of it, and one clock read per request is saved.
     let mut last_done: Option<u64> = None;
@@ -276,112 +223,32 @@ async fn drive<T: Target>(
     loop {
         let replied = last_done.is_some();
         let now = last_done.take().unwrap_or_else(|| ctx.now_ns());
+        // `--reconnect-every`: closed once its share is answered, opened again below.
+        if conn.is_some() && lane.spent() {
+            conn = None;
+            lane.hung_up();
+            continue;
+        }
         let Some(c) = conn.as_mut() else {
-            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
+            if lane.over(now) {
                 break;
             }
-            match ctx.target.connect().await {
-                Ok(c) => {
-                    conn = Some(c);
-                    backoff = backoff_min;
-                    let mut r = rec.borrow_mut();
-                    r.connections += 1;
-                    if ever_connected {
-                        r.reconnected();
-                    }
-                    ever_connected = true;
-                }
-                Err(e) => {
-                    // A failed connect is a request that could not be sent: it is counted (and
-                    // uses quota), so `-n` runs end even when the server stays down.
-                    let warm = now < ctx.warm_end_ns;
-                    rec.borrow_mut()
-                        .record_error(warm, ErrorKind::Connect, &e.message);
-                    if !warm {
-                        counted += 1;
-                    }
-                    let wake =
-                        (now + backoff.as_nanos() as u64).min(ctx.end_ns.unwrap_or(u64::MAX));
-                    sleep_until(ctx.at(wake)).await;
-                    backoff = (backoff * 2).min(backoff_max);
-                }
-            }
+            conn = lane.connect(now).await;
             continue;
         };
-
-        // Fill the window: a transaction sent again first (it was counted when first sent).
-        let mut wait_for: Option<u64> = None;
-        let mut now = now;
-        let before = window.len();
-        while window.len() < depth {
-            if let Some(slot) = group.as_mut().and_then(|g| g.again(&mut rec.borrow_mut())) {
-                c.send(&slot.req);
-                window.push_back(slot);
-                continue;
-            }
-            if ctx.end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| counted >= q) {
-                break;
-            }
-            let due = match pacer.due_ns(n) {
-                None => now,
-                Some(d) if d > now => {
-                    wait_for = Some(d);
-                    break;
-                }
-                // Still owed from the warm-up once it is over: dropped, not sent, so the
-                // measured window does not open behind the warm-up's queue.
-                Some(d) if d < ctx.warm_end_ns && now >= ctx.warm_end_ns => {
-                    let next = pacer.first_due_from(n, ctx.warm_end_ns);
-                    rec.borrow_mut().warm_dropped += next - n;
-                    n = next;
-                    continue;
-                }
-                Some(d) => d,
-            };
-            let req = requests.next();
-            let at = (n as usize % depth) * batch;
-            match ring.get_mut(at..at + batch).filter(|k| !k.is_empty()) {
-                None => c.send(&req),
-                Some(keys) => {
-                    keys[0] = req.key;
-                    keys[1..].fill_with(|| requests.keys.next_key());
-                    c.send_batch(keys);
-                }
-            }
-            let warm = due < ctx.warm_end_ns;
-            window.push_back(Slot {
-                req,
-                due,
-                sent: now,
-                warm,
-            });
-            n += 1;
-            counted += u64::from(!warm);
-            if window.len() < depth && pacer.is_paced() {
-                now = ctx.now_ns();
-            }
-        }
-        rec.borrow_mut().in_flight += (window.len() - before) as u64;
-        if together && replied && window.len() > before {
+        let (wait_for, sent) = lane.fill(c, now);
+        if together && replied && sent {
             tokio::task::yield_now().await;
         }
-
-        let Some(&front) = window.front() else {
+        let Some(&front) = lane.window.front() else {
             match wait_for {
                 Some(d) => {
-                    let d = d.min(ctx.end_ns.unwrap_or(u64::MAX));
-                    match pace_timer.as_mut() {
-                        Some(t) => t.until(ctx.start_mono_ns + d).await,
-                        None => sleep_until(ctx.at(d)).await,
-                    }
+                    pace(&mut pace_timer, &ctx, d.min(ctx.end_ns.unwrap_or(u64::MAX))).await;
                     continue;
                 }
                 None => break, // time or quota reached, nothing in flight
             }
         };
-
-        // Requests are sent in order and answered in order: the oldest is request n - len.
-        let front_at = ((n - window.len() as u64) as usize % depth) * batch;
         let deadline = front.sent + timeout;
         if timer_at > deadline {
             timer_at = deadline;
@@ -389,7 +256,7 @@ async fn drive<T: Target>(
         }
         let result = tokio::select! {
             biased;
-            r = receive(c, &front.req, &ring[front_at..front_at + batch]) => Some(r),
+            r = receive(c, &front.req, lane.front_keys()) => Some(r),
             _ = &mut timer => {
                 timer_at = u64::MAX;
                 if ctx.now_ns() < deadline {
@@ -403,117 +270,13 @@ async fn drive<T: Target>(
         if matches!(result, Some(Ok(_))) {
             last_done = Some(done);
         }
-        let mut r = rec.borrow_mut();
-        let result = result.map(|x| {
-            x.map(|(outcome, tally)| {
-                if batch > 0 {
-                    r.keys(front.warm, tally);
-                }
-                outcome
-            })
-        });
-        let replies = Replies {
-            window: &mut window,
-            requests: &mut requests,
-            group: group.as_mut(),
-        };
-        if !replies.answer(&mut r, done, result, request_timeout) {
-            r.connections -= 1;
+        if !lane.take(done, result) {
             conn = None;
             timer_at = u64::MAX;
         }
     }
-    if let Some(c) = conn.as_mut() {
-        finish(&ctx, c, &rec, group.as_mut(), &mut requests).await;
-        // A reply after the last one is answered: the server was out of step all along.
-        if let Err(e) = c.settle(request_timeout.min(SETTLE)).await {
-            rec.borrow_mut().record_error(false, e.kind, &e.message);
-        }
-        rec.borrow_mut().connections -= 1;
-    }
-    // What the schedule still owed when the window closed (a run cut short by its quota owes
-    // nothing).
-    if let (Some(end), true) = (ctx.end_ns, !quota.is_some_and(|q| counted >= q)) {
-        rec.borrow_mut().backlog += pacer.first_due_from(n, end) - n;
-    }
+    lane.close(conn.as_mut()).await;
     conn
-}
-
-/// What a reply to the oldest request in flight changes.
-struct Replies<'a> {
-    window: &'a mut VecDeque<Slot>,
-    requests: &'a mut Requests,
-    group: Option<&'a mut Group>,
-}
-
-impl Replies<'_> {
-    /// Counts the reply to the oldest request in flight (None: its timeout); false when the
-    /// connection is lost, with every request in flight on it.
-    fn answer(
-        self,
-        r: &mut Recorder,
-        done: u64,
-        result: Option<Result<Outcome, LookupError>>,
-        request_timeout: Duration,
-    ) -> bool {
-        let Some(front) = self.window.front().copied() else {
-            return true;
-        };
-        match result {
-            Some(Ok(outcome)) => {
-                self.window.pop_front();
-                r.in_flight -= 1;
-                match self.group {
-                    Some(g) => {
-                        g.reply(r, front, done, Ok(outcome));
-                    }
-                    None => r.record(front.warm, front.at(done), Ok(outcome)),
-                }
-                self.requests.settled(&front.req, outcome);
-                true
-            }
-            Some(Err(e)) if !e.fatal => {
-                self.window.pop_front();
-                r.in_flight -= 1;
-                let step = match self.group {
-                    Some(g) => g.reply(r, front, done, Err(e.kind)),
-                    None => {
-                        r.record(front.warm, front.at(done), Err(e.kind));
-                        Step::Failed
-                    }
-                };
-                if !matches!(step, Step::Retry) {
-                    self.requests.unsure(&front.req);
-                    r.sample(e.kind, &e.message);
-                }
-                true
-            }
-            failure => {
-                // Timeout or broken connection: every request in flight on it is lost, and
-                // the open transaction with it.
-                let (kind, message) = match failure {
-                    Some(Err(e)) => (e.kind, e.message),
-                    _ => (
-                        ErrorKind::Timeout,
-                        format!("no reply within {request_timeout:?}"),
-                    ),
-                };
-                r.sample(kind, &message);
-                if let Some(g) = self.group {
-                    g.lost(r, done, kind);
-                }
-                for s in self.window.drain(..) {
-                    r.record(s.warm, s.at(done), Err(kind));
-                    if s.req.op.writes() {
-                        r.unsure(s.warm, s.req.op);
-                    }
-                    self.requests.unsure(&s.req);
-                    r.in_flight -= 1;
-                }
-                false
-            }
-        }
-    }
 }
 
 /// The reply to the oldest request: a one-key request's, or with `--batch` (`keys` not empty)
@@ -529,39 +292,6 @@ async fn receive<C: Conn>(
     }
 }
 
-/// `--txn`: the connection's last transaction, short of its N writes when the run ends, is
-/// committed (within `--timeout`), so the writes counted are the writes applied.
-async fn finish<T: Target>(
-    ctx: &Ctx<T>,
-    c: &mut T::Conn,
-    rec: &RefCell<Recorder>,
-    group: Option<&mut Group>,
-    requests: &mut Requests,
-) {
-    if ctx.plan.txn < 2 {
-        return;
-    }
-    let timeout = ctx.plan.timeouts().request;
-    let result = match tokio::time::timeout(timeout, c.commit()).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => {
-            rec.borrow_mut().sample(e.kind, &e.message);
-            Err(e.kind)
-        }
-        Err(_) => Err(ErrorKind::Timeout),
-    };
-    if result.is_err() {
-        requests.unsure_group();
-    }
-    if let Some(g) = group {
-        g.ended(&mut rec.borrow_mut(), ctx.now_ns(), result);
-    }
-}
-
-/// How long a connection listens for replies too many once its last request is answered:
-/// past Linux's 40 ms delayed ACK, which holds back a server's late reply under Nagle.
-const SETTLE: Duration = Duration::from_millis(50);
-
 /// Waits for a due time, on the precise timer when there is one.
 async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, due_ns: u64) {
     match timer.as_mut() {
@@ -570,8 +300,12 @@ async fn pace<T>(timer: &mut Option<crate::timer::PreciseSleep>, ctx: &Ctx<T>, d
     }
 }
 
+mod ctx;
+mod lane;
+mod replies;
 mod requests;
-use requests::Requests;
+pub use ctx::Ctx;
+use lane::Lane;
 
 #[cfg(test)]
 mod tests;

@@ -320,7 +320,7 @@ fn indexed_job_runs_n_generators_with_metrics_instances_start_time_and_results()
     let key = s(&start["key"]);
     let at = s(&cm["data"][key]);
     assert!(
-        loadgen::plan::parse_rfc3339(at).is_ok(),
+        loadgen::date::parse_rfc3339(at).is_ok(),
         "START_AT {at} is not what --start-at takes"
     );
     for e in env {

@@ -39,7 +39,7 @@ fn now_unix() -> f64 {
 }
 
 fn rfc3339(unix: i64) -> String {
-    let (y, m, d, h, mi, s) = loadgen::dataset::civil(unix);
+    let (y, m, d, h, mi, s) = loadgen::date::civil(unix);
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 

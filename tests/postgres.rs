@@ -388,3 +388,73 @@ fn a_percent_encoded_password_logs_in() {
         assert_500_hits_never_showing(&t, PW);
     }
 }
+
+/// `--reconnect-every 10`: each connection is closed and opened again after ten requests, as
+/// pgbench -C does per transaction. The server's own session count (in a database of the
+/// test's own, so no other client's sessions are in it) sees one session per ten lookups, and
+/// the report times every connect of the run without calling them reconnects.
+#[test]
+fn reconnect_every_opens_a_session_per_n_requests() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let db = "loadgen_reconnect";
+    if psql(
+        &url,
+        &format!("SELECT count(*) FROM pg_database WHERE datname = '{db}'"),
+    ) == "0"
+    {
+        psql(&url, &format!("CREATE DATABASE {db}"));
+    }
+    let db_url = format!("{}/{db}", url.rsplit_once('/').unwrap().0);
+    let out = run(&["prepare", &db_url, "--rows", "1000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = || -> u64 {
+        psql(
+            &url,
+            &format!("SELECT sessions FROM pg_stat_database WHERE datname = '{db}'"),
+        )
+        .parse()
+        .unwrap()
+    };
+    let before = sessions();
+    let (code, doc, err) = run_json(&[
+        &db_url,
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--keys",
+        "1-1000",
+        "--reconnect-every",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 2000);
+    assert_eq!(u(r, "reconnects"), 0, "planned reconnects are not failures");
+    // Four connections of 500 requests each: 50 sessions each, the first from the connect phase.
+    assert_eq!(u(&r["connect_us"], "count"), 196, "{}", r["connect_us"]);
+    assert!(f(&r["connect_us"], "p50") > 0.0);
+    // A session is counted when it ends: wait for the last ones. Besides the 200 sessions of
+    // lookups, the server's counter logs in once before and once after the run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut delta = sessions() - before;
+    while delta < 200 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        delta = sessions() - before;
+    }
+    eprintln!(
+        "sessions the server counted: {delta}; connect_us {}",
+        r["connect_us"]
+    );
+    assert!(
+        (200..=206).contains(&delta),
+        "the server counted {delta} sessions"
+    );
+    assert_schema_valid(&doc);
+}

@@ -111,7 +111,7 @@ fn postgres_tls_only_role_and_each_sslmode() {
         // A CA that did not sign the server's certificate.
         refused(
             &with(&url, &d).replace(&ca, &wrong),
-            &["unknown issuer", &wrong],
+            &["unknown issuer", &wrong, "pass the CA that signed"],
         );
         // A CA file that is not there: named, with the option.
         refused(
@@ -317,49 +317,10 @@ fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
         return;
     };
     let ca = env("LOADGEN_TLS_CA");
-    let ca_key = ca.replace("ca.crt", "ca.key");
     let dir = std::env::temp_dir().join(format!("loadgen-v1-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (key, csr, crt) = (dir.join("c.key"), dir.join("c.csr"), dir.join("c.crt"));
-    let openssl = |args: &[&str]| {
-        let o = std::process::Command::new("openssl")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "openssl {args:?}: {}", outputs(&o));
-    };
-    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
-    openssl(&[
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        &p(&key),
-        "-out",
-        &p(&csr),
-        "-subj",
-        "/CN=loadgen_tls",
-    ]);
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        &p(&csr),
-        "-CA",
-        &ca,
-        "-CAkey",
-        &ca_key,
-        "-set_serial",
-        "7",
-        "-out",
-        &p(&crt),
-        "-days",
-        "2",
-    ]);
-    let with_cert = with(&url, &format!("sslcert={}&sslkey={}", p(&crt), p(&key)));
+    let (crt, key) = client_cert(&dir, "loadgen_tls", &ca);
+    let with_cert = with(&url, &format!("sslcert={crt}&sslkey={key}"));
     for driver in ["wire", "tokio"] {
         let (code, doc, err) =
             run_json(&[&with(&with_cert, &format!("driver={driver}")), "-n", "500"]);
@@ -416,6 +377,106 @@ fn an_encrypted_client_key_says_how_to_decrypt_it() {
         for chunk in key_body(key).as_bytes().chunks(16) {
             assert!(!err.contains(std::str::from_utf8(chunk).unwrap()), "{err}");
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A v1 client certificate for `cn` signed by the CA `ca` (its key beside it as *.key), made in
+/// `dir`: (certificate, key) paths.
+fn client_cert(dir: &std::path::Path, cn: &str, ca: &str) -> (String, String) {
+    let p = |x: &str| dir.join(x).to_str().unwrap().to_string();
+    let (key, csr, crt) = (
+        p(&format!("{cn}.key")),
+        p(&format!("{cn}.csr")),
+        p(&format!("{cn}.crt")),
+    );
+    let openssl = |args: &[&str]| {
+        let o = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "openssl {args:?}: {}", outputs(&o));
+    };
+    let subject = format!("/CN={cn}");
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &key,
+        "-out",
+        &csr,
+        "-subj",
+        &subject,
+    ]);
+    let ca_key = ca.replace(".crt", ".key");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &csr,
+        "-CA",
+        ca,
+        "-CAkey",
+        &ca_key,
+        "-set_serial",
+        "7",
+        "-out",
+        &crt,
+        "-days",
+        "2",
+    ]);
+    (crt, key)
+}
+
+/// The role loadgen_cert logs in by client certificate alone (pg_hba `cert`): a certificate
+/// for it works on both drivers, and each way of getting it wrong is one line that says what
+/// to change: no certificate, one whose CN is another user, one signed by a CA the server does
+/// not trust.
+#[test]
+fn postgres_client_certificate_refusals_are_one_line_each() {
+    let Some(url) = server("LOADGEN_PG_TLS_URL") else {
+        return;
+    };
+    let url = url.replace("loadgen_tls@", "loadgen_cert@");
+    let (ca, wrong) = (env("LOADGEN_TLS_CA"), env("LOADGEN_TLS_WRONG_CA"));
+    let dir = std::env::temp_dir().join(format!("loadgen-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, good_key) = client_cert(&dir, "loadgen_cert", &ca);
+    let (other, other_key) = client_cert(&dir, "someone_else", &ca);
+    std::fs::create_dir_all(dir.join("foreign")).unwrap();
+    let (foreign, foreign_key) = client_cert(&dir.join("foreign"), "loadgen_cert", &wrong);
+    let cert = |c: &str, k: &str| with(&url, &format!("sslcert={c}&sslkey={k}"));
+    for driver in ["wire", "tokio"] {
+        let d = format!("driver={driver}");
+        let (code, doc, err) = run_json(&[&with(&cert(&good, &good_key), &d), "-n", "500"]);
+        assert_eq!(code, 0, "{driver}: {err}");
+        assert_eq!(u(&doc["runs"][0], "hits"), 500, "{driver}");
+        refused(
+            &with(&url, &d),
+            &[
+                "requires a valid client certificate",
+                "pass sslcert=",
+                "sslkey=",
+            ],
+        );
+        refused(
+            &with(&cert(&other, &other_key), &d),
+            &[
+                "certificate authentication failed",
+                "CN must be the user name",
+            ],
+        );
+        refused(
+            &with(&cert(&foreign, &foreign_key), &d),
+            &[
+                "refused the client certificate",
+                "not signed by a CA the server trusts",
+            ],
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,7 +13,7 @@ impl Collector<'_> {
         server: ServerCounts,
         wall_ns: u64,
         process_cpu_ns: u64,
-        (server_proc, server_cpu_ns): (&Server, Option<u64>),
+        (server_proc, server_cpu_ns): (&ServerProcess, Option<u64>),
     ) -> RunResult {
         let end = self.measured_end();
         let totals = &self.totals;
@@ -56,6 +56,10 @@ impl Collector<'_> {
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
             lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
+            connect_us: self
+                .plan
+                .reconnect_every
+                .map(|_| Percentiles::of(&totals.connect)),
             rate: self.plan.rate.map(|r| RateResult {
                 backlog: self.threads.iter().map(|t| t.backlog).sum(),
                 warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),
@@ -76,7 +80,7 @@ impl Collector<'_> {
                 server_proc,
                 server_cpu_ns.or_else(|| {
                     // The embedded server: the process's CPU that is not the workers'.
-                    (*server_proc == Server::InProcess)
+                    (*server_proc == ServerProcess::InProcess)
                         .then(|| process_cpu_ns.saturating_sub(worker_ns))
                 }),
                 worker_ns,
@@ -132,7 +136,7 @@ fn by_kind(c: &Counts) -> std::collections::BTreeMap<String, u64> {
 
 /// Each op of a mix that writes (none for a read-only run), with the server's count of it.
 fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap<String, OpResult> {
-    let counted = |r: &Result<Option<ServerCount>, String>, op: Op| match r {
+    let counted = |r: &Result<Option<ServerCount>, SetupError>, op: Op| match r {
         Ok(Some(c)) => c
             .ops
             .get(op.index())
@@ -182,8 +186,8 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
 /// Why the two reads of the server's counter cannot be subtracted: the server restarted or
 /// reset its counters in between (another epoch, or a counter that went back).
 fn restarted(
-    before: &Result<Option<ServerCount>, String>,
-    after: &Result<Option<ServerCount>, String>,
+    before: &Result<Option<ServerCount>, SetupError>,
+    after: &Result<Option<ServerCount>, SetupError>,
 ) -> Option<String> {
     let (Ok(Some(b)), Ok(Some(a))) = (before, after) else {
         return None;
@@ -244,8 +248,8 @@ fn observed(
 /// generators (`--instance`), so the count holds the others' requests and can only be checked
 /// for holding ours; `merge` checks the sum.
 fn server_observed(
-    before: Result<Option<ServerCount>, String>,
-    after: Result<Option<ServerCount>, String>,
+    before: Result<Option<ServerCount>, SetupError>,
+    after: Result<Option<ServerCount>, SetupError>,
     totals: &Totals,
     shared: bool,
 ) -> Option<ServerObserved> {
@@ -294,7 +298,7 @@ fn server_observed(
             delta: None,
             expected,
             matches: false,
-            note: Some(e),
+            note: Some(e.0.clone()),
             before: None,
             after: None,
             shared,
@@ -322,15 +326,15 @@ fn kernel_share(threads: &[Thread]) -> Option<f64> {
 
 /// The server's CPU over the run next to the client's, and the rate at which the two together
 /// would fill every core of this machine.
-fn server_cpu(server: &Server, ns: Option<u64>, worker_ns: u64, requests: u64) -> ServerCpu {
+fn server_cpu(server: &ServerProcess, ns: Option<u64>, worker_ns: u64, requests: u64) -> ServerCpu {
     let (pid, process, note) = match server {
-        Server::Process { pid, name } => (Some(*pid), Some(name.clone()), None),
-        Server::InProcess => (
+        ServerProcess::Process { pid, name } => (Some(*pid), Some(name.clone()), None),
+        ServerProcess::InProcess => (
             Some(std::process::id()),
             Some("loadgen (embedded server)".to_string()),
             None,
         ),
-        Server::Unknown(why) => (None, None, Some(why.clone())),
+        ServerProcess::Unknown(why) => (None, None, Some(why.clone())),
     };
     let note = note.or_else(|| {
         ns.is_none()

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::point::Point;
-use crate::report::downsample::{merge, spans, Columns, MAX_POINTS};
+use crate::downsample::{merge, spans, Columns, MAX_POINTS};
 use crate::result::{Settings, TimelineRow};
 
 /// One target's rows so far, beside its [`Point`].

@@ -1,5 +1,5 @@
 //! The codec contract: bytes in, replies out, no sockets, no data set. Each protocol's
-//! `codec.rs` implements it; one generic pipelined connection (`proto::stream`) drives any of
+//! `codec.rs` implements it; one generic pipelined connection (`proto::pipelined`) drives any of
 //! them, and [`outcome`] alone turns a reply into what the run counts.
 
 use crate::dataset;

@@ -7,9 +7,9 @@ pub mod handlersocket;
 pub mod http;
 pub mod memcached;
 pub mod mysql;
+pub mod pipelined;
 pub mod postgres;
 pub mod redis;
-pub mod stream;
 pub mod table;
 pub mod target;
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use super::downsample::{downsample, Columns, MAX_POINTS};
+use crate::downsample::{downsample, Columns, MAX_POINTS};
 use crate::result::{decode_histogram, ResultFile, RunResult};
 
 const STYLE: &str = include_str!("html/report.css");

@@ -1,7 +1,6 @@
 //! Reports of the result model (`crate::result`): the text summary and the comparison table,
 //! SVG charts, the HTML page, file output.
 
-pub mod downsample;
 pub mod html;
 pub mod output;
 mod short_target;
@@ -16,7 +15,7 @@ pub fn now_rfc3339() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (y, m, d, h, mi, s) = crate::dataset::civil(secs as i64);
+    let (y, m, d, h, mi, s) = crate::date::civil(secs as i64);
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 

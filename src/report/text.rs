@@ -396,6 +396,9 @@ fn count_lines(out: &mut String, r: &RunResult) {
 
 /// A paced run's service and lag percentiles and how well it kept `-R`.
 fn pace_lines(out: &mut String, r: &RunResult) {
+    if let Some(c) = &r.connect_us {
+        out.push_str(&pct_line("connects", c));
+    }
     if r.rate.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
         if let Some(l) = &r.lag_us {

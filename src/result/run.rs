@@ -83,6 +83,9 @@ pub struct RunResult {
     pub service_us: Percentiles,
     /// Sent minus due (paced runs).
     pub lag_us: Option<Percentiles>,
+    /// How long each connect took (`--reconnect-every`; null otherwise).
+    #[serde(default)]
+    pub connect_us: Option<Percentiles>,
     pub rate: Option<RateResult>,
     pub client_cpu: ClientCpu,
     /// The server's CPU over the run, when it runs on this machine (else a note says why not).

@@ -96,10 +96,15 @@ pub struct TraceLine<'a> {
     pub ttl: u32,
 }
 
+/// Why a line is not a trace line, in words (the reader adds the file and line number).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadLine(pub String);
+
 const TWITTER: &str = "timestamp,key,key_size,value_size,client_id,op,ttl";
 
 /// Parses one line (without its newline). Ok(None): a blank line or a `#` comment.
-pub fn parse(line: &[u8]) -> Result<Option<TraceLine<'_>>, String> {
+pub fn parse(line: &[u8]) -> Result<Option<TraceLine<'_>>, BadLine> {
     if skipped(line) {
         return Ok(None);
     }
@@ -115,10 +120,10 @@ pub fn parse(line: &[u8]) -> Result<Option<TraceLine<'_>>, String> {
         // A key holding commas still parses: the timestamp is the first field, the five counted
         // from the end are fixed, the key is what lies between.
         n if n >= 6 => twitter(line).map(Some),
-        _ => Err(format!(
+        _ => Err(BadLine(format!(
             "{} fields; expected {TWITTER} (7 fields) or key[,op]",
             commas + 1
-        )),
+        ))),
     }
 }
 
@@ -133,7 +138,7 @@ fn plain(key: &[u8], op: TraceOp) -> TraceLine<'_> {
     }
 }
 
-fn twitter(line: &[u8]) -> Result<TraceLine<'_>, String> {
+fn twitter(line: &[u8]) -> Result<TraceLine<'_>, BadLine> {
     let first = line.iter().position(|&b| b == b',').unwrap_or(0);
     let time = &line[..first];
     let rest = &line[first + 1..];
@@ -143,7 +148,7 @@ fn twitter(line: &[u8]) -> Result<TraceLine<'_>, String> {
     let (rest, value_size) = split_last(rest);
     let (key, _key_size) = split_last(rest);
     if key.is_empty() {
-        return Err("empty key".into());
+        return Err(BadLine("empty key".into()));
     }
     Ok(TraceLine {
         time_us: Some(seconds_us(time).ok_or_else(|| field("timestamp", time))?),
@@ -168,20 +173,20 @@ fn split_last(s: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
-fn field(name: &str, v: &[u8]) -> String {
-    format!(
+fn field(name: &str, v: &[u8]) -> BadLine {
+    BadLine(format!(
         "{name} {:?} is not a whole number",
         String::from_utf8_lossy(v)
-    )
+    ))
 }
 
-fn bad_op(v: &[u8]) -> String {
+fn bad_op(v: &[u8]) -> BadLine {
     let known: Vec<&str> = TraceOp::ALL.iter().map(|o| o.name()).collect();
-    format!(
+    BadLine(format!(
         "unknown op {:?}; known: {}",
         String::from_utf8_lossy(v),
         known.join(", ")
-    )
+    ))
 }
 
 /// A decimal number of at most 10 digits (fits u32 after the caller's cast for sizes and TTLs).

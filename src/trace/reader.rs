@@ -87,10 +87,10 @@ impl TraceReader {
         }
         let text = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
         let (path, line) = (&self.path, self.line);
-        parse(text).map_err(|msg| TraceError {
+        parse(text).map_err(|e| TraceError {
             path: path.clone(),
             line,
-            msg,
+            msg: e.0,
         })
     }
 

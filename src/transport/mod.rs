@@ -18,5 +18,6 @@ pub use endpoint::Endpoint;
 pub use listen::Listener;
 pub use stream::Stream;
 pub use tls::{
-    direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified, DIRECT_OPTIONS,
+    alert_line, direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified,
+    DIRECT_OPTIONS,
 };

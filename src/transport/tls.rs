@@ -325,7 +325,7 @@ impl TlsClient {
                 "the server's certificate does not match the host name {host}"
             ),
             E::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
-                "the server's certificate has an unknown issuer: it is not signed by {} (is that the CA of {host}?)",
+                "the server's certificate has an unknown issuer: it is not signed by {} (is that the CA of {host}? pass the CA that signed the server's certificate)",
                 self.roots
             ),
             E::InvalidCertificate(c) => {
@@ -334,11 +334,51 @@ impl TlsClient {
             E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
                 format!("{host} does not speak TLS on this port (its reply is not a TLS handshake)")
             }
-            E::AlertReceived(alert) => format!(
-                "{host} refused the TLS handshake ({alert:?}; does it need a client certificate?)"
-            ),
+            E::AlertReceived(alert) => refused_by(host, *alert),
             other => format!("TLS handshake with {host} failed: {other}"),
         }
+    }
+}
+
+/// A TLS alert the server sent after the handshake (TLS 1.3 judges the client's certificate
+/// then), found anywhere in `e`'s chain, in one line; None when `e` holds none.
+pub fn alert_line(e: &(dyn std::error::Error + 'static), host: &str) -> Option<String> {
+    let mut at = Some(e);
+    while let Some(x) = at {
+        // io::Error's source() skips the error it wraps: look inside it too.
+        let inner = x
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref());
+        for y in [
+            Some(x),
+            inner.map(|i| i as &(dyn std::error::Error + 'static)),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Some(rustls::Error::AlertReceived(alert)) = y.downcast_ref::<rustls::Error>() {
+                return Some(refused_by(host, *alert));
+            }
+        }
+        at = x.source();
+    }
+    None
+}
+
+/// The server's TLS alert, said as what it means for this client's certificate.
+fn refused_by(host: &str, alert: rustls::AlertDescription) -> String {
+    use rustls::AlertDescription as A;
+    match alert {
+        A::CertificateRequired => format!(
+            "{host} needs a client certificate (TLS alert {alert:?}): pass one and its key (sslcert/sslkey, ssl-cert/ssl-key, cert/key)"
+        ),
+        A::UnknownCA => format!(
+            "{host} refused the client certificate: it is not signed by a CA the server trusts (TLS alert {alert:?}): use one signed by the server's client CA"
+        ),
+        A::BadCertificate | A::UnsupportedCertificate | A::CertificateExpired | A::CertificateRevoked | A::CertificateUnknown => format!(
+            "{host} refused the client certificate (TLS alert {alert:?}): check that it is current and made for client authentication"
+        ),
+        _ => format!("{host} refused the TLS handshake (TLS alert {alert:?}; does it need a client certificate?)"),
     }
 }
 

@@ -13,7 +13,7 @@ fn start_at_makes_both_generators_begin_together() {
     );
     // ... and began at the agreed second or just after (started_at has second resolution).
     for (name, doc) in [("a", &p.a), ("b", &p.b)] {
-        let started = loadgen::plan::parse_rfc3339(doc["runs"][0]["started_at"].as_str().unwrap())
+        let started = loadgen::date::parse_rfc3339(doc["runs"][0]["started_at"].as_str().unwrap())
             .unwrap() as i64;
         assert!(
             (p.start_at..=p.start_at + 1).contains(&started),

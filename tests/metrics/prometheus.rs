@@ -29,22 +29,29 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `--metrics` on a free one of the two ports scripts/servers.sh's Prometheus scrapes every
 /// second, labelled `test_run=<run id>`. Returns (address, run id, the run's result).
 fn scraped_run(what: &str, secs: &str, rate: &str) -> (String, String, Value) {
-    let (child, addr, run_id) = start_scraped_run(what, secs, rate);
+    let (child, addr, run_id) = start_scraped_run(what, secs, rate, |_| vec![]);
     let (code, doc, err) = finish(child, Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
     (addr, run_id, doc)
 }
 
 /// [`scraped_run`] started in the background: (the child, address, run id).
-fn start_scraped_run(what: &str, secs: &str, rate: &str) -> (Child, String, String) {
+/// `extra` gives more arguments, knowing the port.
+fn start_scraped_run(
+    what: &str,
+    secs: &str,
+    rate: &str,
+    extra: impl Fn(u16) -> Vec<String>,
+) -> (Child, String, String) {
     let port = [59464u16, 59465]
         .into_iter()
         .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
         .expect("port 59464 or 59465 is free");
+    let extra = extra(port);
     let run_id = format!("{what}-{}-{}", std::process::id(), now_unix() as u64);
     let addr = format!("127.0.0.1:{port}");
     let label = format!("test_run={run_id}");
-    let child = spawn_run(&[
+    let mut args = vec![
         "--metrics",
         &addr,
         "--metrics-linger",
@@ -59,7 +66,9 @@ fn start_scraped_run(what: &str, secs: &str, rate: &str) -> (Child, String, Stri
         "1-100000",
         "--run-label",
         &label,
-    ]);
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    let child = spawn_run(&args);
     (child, addr, run_id)
 }
 
@@ -224,16 +233,61 @@ fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
     }
 }
 
+/// Where in its second Prometheus scrapes `127.0.0.1:port` (0 <= phase < 1), from the target's
+/// last scrape time; None before its first scrape.
+fn scrape_phase(prom: &str, port: u16) -> Option<f64> {
+    let data = prom_api(prom, "/api/v1/targets?state=active");
+    let want = format!("127.0.0.1:{port}");
+    let t = data["activeTargets"]
+        .as_array()?
+        .iter()
+        .find(|t| t["labels"]["instance"] == want.as_str())?;
+    let last = t["lastScrape"].as_str()?;
+    // 2026-12-05T02:50:01.123456789Z or ...+00:00: the fraction of the second is all we need.
+    let frac = last.split_once('.').map_or("", |(_, f)| f);
+    let digits: String = frac.chars().take_while(|c| c.is_ascii_digit()).collect();
+    format!("0.{digits}").parse().ok()
+}
+
+/// RFC 3339 (UTC, milliseconds) of a Unix time.
+fn rfc3339_ms(unix: f64) -> String {
+    let (y, m, d, h, mi, s) = loadgen::date::civil(unix.floor() as i64);
+    let ms = ((unix - unix.floor()) * 1000.0) as u32;
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
 /// Grafana, alerting and recording rules evaluate at "now", not at a stored sample's time: the
 /// counters a scrape reads are current when it lands, so rate() at now is the paced rate, in an
 /// instant query and at the last point of a range query ending now.
+///
+/// A design that publishes each interval's totals stamped with the interval's end (as loadgen
+/// once did) is exact only when the newest stamp is fresh at query time. So the run is started
+/// (`--start-at`) with its intervals ending half a second before each scrape, and the instant
+/// queries are 1.1 s apart, visiting every point of the scrape cycle: such a design reads short
+/// at some of them.
 #[test]
 fn prometheus_rate_at_now_is_the_paced_rate() {
     let Some(prom) = server("LOADGEN_PROM_URL") else {
         return;
     };
     let _g = serial();
-    let (child, _, run_id) = start_scraped_run("now", "24s", "15000");
+    let start_at = |port: u16| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let phase = loop {
+            if let Some(p) = scrape_phase(&prom, port) {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Prometheus never scraped 127.0.0.1:{port}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        // The measured window opens after the 1 s warm-up, at phase + 0.5 of a second.
+        let at = now_unix().ceil() + 2.0 + (phase + 0.5 - 1.0).rem_euclid(1.0);
+        vec!["--start-at".to_string(), rfc3339_ms(at)]
+    };
+    let (child, _, run_id) = start_scraped_run("now", "24s", "15000", start_at);
     let sel = format!("test_run=\"{run_id}\"");
     let q = format!("sum(rate(loadgen_requests_total{{{sel}}}[4s]))");
     let instant = |q: &str| -> Option<f64> {
@@ -254,7 +308,7 @@ fn prometheus_rate_at_now_is_the_paced_rate() {
     let mut rates = Vec::new();
     for _ in 0..10 {
         rates.push(instant(&q).expect("a rate at now"));
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(Duration::from_millis(1100));
     }
     let end = now_unix();
     let range = prom_api(
@@ -273,7 +327,7 @@ fn prometheus_rate_at_now_is_the_paced_rate() {
     let (code, doc, err) = finish(child, Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
     let qps = f(&doc["runs"][0], "qps");
-    eprintln!("rate[4s] at now, 1 s apart: {rates:?}; range query's last point {last:.0}; loadgen {qps}/s");
+    eprintln!("rate[4s] at now, 1.1 s apart: {rates:?}; range query's last point {last:.0}; loadgen {qps}/s");
     assert!(
         (qps - 15000.0).abs() < 150.0,
         "the run kept its pace: {qps}/s"

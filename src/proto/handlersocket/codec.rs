@@ -318,7 +318,7 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<(usize, Response<'_>)>, Looku
 }
 
 /// Parses one response line given without its `\n` (an optional trailing `\r` is dropped), e.g.
-/// the line `proto::stream::StreamConn::round_trip_line` returns for an `A` or `P` request:
+/// the line `proto::pipelined::StreamConn::round_trip_line` returns for an `A` or `P` request:
 /// `check_ok(&parse_line(&line)?)`. Same validation as [`parse_response`].
 pub fn parse_line(line: &[u8]) -> Result<Response<'_>, LookupError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);

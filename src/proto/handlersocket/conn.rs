@@ -13,7 +13,7 @@ use crate::plan::Plan;
 use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
-use crate::proto::stream::StreamConn;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint};

@@ -1,4 +1,4 @@
-//! handlersocket: a pure codec and the target that drives it over `proto::stream`.
+//! handlersocket: a pure codec and the target that drives it over `proto::pipelined`.
 
 pub mod codec;
 pub mod conn;

@@ -14,7 +14,7 @@ use crate::mix::Mix;
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::http::codec::HttpCodec;
-use crate::proto::stream::StreamConn;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::server_stats::ServerStats;
 use crate::transport::{Endpoint, TlsClient, TlsInfo};

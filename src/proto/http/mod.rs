@@ -1,4 +1,4 @@
-//! http: a pure codec and the target that drives it over `proto::stream`.
+//! http: a pure codec and the target that drives it over `proto::pipelined`.
 
 pub mod codec;
 pub mod conn;

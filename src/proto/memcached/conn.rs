@@ -13,7 +13,7 @@ use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
-use crate::proto::stream::StreamConn;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;

@@ -1,4 +1,4 @@
-//! memcached: a pure codec and the target that drives it over `proto::stream`.
+//! memcached: a pure codec and the target that drives it over `proto::pipelined`.
 
 pub mod codec;
 pub mod conn;

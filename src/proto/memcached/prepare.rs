@@ -64,7 +64,7 @@ async fn load_one(
         super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
         return Ok(0);
     };
-    let mut conn = crate::proto::stream::StreamConn::new(sock, codec, true);
+    let mut conn = crate::proto::pipelined::StreamConn::new(sock, codec, true);
     let last = crate::proto::codec::Request::read(last);
     conn.send(&last);
     // memcached answers the get as soon as it has taken the sets before it.

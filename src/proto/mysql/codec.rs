@@ -9,7 +9,6 @@
 //! Sequence ids are checked: every reply starts at 1 and counts up, so a stream that fell out
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
-use crate::dataset;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
@@ -556,7 +555,7 @@ pub fn time_cell(y: u16, m: u8, d: u8, h: u8, mi: u8, s: u8, us: u32) -> Cell<'s
     if m == 0 || d == 0 {
         return Cell::Other;
     }
-    let unix = dataset::unix_of(y.into(), m.into(), d.into(), h.into(), mi.into(), s.into());
+    let unix = crate::date::unix_of(y.into(), m.into(), d.into(), h.into(), mi.into(), s.into());
     Cell::Time(unix * 1_000_000 + i64::from(us))
 }
 

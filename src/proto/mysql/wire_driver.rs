@@ -26,7 +26,7 @@ use crate::proto::mysql::handshake::{
 use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
 use crate::proto::mysql::ssl::ask_tls;
 use crate::proto::mysql::writes;
-use crate::proto::stream::StreamConn;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint, Stream, TlsClient, TlsInfo};

@@ -12,6 +12,9 @@ pub fn explain(e: &tokio_postgres::Error, what: &str) -> String {
     if let Some(db) = e.as_db_error() {
         return explain_db(db.code(), db.message(), what);
     }
+    if let Some(line) = transport::alert_line(e, "the server") {
+        return line;
+    }
     let s = e.to_string();
     let mut cause = String::new();
     let mut src = std::error::Error::source(e);
@@ -48,6 +51,13 @@ pub fn explain_db(code: &SqlState, message: &str, what: &str) -> String {
     if message.contains("no encryption") {
         // pg_hba.conf takes this user over TLS only (hostssl).
         return format!("{message}: the server takes this user only over TLS: use sslmode=require or stronger (or leave sslmode out)");
+    }
+    // pg_hba.conf's `cert` method or `clientcert=verify-full`: the certificate, not a password.
+    if message.contains("requires a valid client certificate") {
+        return format!("{message}: the server logs this user in by client certificate: pass sslcert=<file>&sslkey=<file>, a certificate signed by the server's ssl_ca_file");
+    }
+    if message.contains("certificate authentication failed") {
+        return format!("{message}: the client certificate's CN must be the user name (or the server's pg_ident.conf map must allow it): pass sslcert= with one made for this user");
     }
     if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
     {

@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
@@ -43,21 +44,18 @@ pub struct PgTarget {
     pool: Pool,
     endpoint: Endpoint,
     config: tokio_postgres::Config,
-    sql: Rc2<str>,
-    simple: Rc2<(String, String)>,
+    sql: Arc<str>,
+    simple: Arc<(String, String)>,
     mode: Mode,
     verify: bool,
     url: String,
     counter: PgCounter,
     tls: PgTls,
     /// The statement of each write op of the mix, prepared on every connection.
-    writes: Rc2<Vec<(Op, String)>>,
+    writes: Arc<Vec<(Op, String)>>,
     /// Writes per transaction (`--txn`).
     txn: usize,
 }
-
-// Shared across worker threads, read-only.
-type Rc2<T> = std::sync::Arc<T>;
 
 /// tokio-postgres settings from a `postgres://` URL and where it connects (`super::endpoint`),
 /// with PGUSER/PGPASSWORD/PGDATABASE as the usual fallbacks. The password never leaves this
@@ -137,14 +135,14 @@ impl PgTarget {
             pool,
             endpoint,
             config,
-            simple: Rc2::new((a.to_string(), b.to_string())),
-            sql: Rc2::from(sql.as_str()),
+            simple: Arc::new((a.to_string(), b.to_string())),
+            sql: Arc::from(sql.as_str()),
             mode: plan.mode,
             verify: plan.verify,
             url: url.redacted(),
             counter: PgCounter::new(plan.mode == Mode::Simple),
             tls,
-            writes: Rc2::new(writes::statements(plan)?),
+            writes: Arc::new(writes::statements(plan)?),
             txn: plan.txn,
         })
     }
@@ -234,7 +232,7 @@ pub struct PgConn {
     /// wire driver's next request does.
     rollback: bool,
     key_type: KeyType,
-    simple: Option<Rc2<(String, String)>>,
+    simple: Option<Arc<(String, String)>>,
     verify: bool,
     in_flight: FuturesOrdered<LocalBoxFuture<'static, Result<Answer, tokio_postgres::Error>>>,
 }

@@ -21,13 +21,13 @@ use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::MAX_FRAME;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
 use crate::proto::postgres::tls::PgTls;
 use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config, PgTarget};
 use crate::proto::postgres::writes;
-use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::{no_connection, Endpoint, Stream, TlsInfo, TlsMode};
 use crate::url::TargetUrl;
@@ -261,11 +261,12 @@ impl Session {
                 Some(m) => return Ok(m),
                 None => {}
             }
-            let n = self
-                .sock
-                .read_buf(&mut self.rbuf)
-                .await
-                .map_err(|e| fail(format!("connection lost during startup: {e}")))?;
+            let n = self.sock.read_buf(&mut self.rbuf).await.map_err(|e| {
+                fail(
+                    crate::transport::alert_line(&e, "the server")
+                        .unwrap_or_else(|| format!("connection lost during startup: {e}")),
+                )
+            })?;
             if n == 0 {
                 return Err(fail("the server closed the connection during startup"));
             }

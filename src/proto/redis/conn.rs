@@ -3,10 +3,10 @@
 use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::count::calls;
 use crate::proto::redis::login::Login;
-use crate::proto::stream::StreamConn;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;

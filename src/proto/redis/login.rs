@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::Codec;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Resp};
-use crate::proto::stream::StreamConn;
 use crate::proto::target::SetupError;
 use crate::transport::{Endpoint, TlsClient};
 use crate::url::TargetUrl;

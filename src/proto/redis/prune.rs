@@ -4,9 +4,9 @@
 //! is never held for long; keys whose suffix is not a number are not ours and stay.
 
 use crate::error::SetupError;
+use crate::proto::pipelined::StreamConn;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::login::{Answer, Login};
-use crate::proto::stream::StreamConn;
 
 /// One SCAN batch: deletes the batch's `usr:<digits>` keys outside `lo..=hi` (compared as
 /// numbers, or by length past 15 digits) and returns "<next cursor> <deleted>".

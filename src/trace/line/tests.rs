@@ -66,14 +66,17 @@ fn ops_map_to_loadgen_ops() {
 
 #[test]
 fn bad_lines_say_what_is_wrong() {
-    let e = parse(b"1,k,1,2,3,fly,0").unwrap_err();
+    let e = parse(b"1,k,1,2,3,fly,0").unwrap_err().0;
     assert!(e.contains("unknown op \"fly\""), "{e}");
-    let e = parse(b"x,k,1,2,3,get,0").unwrap_err();
+    let e = parse(b"x,k,1,2,3,get,0").unwrap_err().0;
     assert!(e.contains("timestamp \"x\""), "{e}");
-    let e = parse(b"1,k,1,-2,3,get,0").unwrap_err();
+    let e = parse(b"1,k,1,-2,3,get,0").unwrap_err().0;
     assert!(e.contains("value_size"), "{e}");
-    let e = parse(b"1,k,get").unwrap_err();
+    let e = parse(b"1,k,get").unwrap_err().0;
     assert!(e.contains("3 fields; expected timestamp,key"), "{e}");
-    assert!(parse(b"1,,1,2,3,get,0").unwrap_err().contains("empty key"));
+    assert!(parse(b"1,,1,2,3,get,0")
+        .unwrap_err()
+        .0
+        .contains("empty key"));
     assert!(parse(b"1.1234567,k,1,2,3,get,0").is_err());
 }

@@ -88,7 +88,7 @@ fn lenstr(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 fn datetime(unix: i64) -> Vec<u8> {
-    let (y, mo, d, h, mi, s) = crate::dataset::civil(unix);
+    let (y, mo, d, h, mi, s) = crate::date::civil(unix);
     let mut v = vec![7];
     v.extend_from_slice(&(y as u16).to_le_bytes());
     v.extend_from_slice(&[mo as u8, d as u8, h as u8, mi as u8, s as u8]);
@@ -227,7 +227,7 @@ fn verify_rejects_other_rows() {
 #[test]
 fn short_datetime_forms_mean_zeros() {
     // 2010-02-03 00:00:00 is sent as 4 bytes, and may come as 7 or 11.
-    let us = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
+    let us = crate::date::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
     assert_eq!(super::datetime(&[0xDA, 7, 2, 3]), Cell::Time(us));
     assert_eq!(super::datetime(&[0xDA, 7, 2, 3, 0, 0, 0]), Cell::Time(us));
     assert_eq!(
@@ -257,7 +257,7 @@ fn cells_follow_the_column_types() {
         panic!("a row");
     };
     assert_eq!(n, r.len());
-    let date = crate::dataset::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
+    let date = crate::date::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
     let want = [
         Cell::Other,
         Cell::Other,

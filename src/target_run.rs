@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::collector::{Collector, ConnectPhase};
 use crate::control::Control;
-use crate::cpu::Server;
+use crate::cpu::ServerProcess;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
@@ -31,7 +31,7 @@ pub async fn run<T: Target>(
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
     let server = match &control.server {
-        Server::Unknown(_) => Server::locate(target.endpoint()),
+        ServerProcess::Unknown(_) => ServerProcess::locate(target.endpoint()),
         given => given.clone(),
     };
     let server_cpu_before = server.cpu_ns();
@@ -87,10 +87,7 @@ pub async fn run<T: Target>(
     };
     let mut result = collector.finish(
         workers.connect,
-        (
-            before.server_count.map_err(String::from),
-            server_after.map_err(String::from),
-        ),
+        (before.server_count, server_after),
         wall_ns,
         cpu_ns,
         (&server, server_cpu_ns),
