@@ -10,6 +10,8 @@
 #
 #   scripts/servers.sh up   [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  install/start/wait (idempotent)
 #   scripts/servers.sh down [all|postgres|mariadb|memcached|memcached_unix|redis|prometheus]...  stop what this script started
+#   memcached_PORT (e.g. memcached_44212) is one more memcached on 127.0.0.1:PORT, for pools of
+#   servers (memcache://h:p1,h:p2,...); up/down/pid/status take it like any name; `down all` stops them too.
 #   scripts/servers.sh env          print `export` lines:  eval "$(scripts/servers.sh env)"
 #   scripts/servers.sh pid NAME     print the server's main pid
 #   scripts/servers.sh status       one line per server
@@ -40,7 +42,7 @@ say() { echo "servers: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 pidfile() { echo "$STATE/run/$1.pid"; }
 logfile() { echo "$STATE/log/$1.log"; }
-comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;; memcached_unix) echo memcached ;; *) echo "$1" ;; esac; }
+comm_of() { case $1 in postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;; memcached_unix | memcached_[0-9]*) echo memcached ;; *) echo "$1" ;; esac; }
 
 # Process state letter of a live (non-zombie) process whose comm is $2, or nothing.
 proc_state() {
@@ -432,6 +434,18 @@ up_memcached() {
   say "memcached up on 127.0.0.1:$MC_PORT (pid $(cat "$(pidfile memcached)"))"
 }
 
+# memcached_PORT: an extra memcached on 127.0.0.1:PORT (a member of a pool), same settings.
+up_memcached_port() {
+  local name=$1 port=${1#memcached_}
+  ((port > 0 && port < 65536)) || die "bad port in '$name' (use memcached_PORT, e.g. memcached_44212)"
+  # shellcheck disable=SC2317  # called through wait_ready/already_up
+  ping_it() { [[ $(chat "$port" 1 $'version\r\n') == VERSION* ]]; }
+  already_up "$name" ping_it TERM && { say "$name already up on 127.0.0.1:$port"; return; }
+  launch "$name" memcached -p "$port" -l 127.0.0.1 -U 0 -m 256 -t 2 -c 4096 -u nobody
+  wait_ready "$name" ping_it || exit 1
+  say "$name up on 127.0.0.1:$port (pid $(cat "$(pidfile "$name")"))"
+}
+
 # A second memcached on a Unix socket only (-s turns TCP off). Its directory belongs to nobody,
 # the user memcached drops to before it binds the socket; the socket is mode 0700.
 MC_SOCK_DIR=$STATE/memcached_unix
@@ -519,8 +533,13 @@ names() {
   (($#)) || set -- all
   for n in "$@"; do
     case $n in
-      all) list+=("${ALL[@]}") ;;
+      all)
+        list+=("${ALL[@]}")
+        # and every extra memcached this script started under this state dir
+        for f in "$STATE"/run/memcached_[0-9]*.pid; do [[ -e $f ]] && { f=${f##*/}; list+=("${f%.pid}"); }; done
+        ;;
       postgres | mariadb | memcached | memcached_unix | redis | prometheus) list+=("$n") ;;
+      memcached_[0-9]*) [[ $n =~ ^memcached_[0-9]+$ ]] || die "unknown server '$n' (use memcached_PORT)"; list+=("$n") ;;
       *) die "unknown server '$n' (use: all ${ALL[*]})" ;;
     esac
   done
@@ -539,9 +558,11 @@ case $cmd in
     names "$@"
     lock_state
     pkgs=()
-    for n in "${list[@]}"; do read -ra p <<<"$(packages_for "$n")"; pkgs+=("${p[@]}"); done
+    for n in "${list[@]}"; do read -ra p <<<"$(packages_for "${n%%_[0-9]*}")"; pkgs+=("${p[@]}"); done
     ensure_packages "${pkgs[@]}"
-    for n in "${list[@]}"; do "up_$n"; done
+    for n in "${list[@]}"; do
+      case $n in memcached_[0-9]*) up_memcached_port "$n" ;; *) "up_$n" ;; esac
+    done
     ;;
   tools)
     lock_state

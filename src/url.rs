@@ -116,7 +116,8 @@ impl TargetUrl {
             }
             s.push('@');
         }
-        if self.host.contains(':') {
+        // An IPv6 host goes back in brackets; a memcached pool's `h1:p1,h2` host is as written.
+        if self.host.contains(':') && !self.host.contains(',') {
             s.push_str(&format!("[{}]", self.host));
         } else {
             s.push_str(&self.host);

@@ -210,3 +210,57 @@ fn memcached_multi_get_counts_keys_apart() {
     assert_eq!(doc["settings"]["batch"], 10);
     assert_schema_valid(&doc);
 }
+
+/// Whether memcached at `addr` holds `key` (one `get` on a fresh connection).
+fn mc_has(addr: &str, key: &str) -> bool {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(format!("get {key}\r\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line.starts_with("VALUE ")
+}
+
+/// A pool `memcache://h:p,h:p+1,h:p+2`: `prepare` puts each key on its ketama owner and on no
+/// other member (the ring is checked against libmemcached's own placement in its unit tests);
+/// a run over a pool, not routed yet, is refused with one line and exit 2.
+#[test]
+fn prepare_puts_each_key_of_a_pool_on_its_ketama_owner() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let first: u16 = url.rsplit_once(':').unwrap().1.parse().unwrap();
+    let members: Vec<(String, u16)> = (0..3).map(|i| ("127.0.0.1".into(), first + i)).collect();
+    for (_, p) in &members[1..] {
+        servers(&["up", &format!("memcached_{p}")]);
+    }
+    let addrs: Vec<String> = members.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+    let pool = format!("memcache://{}?prefix=pooltest:", addrs.join(","));
+    let out = run(&["prepare", &pool, "--rows", "600"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ring = loadgen::proto::memcached::ketama::Ring::new(&members);
+    let mut per = [0u32; 3];
+    for id in 1..=600 {
+        let key = format!("pooltest:{id}");
+        let owner = ring.owner(key.as_bytes());
+        for (i, addr) in addrs.iter().enumerate() {
+            assert_eq!(mc_has(addr, &key), i == owner, "{key} on {addr}");
+        }
+        per[owner] += 1;
+    }
+    assert!(per.iter().all(|&n| n > 100), "keys per server {per:?}");
+    let out = run(&["run", &pool, "-n", "10"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pool") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    for (_, p) in &members[1..] {
+        servers(&["down", &format!("memcached_{p}")]);
+    }
+}

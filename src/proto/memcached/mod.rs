@@ -2,6 +2,7 @@
 
 pub mod codec;
 pub mod conn;
+pub mod ketama;
 pub mod prepare;
 pub mod prune;
 
@@ -15,9 +16,52 @@ pub const DEFAULT_PORT: u16 = 11211;
 /// A Unix socket (memcached -s PATH): the path after an empty host.
 pub const SOCKET_URL: &str = "memcache:///run/memcached.sock";
 
+/// The servers of a pool, `memcache://h1:p1,h2:p2,...` (in that order: ketama names them so),
+/// or None for one server. The URL parser has read `h1:p1,h2` as the host and `p2` as the port.
+pub fn pool(url: &TargetUrl) -> Result<Option<Vec<(String, u16)>>, ConnectError> {
+    if !url.host.contains(',') {
+        return Ok(None);
+    }
+    let bad = |what: &str| {
+        ConnectError(format!(
+            "{what}: a pool is memcache://host1:port1,host2:port2,... (IPv4 or names, each with its port)"
+        ))
+    };
+    let whole = format!("{}:{}", url.host, url.port.ok_or_else(|| bad("no port"))?);
+    let mut servers = Vec::new();
+    for member in whole.split(',') {
+        let (host, port) = member
+            .rsplit_once(':')
+            .ok_or_else(|| bad("a server without its port"))?;
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| bad("a bad port"))?;
+        if host.is_empty() || host.contains(['[', ']']) {
+            return Err(bad("a bad host"));
+        }
+        if servers
+            .iter()
+            .any(|s: &(String, u16)| s.0 == host && s.1 == port)
+        {
+            return Err(bad("a server listed twice"));
+        }
+        servers.push((host.to_string(), port));
+    }
+    Ok(Some(servers))
+}
+
 /// `memcache://host:port`, or `memcache:///path/to/memcached.sock`. One socket form only: a
 /// percent-encoded host (`memcache://%2Frun%2Fmc.sock`) is refused with this one as the fix.
 pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
+    if pool(url)?.is_some() {
+        // Routing a run over a pool is not built yet; refuse rather than load one member only.
+        return Err(ConnectError(
+            "a pool of memcached servers is taken by `prepare` only so far: run against one server"
+                .into(),
+        ));
+    }
     if url.host.is_empty() && !url.path.is_empty() {
         if url.port.is_some() {
             return Err(ConnectError(format!(
