@@ -406,3 +406,40 @@ fn ttl_on_a_target_without_expiry_exits_2_in_one_line() {
         "{err}"
     );
 }
+
+/// With `--ttl` a Redis insert is `SET NX EX` (SETNX takes no expiry): the server counts it
+/// under `set`, read by the test itself, and loadgen's per-op server count says the same.
+#[test]
+fn redis_inserts_with_a_ttl_are_counted_as_sets() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    prepare(&db.0, ROWS);
+    let keys_arg = format!("1-{ROWS}");
+    let (set, setnx) = (redis_calls("set"), redis_calls("setnx"));
+    let (code, doc, err) = run_json(&[
+        &db.0,
+        "-n",
+        "2000",
+        "--mix",
+        "read=50,insert=50",
+        "--keys",
+        &keys_arg,
+        "--ttl",
+        "600",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let inserts = u(&r["ops"]["insert"], "requests");
+    assert!(inserts > 0, "{}", r["ops"]);
+    assert_eq!(
+        redis_calls("set") - set,
+        inserts,
+        "the server's own set count"
+    );
+    assert_eq!(redis_calls("setnx") - setnx, 0, "no SETNX with a ttl");
+    let so = &r["ops"]["insert"]["server_observed"];
+    assert_eq!(u(so, "delta"), inserts, "{so}");
+    assert_eq!(so["matches"], true, "{so}");
+}

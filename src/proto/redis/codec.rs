@@ -195,15 +195,8 @@ fn encode_ttl(req: &Request, out: &mut Vec<u8>) {
     push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
     out.extend_from_slice(cond);
     out.extend_from_slice(b"$2\r\nEX\r\n");
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut t = req.ttl;
-    while t > 0 || at == digits.len() {
-        at -= 1;
-        digits[at] = b'0' + (t % 10) as u8;
-        t /= 10;
-    }
-    push_bulk(&digits[at..], out);
+    let mut buf = [0u8; 20];
+    push_bulk(decimal::digits(u64::from(req.ttl), &mut buf), out);
 }
 
 /// `GET usr:<id>` lookups and, with `--mix`, writes; a hit is the value, as one tab-separated row.

@@ -17,6 +17,8 @@ pub struct RedisTarget {
     verify: bool,
     /// Keys per request (`--batch`).
     batch: usize,
+    /// `--ttl`: writes carry an expiry, so an insert is `SET NX EX`, not SETNX.
+    ttl: u32,
 }
 
 impl RedisTarget {
@@ -31,6 +33,7 @@ impl RedisTarget {
             mix: plan.mix.clone(),
             verify: plan.verify,
             batch: plan.batch,
+            ttl: plan.ttl,
         })
     }
 
@@ -69,8 +72,8 @@ impl Target for RedisTarget {
     }
 
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
-    /// `cmdstat_del`, and updates and upserts `cmdstat_set`: the count of whichever of the two
-    /// is in the mix, of neither when both are.
+    /// `cmdstat_del`, and updates and upserts `cmdstat_set` (inserts too, with `--ttl`): the
+    /// count of whichever of them is in the mix, of none when several are.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         if self.batch > 1 {
             // One MGET per request, whatever its keys.
@@ -88,13 +91,20 @@ impl Target for RedisTarget {
             count.epoch = epoch;
             return Ok(Some(count));
         }
-        let sets = match self.mix.has(Op::Update) && self.mix.has(Op::Upsert) {
+        // With `--ttl` an insert is a SET too (SETNX takes no expiry): counted with the others.
+        let on_set: &[Op] = match self.ttl {
+            0 => &[Op::Update, Op::Upsert],
+            _ => &[Op::Update, Op::Upsert, Op::Insert],
+        };
+        let sets = match on_set.iter().filter(|o| self.mix.has(**o)).count() > 1 {
             true => ServerCount::UNCOUNTED,
             false => set,
         };
         let mut ops = vec![sets; Op::COUNT];
         ops[Op::Read.index()] = get;
-        ops[Op::Insert.index()] = setnx;
+        if self.ttl == 0 {
+            ops[Op::Insert.index()] = setnx;
+        }
         ops[Op::Delete.index()] = del;
         Ok(Some(ServerCount {
             epoch,
