@@ -75,7 +75,6 @@ impl HsTarget {
                 Some(crate::proto::mysql::async_driver::mysql_opts(
                     &mu,
                     plan.timeouts().connect,
-                    1,
                 )?)
             }
             None => None,

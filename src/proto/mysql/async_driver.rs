@@ -1,6 +1,7 @@
 //! MariaDB / MySQL through mysql_async. Each connection prepares the lookup once and is held for
 //! the whole run. Settings that would distort the measurement are off by default:
-//! - `reset_connection` on pool return is off (it would drop the prepared statement cache);
+//! - no pool: each lane opens its own connection (a pooled one would come back on
+//!   `--reconnect-every` instead of a new login);
 //! - `prefer_socket` is off (mysql_async would silently switch 127.0.0.1 to the Unix socket,
 //!   and a TCP target must stay TCP to compare with the other targets); `?socket=` is the way
 //!   to the socket.
@@ -13,10 +14,7 @@ use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use mysql_async::prelude::Queryable;
-use mysql_async::{
-    ClientIdentity, DriverError, Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts, Row, SslOpts,
-    Statement, Value,
-};
+use mysql_async::{ClientIdentity, DriverError, Opts, OptsBuilder, Row, SslOpts, Statement, Value};
 
 use crate::dataset;
 use crate::mix::{Mix, Op};
@@ -34,9 +32,7 @@ use crate::url::TargetUrl;
 pub const DEFAULT_QUERY: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = ?";
 
 pub struct MysqlTarget {
-    pool: Pool,
-    /// PREFERRED: the pool without TLS, used once the server turned out to offer none.
-    plain_pool: Option<Pool>,
+    /// PREFERRED: the server offered no TLS, so connections are plain from now on.
     plain: AtomicBool,
     /// What the first TLS connection negotiated.
     tls: OnceLock<TlsInfo>,
@@ -66,10 +62,8 @@ pub struct MyOpts {
 impl MyOpts {
     /// One connection, plain if PREFERRED met a server without TLS.
     pub async fn conn(&self) -> Result<mysql_async::Conn, SetupError> {
-        let r = match (mysql_async::Conn::new(self.opts.clone()).await, &self.plain) {
-            (Err(e), Some(plain)) if no_tls_offered(&e) => {
-                mysql_async::Conn::new(plain.clone()).await
-            }
+        let r = match (login(&self.opts).await, &self.plain) {
+            (Err(e), Some(plain)) if no_tls_offered(&e) => login(plain).await,
             (r, _) => r,
         };
         r.map_err(|e| self.explain(&e).into())
@@ -159,13 +153,22 @@ pub fn no_tls_offered(e: &mysql_async::Error) -> bool {
     )
 }
 
+/// One connection. A login refused as access denied is tried twice more: mysql_common drops a
+/// trailing zero byte of an auth switch's nonce, so one client_ed25519 login in 256 signs the
+/// wrong bytes and is refused although the password is right.
+pub async fn login(opts: &Opts) -> Result<mysql_async::Conn, mysql_async::Error> {
+    let mut tries = 1;
+    loop {
+        match mysql_async::Conn::new(opts.clone()).await {
+            Err(mysql_async::Error::Server(s)) if s.code == 1045 && tries < 3 => tries += 1,
+            r => return r,
+        }
+    }
+}
+
 /// mysql_async options from a `mysql://` URL (TCP, or the socket of `?socket=`; TLS as its
 /// ssl-mode says); MYSQL_PWD is the password fallback.
-pub fn mysql_opts(
-    url: &TargetUrl,
-    timeout: Duration,
-    max_conns: usize,
-) -> Result<MyOpts, SetupError> {
+pub fn mysql_opts(url: &TargetUrl, timeout: Duration) -> Result<MyOpts, SetupError> {
     let endpoint = super::endpoint(url)?;
     let tls_options = tls_options(url, &endpoint)?;
     let tls = match &tls_options {
@@ -182,9 +185,6 @@ pub fn mysql_opts(
         .clone()
         .or_else(|| std::env::var("MYSQL_PWD").ok());
     let db = Some(url.path.trim_matches('/').to_string()).filter(|d| !d.is_empty());
-    let pool_opts = PoolOpts::default()
-        .with_reset_connection(false)
-        .with_constraints(PoolConstraints::new(0, max_conns.max(1)).expect("0 <= max"));
     let builder = match endpoint {
         Endpoint::Tcp { host, port } => OptsBuilder::default().ip_or_hostname(host).tcp_port(port),
         Endpoint::Unix(path) => OptsBuilder::default().socket(Some(path.to_string_lossy())),
@@ -199,8 +199,7 @@ pub fn mysql_opts(
         .client_found_rows(true)
         .tcp_nodelay(true)
         .conn_ttl(None)
-        .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10))
-        .pool_opts(pool_opts);
+        .wait_timeout(Some(timeout.as_secs().max(60) as usize * 10));
     Ok(match tls_options {
         None => MyOpts {
             opts: plain.into(),
@@ -305,16 +304,13 @@ impl MysqlTarget {
     ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<MysqlTarget, SetupError> {
-        let opts = mysql_opts(url, plan.timeouts().connect, plan.connections + 1)?;
+        let opts = mysql_opts(url, plan.timeouts().connect)?;
         let sql = lookup_sql(plan)?;
-        let plain_pool = opts.plain.clone().map(Pool::new);
         let simple = (plan.mode == Mode::Simple).then(|| {
             let (a, b) = sql.split_once('?').expect("checked");
             (a.to_string(), b.to_string())
         });
         Ok(MysqlTarget {
-            pool: Pool::new(opts.opts.clone()),
-            plain_pool,
             plain: AtomicBool::new(false),
             tls: OnceLock::new(),
             endpoint: endpoint_of(&opts.opts),
@@ -377,13 +373,13 @@ impl Target for MysqlTarget {
         let fail = |e: mysql_async::Error| {
             LookupError::new(ErrorKind::Connect, true, self.opts.explain(&e))
         };
-        let conn = match (&self.plain_pool, self.plain.load(Ordering::Relaxed)) {
-            (Some(plain), true) => plain.get_conn().await,
-            (plain, _) => match (self.pool.get_conn().await, plain) {
+        let conn = match (&self.opts.plain, self.plain.load(Ordering::Relaxed)) {
+            (Some(plain), true) => login(plain).await,
+            (plain, _) => match (login(&self.opts.opts).await, plain) {
                 // PREFERRED, and the server offers no TLS: plain from now on.
                 (Err(e), Some(plain)) if no_tls_offered(&e) => {
                     self.plain.store(true, Ordering::Relaxed);
-                    plain.get_conn().await
+                    login(plain).await
                 }
                 (r, _) => r,
             },

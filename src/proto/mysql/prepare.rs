@@ -13,7 +13,7 @@ const BATCH: u64 = 5000;
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
     use crate::proto::mysql::async_driver::mysql_opts;
     use mysql_async::prelude::Queryable;
-    let opts = mysql_opts(url, crate::timeouts::PREPARE_CONNECT, 1)?;
+    let opts = mysql_opts(url, crate::timeouts::PREPARE_CONNECT)?;
     let err = |e: mysql_async::Error| opts.explain(&e);
     // The connect's own bound covers only the TCP connect, not a server that never answers.
     let limit = crate::timeouts::PREPARE_CONNECT;

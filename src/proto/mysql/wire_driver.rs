@@ -72,7 +72,7 @@ impl MyWireTarget {
         }
         // User, password and database exactly as the mysql_async driver resolves them
         // (URL, then $USER / MYSQL_PWD).
-        let opts = mysql_opts(url, plan.timeouts().connect, 1)?;
+        let opts = mysql_opts(url, plan.timeouts().connect)?;
         Ok(MyWireTarget {
             endpoint: super::endpoint(url)?,
             user: opts.opts.user().unwrap_or_default().to_string(),
