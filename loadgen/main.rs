@@ -146,6 +146,20 @@ struct RunArgs {
     /// Updates and deletes take keys from --dist; inserts take new keys from --insert-from up.
     #[arg(long, default_value = "read=100", value_parser = Mix::parse)]
     mix: Mix,
+    /// Replay the requests of a trace file instead of drawing them: Twitter cache-trace lines
+    /// (`timestamp,key,key_size,value_size,client_id,op,ttl`, .zst or plain) at their own pace,
+    /// or a `key` / `key,op` list (as fast as the connections go, or at -R). The run ends with
+    /// the trace; -d cuts it short. memcached and Redis get the keys as written, with the
+    /// trace's value sizes and TTLs; the others the id a key names (see the README).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Write every request the run sends to FILE as a Twitter cache-trace line (time, key as
+    /// the target names it, value size, connection, op, ttl), for `--trace FILE` to replay.
+    #[arg(long, value_name = "FILE")]
+    record_trace: Option<PathBuf>,
+    /// With --trace: replay X times faster than the trace's timestamps (0.5: half as fast).
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    speed: f64,
     /// First key inserts take [default: SQL: max(id) + 1 of the table; others: above --keys].
     /// Connections (and --instance names) take interleaved keys from there, so they never clash.
     #[arg(long)]
@@ -364,15 +378,17 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn plan_of(a: &RunArgs) -> Result<Plan, String> {
-    let stop = match (a.duration, a.requests) {
-        (_, Some(n)) => Stop::Requests(n),
-        (Some(d), None) => Stop::Duration(d),
-        (None, None) => Stop::Duration(Duration::from_secs(10)),
+    let stop = match (a.duration, a.requests, &a.trace) {
+        (_, Some(n), _) => Stop::Requests(n),
+        (Some(d), None, _) => Stop::Duration(d),
+        (None, None, Some(_)) => Stop::Trace,
+        (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
-    let warmup = a.warmup.unwrap_or(match stop {
-        Stop::Duration(_) => Duration::from_secs(1),
-        Stop::Requests(_) => Duration::ZERO,
+    let warmup = a.warmup.unwrap_or(match (stop, &a.trace) {
+        (Stop::Duration(_), None) => Duration::from_secs(1),
+        _ => Duration::ZERO,
     });
+    let trace = trace_of(a)?;
     let (lo, hi) = a.reconnect_backoff.split_once(',').ok_or_else(|| {
         format!(
             "bad --reconnect-backoff '{}': use MIN,MAX like 10ms,1s",
@@ -410,7 +426,9 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         },
         reconnect_backoff: backoff,
         max_errors: a.max_errors,
-        mix: a.mix.clone(),
+        mix: trace
+            .as_ref()
+            .map_or_else(|| a.mix.clone(), |t| Mix::of_counts(&t.survey.ops)),
         insert_from: a.insert_from,
         instance: a.instance.clone(),
         write_queries: [
@@ -427,9 +445,30 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         reconnect_every: a.reconnect_every,
         retries: a.retries,
         ttl: a.ttl,
+        trace,
+        record_trace: a.record_trace.clone(),
     };
     plan.validate()?;
     Ok(plan)
+}
+
+/// `--trace`: the file read once (every line checked, its ops counted) before anything runs.
+fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
+    let Some(path) = &a.trace else {
+        return Ok(None);
+    };
+    if !a.mix.read_only() {
+        return Err(format!(
+            "--trace replays the file's own ops, which --mix {} would change: leave --mix out",
+            a.mix.name()
+        ));
+    }
+    let survey = loadgen::trace::feed::Survey::read(path).map_err(|e| e.to_string())?;
+    Ok(Some(loadgen::plan::TracePlan {
+        path: path.clone(),
+        speed: a.speed,
+        survey,
+    }))
 }
 
 fn cmd_run(a: RunArgs) -> Result<Exit, Error> {
@@ -605,16 +644,16 @@ fn cmd_merge(a: MergeArgs) -> Result<Exit, Error> {
     print_report(&merged, format, on_stdout);
     if let Some(p) = a.output.filter(|_| !on_stdout) {
         let json = serde_json::to_vec_pretty(&merged).expect("result serializes");
-        let dest = loadgen::report::output::Dest::of(&p)
+        let dest = loadgen::output::Dest::of(&p)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         dest.write(&json)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         // The HTML report beside a file of our own, as a run writes one (not beside a device).
         let mut beside = String::new();
         if dest.is_file() {
-            let html_path = loadgen::report::output::beside(&p, "html");
+            let html_path = loadgen::output::beside(&p, "html");
             let html = loadgen::report::html::render(&merged);
-            match loadgen::report::output::write(&html_path, html.as_bytes()) {
+            match loadgen::output::write(&html_path, html.as_bytes()) {
                 Ok(()) => beside = format!(" (report: {})", html_path.display()),
                 Err(e) => eprintln!("loadgen: cannot write {}: {e}", html_path.display()),
             }
@@ -630,9 +669,9 @@ fn cmd_report(a: ReportArgs) -> Result<Exit, Error> {
     let html = loadgen::report::html::render(&input.file);
     let out = a
         .output
-        .unwrap_or_else(|| loadgen::report::output::beside(&a.file, "html"));
+        .unwrap_or_else(|| loadgen::output::beside(&a.file, "html"));
     let cannot = |e: std::io::Error| format!("cannot write {}: {e}", out.display());
-    let dest = loadgen::report::output::Dest::of(&out).map_err(cannot)?;
+    let dest = loadgen::output::Dest::of(&out).map_err(cannot)?;
     dest.write(html.as_bytes()).map_err(cannot)?;
     if !dest.is_stdout() {
         eprintln!("loadgen: report written to {}", out.display());
@@ -643,7 +682,7 @@ fn cmd_report(a: ReportArgs) -> Result<Exit, Error> {
 /// `-o -` or `-o /dev/stdout`: the JSON document takes stdout (one parseable document).
 fn doc_on_stdout(output: Option<&std::path::Path>) -> bool {
     output
-        .and_then(|p| loadgen::report::output::Dest::of(p).ok())
+        .and_then(|p| loadgen::output::Dest::of(p).ok())
         .is_some_and(|d| d.is_stdout())
 }
 

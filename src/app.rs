@@ -9,9 +9,9 @@ use tokio::sync::watch;
 use crate::control::Control;
 use crate::dispatch::{run_target, Embedded};
 use crate::error::Exit;
+use crate::output::Dest;
 use crate::plan::{Plan, Stop};
 use crate::proto::target::SetupError;
-use crate::report::output::Dest;
 use crate::result::{Machine, ResultFile, RunResult, Settings};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub const METRICS_PAGES: crate::metrics::Pages = crate::metrics::Pages {
 pub struct RunOptions {
     /// Target URLs; empty means the embedded server.
     pub targets: Vec<String>,
-    /// Where the result JSON goes (see `report::output`); None: `results/<time>-<kind>.json`.
+    /// Where the result JSON goes (see `output`); None: `results/<time>-<kind>.json`.
     /// Standard output (`-`, `/dev/stdout`) is left to the caller, which prints the document.
     pub output: Option<PathBuf>,
     pub format: Format,
@@ -88,11 +88,11 @@ pub fn settings_of(plan: &Plan) -> Settings {
         threads: plan.threads.min(plan.connections),
         duration_s: match plan.stop {
             Stop::Duration(d) => Some(d.as_secs_f64()),
-            Stop::Requests(_) => None,
+            Stop::Requests(_) | Stop::Trace => None,
         },
         requests: match plan.stop {
             Stop::Requests(n) => Some(n),
-            Stop::Duration(_) => None,
+            Stop::Duration(_) | Stop::Trace => None,
         },
         warmup_s: plan.warmup.as_secs_f64(),
         keys: format!("{}-{}", plan.keys.0, plan.keys.1),
@@ -113,6 +113,13 @@ pub fn settings_of(plan: &Plan) -> Settings {
         txn: (plan.txn > 1).then_some(plan.txn),
         batch: (plan.batch > 1).then_some(plan.batch),
         retries: (plan.retries > 0).then_some(plan.retries),
+        trace: plan.trace.as_ref().map(|t| crate::result::TraceSettings {
+            file: t.path.display().to_string(),
+            lines: t.survey.lines,
+            span_s: t.survey.span_us as f64 / 1e6,
+            speed: t.speed,
+            timed: t.survey.timed,
+        }),
     }
 }
 
@@ -449,7 +456,7 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
     let json = serde_json::to_vec_pretty(file).expect("result serializes");
     let written = match dest {
         Some(d) => d.write(&json),
-        None => crate::report::output::write(p, &json),
+        None => crate::output::write(p, &json),
     };
     saved.ok = match written {
         Ok(()) => true,
@@ -462,9 +469,9 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
         return; // no chart beside a device, a FIFO or a descriptor
     }
     // The HTML report beside the JSON, by the same rules as the chart.
-    let html_path = crate::report::output::beside(p, "html");
+    let html_path = crate::output::beside(p, "html");
     let html = crate::report::html::render(file);
-    match crate::report::output::write(&html_path, html.as_bytes()) {
+    match crate::output::write(&html_path, html.as_bytes()) {
         Ok(()) => saved.report = Some(html_path),
         Err(e) => (opts.say)(&format!(
             "loadgen: cannot write {}: {e}",
@@ -507,8 +514,8 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
         None
     };
     if let Some(svg) = chart {
-        let svg_path = crate::report::output::beside(p, "svg");
-        match crate::report::output::write(&svg_path, svg.as_bytes()) {
+        let svg_path = crate::output::beside(p, "svg");
+        match crate::output::write(&svg_path, svg.as_bytes()) {
             Ok(()) => saved.chart = Some(svg_path),
             Err(e) => (opts.say)(&format!(
                 "loadgen: cannot write {}: {e}",

@@ -122,7 +122,7 @@ impl<'a> Collector<'a> {
             warm_ns,
             end_ns: match plan.stop {
                 Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
-                Stop::Requests(_) => None,
+                Stop::Requests(_) | Stop::Trace => None,
             },
             totals: Totals::default(),
             pending: BTreeMap::new(),

@@ -33,6 +33,16 @@ pub fn write_tsv(out: &mut impl Write, id: u64) {
 /// A version a read accepts whatever it is (a key other connections may have written).
 pub const ANY_VERSION: u64 = u64::MAX;
 
+/// The largest value a sized write sends (`Request::size`): memcached's default item limit.
+pub const MAX_FILL: usize = 1 << 20;
+
+/// `n` bytes of value for a sized write (at most MAX_FILL), from one buffer made once.
+pub fn filler(n: usize) -> &'static [u8] {
+    static FILL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let fill = FILL.get_or_init(|| (0..MAX_FILL).map(|i| b'a' + (i % 26) as u8).collect());
+    &fill[..n.min(MAX_FILL)]
+}
+
 /// Appends `user_name` of (id, version): `user<id>` as loaded (version 0), `user<id>v<version>`
 /// once written; the other columns stay those of the id, so a written row reads as the same size.
 pub fn write_name(out: &mut impl Write, id: u64, version: u64) {

@@ -190,6 +190,7 @@ mod tests {
                 key,
                 version: key,
                 ttl: 0,
+                size: 0,
             },
             due: key * 10,
             sent: key * 10,

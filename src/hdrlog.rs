@@ -35,7 +35,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use crate::control::IntervalView;
-use crate::report::output::Dest;
+use crate::output::Dest;
 
 /// The legend line Java's `HistogramLogWriter` writes before the first interval.
 pub const LEGEND: &str =

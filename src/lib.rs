@@ -34,6 +34,7 @@ pub mod merge;
 pub mod metrics;
 pub mod mix;
 pub mod outcome;
+pub mod output;
 pub mod pacer;
 pub mod plan;
 pub mod prepare;

@@ -57,6 +57,21 @@ impl Mix {
         Mix { weights, total: 1 }
     }
 
+    /// The ops a trace holds, weighted by their counts (`trace::feed::Survey::ops`).
+    pub fn of_counts(counts: &[u64; Op::COUNT]) -> Mix {
+        let top = counts.iter().copied().max().unwrap_or(0).max(1);
+        // Scaled into u32 weights; an op the trace holds keeps a weight of at least 1.
+        let weights = counts.map(|c| match c {
+            0 => 0,
+            c => ((c as u128 * 1_000_000 / top as u128) as u32).max(1),
+        });
+        let total = weights.iter().map(|&w| u64::from(w)).sum();
+        match total {
+            0 => Mix::default(),
+            _ => Mix { weights, total },
+        }
+    }
+
     /// `read=90,update=10`: op=weight pairs, any subset, each op at most once.
     pub fn parse(s: &str) -> Result<Mix, ConfigError> {
         let bad = |why: &str| {

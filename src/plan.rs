@@ -24,6 +24,17 @@ pub enum Stop {
     Duration(Duration),
     /// Exactly this many counted requests, split over the connections.
     Requests(u64),
+    /// `--trace`: until the trace's last request.
+    Trace,
+}
+
+/// `--trace FILE`: the requests come from the file, at its pace times `speed`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TracePlan {
+    pub path: std::path::PathBuf,
+    pub speed: f64,
+    /// Lines, ops and span, read once before the run.
+    pub survey: crate::trace::feed::Survey,
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +78,10 @@ pub struct Plan {
     pub retries: u32,
     /// `--ttl`: seconds every write lives on memcached (exptime) and Redis (`EX`); 0: forever.
     pub ttl: u32,
+    /// `--trace`: requests replayed from a file.
+    pub trace: Option<TracePlan>,
+    /// `--record-trace`: every request sent, written to this file in the trace format.
+    pub record_trace: Option<std::path::PathBuf>,
 }
 
 impl Default for Plan {
@@ -98,6 +113,8 @@ impl Default for Plan {
             reconnect_every: None,
             retries: 0,
             ttl: 0,
+            trace: None,
+            record_trace: None,
         }
     }
 }
@@ -228,12 +245,44 @@ impl Plan {
                 self.mix.name()
             )));
         }
+        self.validate_trace()?;
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
                 return Err(ConfigError(
                     "-R/--rate must be a positive number of requests per second".into(),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// What a replay cannot combine with: settings that draw requests from a formula; and a
+    /// recording, one key per line, cannot hold multi-gets.
+    fn validate_trace(&self) -> Result<(), ConfigError> {
+        if self.record_trace.is_some() && self.batch > 1 {
+            return Err(ConfigError(
+                "--record-trace writes one key per request, and --batch sends several: leave one out".into(),
+            ));
+        }
+        let Some(t) = &self.trace else {
+            return Ok(());
+        };
+        if !(t.speed.is_finite() && t.speed > 0.0) {
+            return Err(ConfigError(
+                "--speed must be a positive number (2 replays twice as fast)".into(),
+            ));
+        }
+        let clash = [
+            (self.batch > 1, "--batch"),
+            (self.verify, "--verify"),
+            (self.txn > 1, "--txn"),
+            (matches!(self.stop, Stop::Requests(_)), "-n/--requests"),
+            (self.ttl > 0, "--ttl"),
+        ];
+        if let Some((_, flag)) = clash.iter().find(|(on, _)| *on) {
+            return Err(ConfigError(format!(
+                "--trace replays the file's own requests, which {flag} would change: leave {flag} out (-d cuts a replay short)"
+            )));
         }
         Ok(())
     }
@@ -264,7 +313,7 @@ impl Plan {
                 let c = self.connections as u64;
                 Some(n / c + u64::from((conn as u64) < n % c))
             }
-            Stop::Duration(_) => None,
+            Stop::Duration(_) | Stop::Trace => None,
         }
     }
 

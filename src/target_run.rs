@@ -15,6 +15,8 @@ use crate::plan::Plan;
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
+use crate::trace::feed::Feed;
+use crate::trace::record::TraceRecorder;
 use crate::worker::{self, wait_true, Ctx};
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
@@ -49,6 +51,7 @@ pub async fn run<T: Target>(
         start,
     );
     collector.live(cells.clone());
+    let (feed, record) = trace_files(plan)?;
     let ctx = Arc::new(Ctx {
         target: target.clone(),
         plan: plan.clone(),
@@ -59,11 +62,16 @@ pub async fn run<T: Target>(
         warm_end_ns: collector.warm_end_ns(),
         end_ns: collector.end_ns(),
         cells,
+        feed,
+        record: record.clone(),
     });
     let _ = workers.go.send(Some(ctx));
     collect(&mut collector, &mut workers, control).await;
     for h in workers.handles {
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    if let Some(e) = record.and_then(|r| r.finish()) {
+        (control.say)(&format!("loadgen: {e}"));
     }
     let wall_ns = collector.elapsed_ns();
     let cpu_ns = process_cpu_ns().saturating_sub(cpu_before);
@@ -102,6 +110,24 @@ pub async fn run<T: Target>(
     result.machine_load = machine_load;
     result.verdict = crate::verdict::judge(&result);
     Ok(result)
+}
+
+/// `--trace`'s feed and `--record-trace`'s file, opened as the clock starts: a trace's due
+/// times count from the run's start.
+type TraceFiles = (Option<Arc<Feed>>, Option<Arc<TraceRecorder>>);
+
+fn trace_files(plan: &Plan) -> Result<TraceFiles, SetupError> {
+    let feed = match &plan.trace {
+        Some(t) => Some(Arc::new(
+            Feed::start(&t.path, t.speed).map_err(|e| e.to_string())?,
+        )),
+        None => None,
+    };
+    let record = match &plan.record_trace {
+        Some(p) => Some(Arc::new(TraceRecorder::create(p)?)),
+        None => None,
+    };
+    Ok((feed, record))
 }
 
 /// What else ran on this machine since `before` (its /proc/stat and when it was read), next to

@@ -211,11 +211,12 @@ async fn drive<T: Target>(
     let mut timer = Box::pin(sleep_until(ctx.at(u64::MAX / 4)));
     let mut timer_at = u64::MAX;
     // Paced runs wait for due times on a precise timer (see timer.rs); closed loops never wait.
-    let mut pace_timer = match lane.pacer.is_paced() {
+    let timed = lane.pacer.is_paced() || ctx.feed.is_some();
+    let mut pace_timer = match timed {
         true => crate::timer::PreciseSleep::new().ok(),
         false => None,
     };
-    let together = together && !lane.pacer.is_paced() && lane.depth == 1;
+    let together = together && !timed && lane.depth == 1;
     // The clock read that timed the last reply also starts the next round: in a closed loop the
     // next request is sent within nanoseconds of it, and one clock read per request is saved.
     let mut last_done: Option<u64> = None;
@@ -304,6 +305,7 @@ mod ctx;
 mod lane;
 mod replies;
 mod requests;
+mod traced;
 pub use ctx::Ctx;
 use lane::Lane;
 

@@ -22,6 +22,8 @@ pub struct Request {
     /// A write's time to live in seconds (`--ttl`, a trace's ttl field; memcached exptime,
     /// Redis `EX`); 0: none.
     pub ttl: u32,
+    /// A write's value size in bytes (a trace's value_size); 0: the data set's row.
+    pub size: u32,
 }
 
 impl Request {
@@ -35,6 +37,7 @@ impl Request {
             key,
             version: 0,
             ttl: 0,
+            size: 0,
         }
     }
 }
@@ -129,6 +132,12 @@ pub trait Codec {
     /// last call, for protocols that mark batches (PostgreSQL's Sync). Must append nothing when
     /// nothing was encoded since, because a cancelled flush calls it again.
     fn end_batch(&mut self, _out: &mut Vec<u8>) {}
+
+    /// Appends `req` with the key as written (`key`, a trace's), for stores whose keys are
+    /// names (memcached, Redis); the others look rows up by `req.key`, the id.
+    fn encode_named(&mut self, req: &Request, _key: &[u8], out: &mut Vec<u8>) {
+        self.encode(req, out)
+    }
 
     /// Appends one request reading every key of `keys` (`--batch`), in the protocol's own
     /// multi-get. Only called where `Target::batch` said yes.

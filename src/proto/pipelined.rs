@@ -225,6 +225,11 @@ impl<C: Codec + 'static> Conn for StreamConn<C> {
         self.queued += 1;
     }
 
+    fn send_named(&mut self, req: &Request, key: &[u8]) {
+        self.codec.encode_named(req, key, &mut self.wbuf);
+        self.queued += 1;
+    }
+
     async fn commit(&mut self) -> Result<bool, LookupError> {
         if self.closing || !self.codec.commit(&mut self.wbuf) {
             return Ok(false);

@@ -80,6 +80,17 @@ pub trait Target: Send + Sync + 'static {
 
     /// The driver that runs it, where the protocol has a choice (`?driver=`): the result
     /// names the one that ran, which is not always the one asked for (MySQL's auth fallback).
+    /// A trace's keys go out as written (memcached, Redis); false: as ids (`trace::key_id`).
+    fn named_keys(&self) -> bool {
+        false
+    }
+
+    /// The key of row `id` as this target names it on the wire (`--record-trace`): the id's
+    /// digits, or the store's key (`usr:<id>`).
+    fn key_name(&self, id: u64, out: &mut Vec<u8>) {
+        crate::decimal::push(out, id)
+    }
+
     fn driver(&self) -> Option<&'static str> {
         None
     }
@@ -156,6 +167,11 @@ pub trait Conn: 'static {
     /// The reply to the oldest queued request, `req`. Must be cancel-safe: the request loop
     /// may drop it (timeout, next due time) and call it again.
     fn recv(&mut self, req: &Request) -> impl Future<Output = Result<Outcome, LookupError>>;
+
+    /// Queues `req` with its key as a trace wrote it (`Target::named_keys`).
+    fn send_named(&mut self, req: &Request, _key: &[u8]) {
+        self.send(req)
+    }
 
     /// Queues one multi-get of `keys` (`--batch`). Only called where `Target::batch` said yes.
     fn send_batch(&mut self, _keys: &[u64]) {

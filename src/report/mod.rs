@@ -1,8 +1,7 @@
 //! Reports of the result model (`crate::result`): the text summary and the comparison table,
-//! SVG charts, the HTML page, file output.
+//! SVG charts, the HTML page (files are written by `crate::output`).
 
 pub mod html;
-pub mod output;
 mod short_target;
 pub mod svg;
 pub mod text;

@@ -118,6 +118,23 @@ fn settings_header(file: &ResultFile) -> String {
         (Some(d), _) => format!("{d}s"),
         _ => String::new(),
     };
+    if let Some(t) = &s.trace {
+        let pace = match (t.timed, s.rate) {
+            (true, None) => format!("at its pace x {} ({}s as written)", t.speed, t.span_s),
+            (_, Some(_)) => "at the fixed rate".into(),
+            (false, None) => "as fast as the connections go".into(),
+        };
+        let cut = if stop.is_empty() {
+            String::new()
+        } else {
+            format!(", cut at {stop}")
+        };
+        stop = format!(
+            "trace {} ({} requests) {pace}{cut}",
+            t.file,
+            thousands(t.lines)
+        );
+    }
     // -n and -d apply to each step of a sweep, for every target.
     if !file.sweeps.is_empty() && !stop.is_empty() {
         stop.push_str(" per step");

@@ -61,6 +61,20 @@ pub struct Settings {
     /// `--retries` when above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,
+    /// `--trace`: the replayed file; absent for a run that draws its requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSettings>,
+}
+
+/// The trace a run replayed: the file, its requests and span as written, and `--speed`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TraceSettings {
+    pub file: String,
+    pub lines: u64,
+    pub span_s: f64,
+    pub speed: f64,
+    /// The trace's lines carry timestamps, which set the pace (unless -R).
+    pub timed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ mod sweep;
 mod timeline;
 mod verdict;
 
-pub use file::{Machine, ResultFile, Settings};
+pub use file::{Machine, ResultFile, Settings, TraceSettings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
 pub use percentiles::Percentiles;
 pub use run::{

@@ -7,9 +7,11 @@
 //! memory stays flat however long the trace is; [`bench`] measures how fast one core parses.
 
 pub mod bench;
+pub mod feed;
 pub mod key_id;
 pub mod line;
 pub mod reader;
+pub mod record;
 pub mod schedule;
 
 pub use line::{TraceLine, TraceOp};

@@ -23,6 +23,10 @@ pub struct Ctx<T> {
     pub end_ns: Option<u64>,
     /// The run's live counters, a block per thread (what a scrape reads).
     pub cells: Arc<crate::cells::Cells>,
+    /// `--trace`: the requests, shared by every connection.
+    pub feed: Option<Arc<crate::trace::feed::Feed>>,
+    /// `--record-trace`: where each request sent is written.
+    pub record: Option<Arc<crate::trace::record::TraceRecorder>>,
 }
 
 impl<T> Ctx<T> {

@@ -12,12 +12,25 @@ use tokio::time::sleep_until;
 use super::ctx::Ctx;
 use super::replies::Replies;
 use super::requests::Requests;
+use super::traced::Traced;
+use crate::dataset::TsvRow;
 use crate::group::{Group, Sent as Slot};
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::pacer::Pacer;
+use crate::proto::codec::Request;
 use crate::proto::codec::Tally;
 use crate::proto::target::{Conn, Target};
 use crate::recorder::Recorder;
+use crate::trace::record::Recorded;
+
+/// When a connection's next request goes out.
+enum Due {
+    At(u64),
+    Wait(u64),
+    Dropped,
+    End,
+}
 
 /// The state `drive` keeps for one connection between rounds (the connection itself is held
 /// apart, so a reply can borrow it while the lane is read).
@@ -47,6 +60,10 @@ pub(super) struct Lane<T> {
     left: u64,
     /// The connection was closed by plan, not lost: opening the next is no reconnect.
     planned: bool,
+    /// `--trace`: this connection's share of the replay.
+    trace: Option<Traced>,
+    /// The connection's number in the run (a recorded trace's client_id).
+    index: usize,
 }
 
 impl<T: Target> Lane<T> {
@@ -76,6 +93,11 @@ impl<T: Target> Lane<T> {
             request_timeout: plan.timeouts().request,
             left: u64::MAX,
             planned: false,
+            trace: ctx
+                .feed
+                .clone()
+                .map(|f| Traced::new(f, depth, ctx.target.named_keys(), plan.keys)),
+            index,
             rec,
             ctx,
         }
@@ -84,7 +106,9 @@ impl<T: Target> Lane<T> {
     /// Time or quota reached: nothing more is sent.
     #[inline]
     pub(super) fn over(&self, now: u64) -> bool {
-        self.ctx.end_ns.is_some_and(|e| now >= e) || self.quota.is_some_and(|q| self.counted >= q)
+        self.ctx.end_ns.is_some_and(|e| now >= e)
+            || self.quota.is_some_and(|q| self.counted >= q)
+            || self.trace.as_ref().is_some_and(|t| t.ended)
     }
 
     /// A connection was opened (in the connect phase or by the loop); a second one is a
@@ -146,7 +170,6 @@ impl<T: Target> Lane<T> {
     /// quota reached, or the window is full) and whether it sent anything.
     #[inline]
     pub(super) fn fill(&mut self, c: &mut T::Conn, mut now: u64) -> (Option<u64>, bool) {
-        let ctx = &*self.ctx;
         let before = self.window.len();
         let mut wait_for = None;
         while self.window.len() < self.depth {
@@ -156,43 +179,45 @@ impl<T: Target> Lane<T> {
                 self.window.push_back(slot);
                 continue;
             }
-            if ctx.end_ns.is_some_and(|e| now >= e)
+            if self.ctx.end_ns.is_some_and(|e| now >= e)
                 || self.quota.is_some_and(|q| self.counted >= q)
                 || self.left == 0
             {
                 break;
             }
-            let due = match self.pacer.due_ns(self.n) {
-                None => now,
-                Some(d) if d > now => {
+            let slot = self.n as usize % self.depth;
+            let due = match self.due(now, slot) {
+                Due::At(d) => d,
+                Due::Wait(d) => {
                     wait_for = Some(d);
                     break;
                 }
-                // Still owed from the warm-up once it is over: dropped, not sent, so the
-                // measured window does not open behind the warm-up's queue.
-                Some(d) if d < ctx.warm_end_ns && now >= ctx.warm_end_ns => {
-                    let next = self.pacer.first_due_from(self.n, ctx.warm_end_ns);
-                    self.rec.borrow_mut().warm_dropped += next - self.n;
-                    self.n = next;
-                    continue;
-                }
-                Some(d) => d,
+                Due::Dropped => continue,
+                Due::End => break,
             };
-            let req = self.requests.next();
-            let at = (self.n as usize % self.depth) * self.batch;
-            match self
-                .ring
-                .get_mut(at..at + self.batch)
-                .filter(|k| !k.is_empty())
-            {
-                None => c.send(&req),
-                Some(keys) => {
+            let req = match self.trace.as_mut() {
+                Some(t) => t.take().expect("peeked"),
+                None => self.requests.next(),
+            };
+            let at = slot * self.batch;
+            match (
+                self.ring
+                    .get_mut(at..at + self.batch)
+                    .filter(|k| !k.is_empty()),
+                self.trace.as_ref().filter(|t| t.named),
+            ) {
+                (Some(keys), _) => {
                     keys[0] = req.key;
                     keys[1..].fill_with(|| self.requests.keys.next_key());
                     c.send_batch(keys);
                 }
+                (None, Some(t)) => c.send_named(&req, t.name(slot)),
+                (None, None) => c.send(&req),
             }
-            let warm = due < ctx.warm_end_ns;
+            if self.ctx.record.is_some() {
+                self.record(&req, slot, due);
+            }
+            let warm = due < self.ctx.warm_end_ns;
             self.window.push_back(Slot {
                 req,
                 due,
@@ -202,13 +227,71 @@ impl<T: Target> Lane<T> {
             self.n += 1;
             self.counted += u64::from(!warm);
             self.left -= 1;
-            if self.window.len() < self.depth && self.pacer.is_paced() {
-                now = ctx.now_ns();
+            if self.window.len() < self.depth && (self.pacer.is_paced() || self.trace.is_some()) {
+                now = self.ctx.now_ns();
             }
         }
         let sent = self.window.len() - before;
         self.rec.borrow_mut().in_flight += sent as u64;
         (wait_for, sent > 0)
+    }
+
+    /// `--record-trace`: the request just sent, with its key as the target names it.
+    #[cold]
+    fn record(&mut self, req: &Request, slot: usize, due: u64) {
+        let Some(rec) = &self.ctx.record else { return };
+        let mut key = Vec::with_capacity(32);
+        match self.trace.as_ref().filter(|t| t.named) {
+            Some(t) => key.extend_from_slice(t.name(slot)),
+            None => self.ctx.target.key_name(req.key, &mut key),
+        }
+        let value_size = match (req.op, req.size) {
+            (Op::Read | Op::Delete, _) => 0,
+            (_, 0) => TsvRow::new(req.key, req.version).as_bytes().len() as u32,
+            (_, n) => n,
+        };
+        rec.write(&Recorded {
+            sent_ns: due,
+            key: &key,
+            op: req.op,
+            value_size,
+            client: self.index as u32,
+            ttl: req.ttl,
+        });
+    }
+
+    /// When the next request is due (`now` in a closed loop): its pacer's time, or the trace's
+    /// unless `-R` sets the pace; a request still owed from the warm-up once it is over is
+    /// dropped, not sent, so the measured window does not open behind the warm-up's queue.
+    #[inline]
+    fn due(&mut self, now: u64, slot: usize) -> Due {
+        let traced = match self.trace.as_mut() {
+            Some(t) => match t.peek(slot) {
+                None => return Due::End,
+                Some((at, _)) => at,
+            },
+            None => None,
+        };
+        let due = match self.pacer.due_ns(self.n) {
+            None => traced,
+            paced => paced,
+        };
+        match due {
+            None => Due::At(now),
+            Some(d) if d > now => Due::Wait(d),
+            Some(d) if d < self.ctx.warm_end_ns && now >= self.ctx.warm_end_ns => {
+                if self.trace.as_mut().and_then(Traced::take).is_some() {
+                    self.rec.borrow_mut().warm_dropped += 1;
+                    self.n += 1;
+                } else {
+                    let next = self.pacer.first_due_from(self.n, self.ctx.warm_end_ns);
+                    self.rec.borrow_mut().warm_dropped += next - self.n;
+                    self.n = next;
+                }
+                Due::Dropped
+            }
+            Some(d) => Due::At(d),
+        }
     }
 
     /// The keys of the oldest multi-get in flight (empty without `--batch`): requests are sent

@@ -81,6 +81,7 @@ impl Requests {
                 key,
                 version,
                 ttl: 0,
+                size: 0,
             };
         }
         self.version += 1;
@@ -107,6 +108,7 @@ impl Requests {
             key,
             version,
             ttl: self.ttl,
+            size: 0,
         }
     }
 

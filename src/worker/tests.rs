@@ -72,6 +72,8 @@ fn run(conns: usize, requests: u64) -> Vec<(usize, char)> {
         warm_end_ns: 0,
         end_ns: None,
         cells: Arc::new(crate::cells::Cells::new(1)),
+        feed: None,
+        record: None,
         plan,
     });
     let rec = Rc::new(RefCell::new(Recorder::new(0, false)));

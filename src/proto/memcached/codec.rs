@@ -289,12 +289,15 @@ const WRITE_REPLIES: [(&[u8], u64); 4] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McCodec {
     prefix: Vec<u8>,
+    /// Keys went out as a trace wrote them: a reply's key is not checked against the id.
+    named: bool,
 }
 
 impl Default for McCodec {
     fn default() -> McCodec {
         McCodec {
             prefix: DEFAULT_PREFIX.to_vec(),
+            named: false,
         }
     }
 }
@@ -310,7 +313,10 @@ impl McCodec {
         if prefix.iter().any(|&b| b <= b' ' || b == 0x7f) {
             return Err(InvalidKey("contains a space or control byte"));
         }
-        Ok(McCodec { prefix })
+        Ok(McCodec {
+            prefix,
+            named: false,
+        })
     }
 
     /// Appends the key of `id`: `<prefix><id>` (also for `loadgen prepare`).
@@ -329,30 +335,53 @@ impl McCodec {
     }
 }
 
+/// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
+/// (key, version), or of `req.size` bytes; a delete `delete`. Each has a reply, so writes
+/// pipeline as reads.
+fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(match req.op {
+        Op::Read => b"get ",
+        Op::Update => b"replace ",
+        Op::Insert => b"add ",
+        Op::Upsert => b"set ",
+        Op::Delete => b"delete ",
+    });
+    out.extend_from_slice(key);
+    if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
+        let row = dataset::TsvRow::new(req.key, req.version);
+        let value = match req.size {
+            0 => row.as_bytes(),
+            n => dataset::filler(n as usize),
+        };
+        out.extend_from_slice(b" 0 ");
+        decimal::push(out, u64::from(req.ttl));
+        out.extend_from_slice(b" ");
+        decimal::push(out, value.len() as u64);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 impl Codec for McCodec {
     type Cells<'b> = NoCells<'b>;
 
     /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
     /// (key, version); a delete `delete`. Each has a reply, so writes pipeline as reads.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        out.extend_from_slice(match req.op {
-            Op::Read => b"get ",
-            Op::Update => b"replace ",
-            Op::Insert => b"add ",
-            Op::Upsert => b"set ",
-            Op::Delete => b"delete ",
-        });
-        self.key_into(req.key, out);
-        if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
-            let row = dataset::TsvRow::new(req.key, req.version);
-            out.extend_from_slice(b" 0 ");
-            decimal::push(out, u64::from(req.ttl));
-            out.extend_from_slice(b" ");
-            decimal::push(out, row.as_bytes().len() as u64);
-            out.extend_from_slice(b"\r\n");
-            out.extend_from_slice(row.as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
+        let mut key = [0u8; MAX_KEY_LEN];
+        let n = self.prefix.len();
+        key[..n].copy_from_slice(&self.prefix);
+        let mut digits = [0u8; 20];
+        let id = decimal::digits(req.key, &mut digits);
+        key[n..n + id.len()].copy_from_slice(id);
+        encode_op(req, &key[..n + id.len()], out);
+    }
+
+    /// A trace's key as written: a reply then carries that key, not `<prefix><id>`.
+    fn encode_named(&mut self, req: &Request, key: &[u8], out: &mut Vec<u8>) {
+        self.named = true;
+        encode_op(req, key, out);
     }
 
     /// `SERVER_ERROR` is a `Server` reply; `ERROR`, `CLIENT_ERROR`, garbage and a value for
@@ -375,7 +404,7 @@ impl Codec for McCodec {
         };
         let reply = match reply {
             GetReply::Miss => Reply::Miss,
-            GetReply::Hit { key: got, data, .. } if self.key_matches(got, key) => {
+            GetReply::Hit { key: got, data, .. } if self.named || self.key_matches(got, key) => {
                 Reply::Row(RowView::Tsv(data))
             }
             GetReply::Hit { key: got, .. } => {

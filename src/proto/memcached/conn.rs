@@ -114,6 +114,15 @@ impl Target for McTarget {
         "memcache"
     }
 
+    fn named_keys(&self) -> bool {
+        true
+    }
+
+    fn key_name(&self, id: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.prefix);
+        crate::decimal::push(out, id);
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }

@@ -177,9 +177,17 @@ pub fn key_into(id: u64, out: &mut Vec<u8>) {
     decimal::push(out, id);
 }
 
+/// The value of a write: `req.size` bytes, or the row of (key, version).
+fn push_value(req: &Request, out: &mut Vec<u8>) {
+    match req.size {
+        0 => push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out),
+        n => push_bulk(dataset::filler(n as usize), out),
+    }
+}
+
 /// A write with a time to live (`--ttl`): `SET k v [XX|NX] EX ttl`; an insert is `SET NX`,
 /// as SETNX takes no expiry.
-fn encode_ttl(req: &Request, out: &mut Vec<u8>) {
+fn encode_ttl(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     let cond: &[u8] = match req.op {
         Op::Update => b"$2\r\nXX\r\n",
         Op::Insert => b"$2\r\nNX\r\n",
@@ -191,12 +199,35 @@ fn encode_ttl(req: &Request, out: &mut Vec<u8>) {
         b"*6\r\n"
     });
     out.extend_from_slice(b"$3\r\nSET\r\n");
-    push_key(req.key, out);
-    push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
+    push_bulk(key, out);
+    push_value(req, out);
     out.extend_from_slice(cond);
     out.extend_from_slice(b"$2\r\nEX\r\n");
     let mut buf = [0u8; 20];
     push_bulk(decimal::digits(u64::from(req.ttl), &mut buf), out);
+}
+
+/// A read is `GET`; an update `SET k v XX`, an insert `SETNX k v` (its own command, so the
+/// server counts inserts apart from updates), an upsert `SET k v`; a delete `DEL k`.
+fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
+    if req.ttl > 0 && req.op != Op::Read && req.op != Op::Delete {
+        return encode_ttl(req, key, out);
+    }
+    let (head, args): (&[u8], _) = match req.op {
+        Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
+        Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
+        Op::Insert => (b"*3\r\n$5\r\nSETNX\r\n", 1),
+        Op::Upsert => (b"*3\r\n$3\r\nSET\r\n", 1),
+        Op::Delete => (b"*2\r\n$3\r\nDEL\r\n", 0),
+    };
+    out.extend_from_slice(head);
+    push_bulk(key, out);
+    if args > 0 {
+        push_value(req, out);
+    }
+    if args > 1 {
+        out.extend_from_slice(b"$2\r\nXX\r\n");
+    }
 }
 
 /// `GET usr:<id>` lookups and, with `--mix`, writes; a hit is the value, as one tab-separated row.
@@ -206,29 +237,20 @@ pub struct RedisCodec;
 impl Codec for RedisCodec {
     type Cells<'b> = NoCells<'b>;
 
-    /// A read is `GET`; an update `SET k v XX`, an insert `SETNX k v` (its own command, so the
-    /// server counts inserts apart from updates), an upsert `SET k v`, of the row of (key,
-    /// version); a delete `DEL k`. Each has a reply, so writes pipeline as reads.
+    /// Each op of `encode_op` on the row of (key, version); each has a reply, so writes
+    /// pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        if req.ttl > 0 && req.op != Op::Read && req.op != Op::Delete {
-            return encode_ttl(req, out);
-        }
-        let (head, args): (&[u8], _) = match req.op {
-            Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
-            Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
-            Op::Insert => (b"*3\r\n$5\r\nSETNX\r\n", 1),
-            Op::Upsert => (b"*3\r\n$3\r\nSET\r\n", 1),
-            Op::Delete => (b"*2\r\n$3\r\nDEL\r\n", 0),
-        };
-        out.extend_from_slice(head);
-        push_key(req.key, out);
-        if args > 0 {
-            push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out);
-        }
-        if args > 1 {
-            out.extend_from_slice(b"$2\r\nXX\r\n");
-        }
+        let mut key = [0u8; PREFIX.len() + 20];
+        key[..PREFIX.len()].copy_from_slice(PREFIX);
+        let mut digits = [0u8; 20];
+        let id = decimal::digits(req.key, &mut digits);
+        key[PREFIX.len()..PREFIX.len() + id.len()].copy_from_slice(id);
+        encode_op(req, &key[..PREFIX.len() + id.len()], out);
+    }
+
+    fn encode_named(&mut self, req: &Request, key: &[u8], out: &mut Vec<u8>) {
+        encode_op(req, key, out);
     }
 
     fn decode<'b>(
@@ -376,6 +398,7 @@ mod tests {
             key: 42,
             version,
             ttl: 0,
+            size: 0,
         };
         let row = b"$47\r\nuser42v3\tuser42@example.com\t2010-02-03 11:23:15\r\n";
         for (op, head, tail) in [

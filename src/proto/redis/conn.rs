@@ -49,6 +49,14 @@ impl Target for RedisTarget {
         "redis"
     }
 
+    fn named_keys(&self) -> bool {
+        true
+    }
+
+    fn key_name(&self, id: u64, out: &mut Vec<u8>) {
+        super::codec::key_into(id, out)
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.login.endpoint
     }

@@ -152,6 +152,7 @@ fn writes_encode_and_decode() {
         key: 42,
         version: 3,
         ttl: 0,
+        size: 0,
     };
     let row = "user42v3\tuser42@example.com\t2010-02-03 11:23:15";
     for (op, want) in [

@@ -57,6 +57,7 @@ fn encode_writes() {
         key: 42,
         version,
         ttl: 0,
+        size: 0,
     };
     c.encode(&req(Op::Update, 3), &mut out);
     assert_eq!(

@@ -40,6 +40,7 @@ fn writes_encode_and_decode() {
         key: 42,
         version,
         ttl: 0,
+        size: 0,
     };
     c.encode(&req(Op::Update, 3), &mut out);
     assert_eq!(

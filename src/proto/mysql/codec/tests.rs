@@ -381,6 +381,7 @@ fn writes_execute_their_statement_and_ok_says_the_rows_changed() {
         key: 9,
         version: 1,
         ttl: 0,
+        size: 0,
     };
     c.encode(&del, &mut out);
     assert_eq!(&out[4..9], &[COM_STMT_EXECUTE, 7, 0, 0, 0]);
@@ -411,6 +412,7 @@ fn txn_groups_take_their_commands_replies_with_the_writes() {
         key,
         version: 1,
         ttl: 0,
+        size: 0,
     };
     let mut out = Vec::new();
     for key in [5, 6, 7] {

@@ -354,6 +354,7 @@ fn write(key: u64) -> Request {
         key,
         version: 1,
         ttl: 0,
+        size: 0,
     }
 }
 

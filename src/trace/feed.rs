@@ -1,0 +1,190 @@
+//! The trace of a run, shared by all its connections: a reader thread turns the file into
+//! batches (a second of the trace each, `schedule`), two batches ahead of the run, and each
+//! connection takes the next request when it has room for one. Memory holds three seconds of
+//! the trace, never the whole file.
+
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Mutex;
+
+use super::line::TraceOp;
+use super::reader::{TraceError, TraceReader};
+use super::schedule::{Batch, Schedule};
+use crate::mix::Op;
+
+/// One request of the trace; its key is what `Feed::next` copied out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// µs after the run's start (`--speed` applied); None in a plain key list.
+    pub due_us: Option<u64>,
+    pub op: TraceOp,
+    pub value_size: u32,
+    pub ttl: u32,
+}
+
+/// What a trace holds, read once before the run: every line is checked, so a bad one is a
+/// setup error, not a replay that stops half way.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Survey {
+    pub lines: u64,
+    /// Requests per loadgen op (`Op::index`).
+    pub ops: [u64; Op::COUNT],
+    /// The lines carry timestamps (the Twitter format): the trace sets its own pace.
+    pub timed: bool,
+    /// µs the trace lasts as written (before `--speed`): first request to last, plus the last
+    /// second when the timestamps are whole seconds (its requests spread over it).
+    pub span_us: u64,
+}
+
+impl Survey {
+    pub fn read(path: &Path) -> Result<Survey, TraceError> {
+        let mut r = TraceReader::open(path)?;
+        let mut s = Survey::default();
+        let (mut first, mut finer) = (None, false);
+        while let Some(l) = r.next_line()? {
+            s.lines += 1;
+            s.ops[l.op.op().index()] += 1;
+            if let Some(t) = l.time_us {
+                s.timed = true;
+                finer |= t % 1_000_000 != 0;
+                let f = *first.get_or_insert(t);
+                s.span_us = s.span_us.max(t.saturating_sub(f));
+            }
+        }
+        if s.timed && !finer {
+            s.span_us += 1_000_000;
+        }
+        if s.lines == 0 {
+            return Err(TraceError {
+                path: path.to_path_buf(),
+                line: 0,
+                msg: "no requests in it".into(),
+            });
+        }
+        Ok(s)
+    }
+
+    /// The loadgen ops the trace holds.
+    pub fn has(&self, op: Op) -> bool {
+        self.ops[op.index()] > 0
+    }
+}
+
+struct Cursor {
+    rx: Receiver<Batch>,
+    batch: Batch,
+    at: usize,
+}
+
+pub struct Feed {
+    cursor: Mutex<Cursor>,
+}
+
+impl Feed {
+    /// Opens the trace and starts its reader thread, which ends with the trace or when the
+    /// feed is dropped.
+    pub fn start(path: &Path, speed: f64) -> Result<Feed, TraceError> {
+        let reader = TraceReader::open(path)?;
+        let (tx, rx) = sync_channel::<Batch>(2);
+        let spawned = std::thread::Builder::new()
+            .name("loadgen-trace".into())
+            .spawn(move || {
+                let mut schedule = Schedule::new(reader, speed);
+                loop {
+                    let mut b = Batch::default();
+                    // The survey read every line: an error here is the file changing under us,
+                    // and the replay ends where it stands.
+                    match schedule.next_batch(&mut b) {
+                        Ok(true) if tx.send(b).is_ok() => {}
+                        _ => break,
+                    }
+                }
+            });
+        spawned.map_err(|e| TraceError {
+            path: path.to_path_buf(),
+            line: 0,
+            msg: format!("cannot start its reader thread: {e}"),
+        })?;
+        Ok(Feed {
+            cursor: Mutex::new(Cursor {
+                rx,
+                batch: Batch::default(),
+                at: 0,
+            }),
+        })
+    }
+
+    /// The next request of the trace, its key copied into `key`; None at its end.
+    pub fn next(&self, key: &mut Vec<u8>) -> Option<Item> {
+        let mut c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        while c.at >= c.batch.entries.len() {
+            c.batch = c.rx.recv().ok()?;
+            c.at = 0;
+        }
+        let e = c.batch.entries[c.at];
+        c.at += 1;
+        key.clear();
+        key.extend_from_slice(c.batch.key(&e));
+        Some(Item {
+            due_us: e.due_us,
+            op: e.op,
+            value_size: e.value_size,
+            ttl: e.ttl,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("lg-feed-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_trace_comes_out_in_order_with_its_keys_and_due_times() {
+        let path = dir("order").join("t.csv");
+        let mut text = String::new();
+        for i in 0..10 {
+            text += &format!(
+                "{},k{i},2,{},1,{},0\n",
+                100 + i / 5,
+                10 * i,
+                ["get", "set"][i % 2]
+            );
+        }
+        std::fs::write(&path, text).unwrap();
+        let s = Survey::read(&path).unwrap();
+        assert_eq!((s.lines, s.timed, s.span_us), (10, true, 2_000_000));
+        assert_eq!((s.ops[Op::Read.index()], s.ops[Op::Upsert.index()]), (5, 5));
+        let feed = Feed::start(&path, 2.0).unwrap();
+        let mut key = Vec::new();
+        let mut got = Vec::new();
+        while let Some(item) = feed.next(&mut key) {
+            got.push((String::from_utf8(key.clone()).unwrap(), item));
+        }
+        assert_eq!(got.len(), 10);
+        assert_eq!(got[3].0, "k3");
+        assert_eq!(got[3].1.value_size, 30);
+        assert_eq!(got[3].1.op, TraceOp::Set);
+        // Five whole-second lines spread over their second, then halved by --speed 2.
+        assert_eq!(got[1].1.due_us, Some(100_000));
+        assert_eq!(got[5].1.due_us, Some(500_000));
+    }
+
+    #[test]
+    fn an_empty_or_bad_trace_is_refused_before_the_run() {
+        let path = dir("bad").join("t.csv");
+        std::fs::write(&path, "# nothing\n").unwrap();
+        assert!(Survey::read(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("no requests"));
+        std::fs::write(&path, "1,k,1,1,1,get,0\n1,k,1,x,1,get,0\n").unwrap();
+        let e = Survey::read(&path).unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
+    }
+}
