@@ -547,7 +547,7 @@ fn trace_bench_counts_a_zst_trace_and_names_a_bad_line() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.starts_with("3000 lines parsed in "), "{out}");
     assert!(
-        out.contains("(get 1000, set 1000, delete 1000); trace span 2.000 s"),
+        out.contains("(get 1000, set 1000, delete 1000); timestamps 2.000 s first to last"),
         "{out}"
     );
     let bad = dir.join("bad.csv");

@@ -32,7 +32,7 @@ impl BenchResult {
             .map(|(op, n)| format!("{} {n}", op.name()))
             .collect();
         let span = match self.span_us {
-            Some((a, b)) => format!("; trace span {:.3} s", (b - a) as f64 / 1e6),
+            Some((a, b)) => format!("; timestamps {:.3} s first to last", (b - a) as f64 / 1e6),
             None => String::new(),
         };
         format!(
