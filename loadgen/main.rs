@@ -157,6 +157,11 @@ struct RunArgs {
     /// the target names it, value size, connection, op, ttl), for `--trace FILE` to replay.
     #[arg(long, value_name = "FILE")]
     record_trace: Option<PathBuf>,
+    /// Bytes each write stores on memcached and Redis: a size (55), a uniform range (100-1000)
+    /// or sizes with weights (100:80,4000:20). A value is the row, a tab and filler, so --verify
+    /// still checks it (a value is then never shorter than its row).
+    #[arg(long, value_name = "SIZES", value_parser = |s: &str| loadgen::value_size::ValueSize::parse(s).map_err(|e| e.0))]
+    value_size: Option<loadgen::value_size::ValueSize>,
     /// With --trace: replay X times faster than the trace's timestamps (0.5: half as fast).
     #[arg(long, default_value_t = 1.0, value_name = "X")]
     speed: f64,
@@ -447,6 +452,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         ttl: a.ttl,
         trace,
         record_trace: a.record_trace.clone(),
+        value_size: a.value_size.clone(),
     };
     plan.validate()?;
     Ok(plan)

@@ -36,6 +36,38 @@ pub const ANY_VERSION: u64 = u64::MAX;
 /// The largest value a sized write sends (`Request::size`): memcached's default item limit.
 pub const MAX_FILL: usize = 1 << 20;
 
+/// The value of a write of (id, version) of `size` bytes (0: the row as it is), as `head`
+/// (given its length, to write what goes before it) and the bytes: the row, a tab and filler
+/// when the size has room for the row, so `--verify` finds the row in it; else `size` bytes
+/// of filler (a trace's small values, never verified).
+pub fn write_value(
+    id: u64,
+    version: u64,
+    size: u32,
+    out: &mut Vec<u8>,
+    head: impl FnOnce(usize, &mut Vec<u8>),
+) {
+    let row = TsvRow::new(id, version);
+    let row = row.as_bytes();
+    let size = size as usize;
+    match size {
+        0 => {
+            head(row.len(), out);
+            out.extend_from_slice(row);
+        }
+        n if n > row.len() => {
+            head(n, out);
+            out.extend_from_slice(row);
+            out.push(b'\t');
+            out.extend_from_slice(filler(n - row.len() - 1));
+        }
+        n => {
+            head(n, out);
+            out.extend_from_slice(filler(n));
+        }
+    }
+}
+
 /// `n` bytes of value for a sized write (at most MAX_FILL), from one buffer made once.
 pub fn filler(n: usize) -> &'static [u8] {
     static FILL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
@@ -135,9 +167,14 @@ pub fn matches_version<'b>(
     match row {
         RowView::Tsv(value) => {
             let mut cols = value.splitn(3, |&b| b == b'\t');
+            // A sized value (`write_value`) has a tab and filler after the row.
+            let created = |c: &[u8]| {
+                let c = c.split(|&b| b == b'\t').next().unwrap_or(c);
+                is_created_text(c, key)
+            };
             cols.next().is_some_and(name_ok)
                 && cols.next().is_some_and(|e| is_email(e, id))
-                && cols.next().is_some_and(|c| is_created_text(c, key))
+                && cols.next().is_some_and(created)
         }
         RowView::Cells(mut cells) => {
             matches!(cells.next(), Some(Cell::Text(n)) if name_ok(n))

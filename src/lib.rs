@@ -56,6 +56,7 @@ mod totals;
 pub mod trace;
 mod transport;
 pub mod url;
+pub mod value_size;
 pub mod verdict;
 
 mod worker;

@@ -82,6 +82,8 @@ pub struct Plan {
     pub trace: Option<TracePlan>,
     /// `--record-trace`: every request sent, written to this file in the trace format.
     pub record_trace: Option<std::path::PathBuf>,
+    /// `--value-size`: bytes each write stores (memcached, Redis); None: the row as it is.
+    pub value_size: Option<crate::value_size::ValueSize>,
 }
 
 impl Default for Plan {
@@ -115,6 +117,7 @@ impl Default for Plan {
             ttl: 0,
             trace: None,
             record_trace: None,
+            value_size: None,
         }
     }
 }
@@ -278,6 +281,7 @@ impl Plan {
             (self.txn > 1, "--txn"),
             (matches!(self.stop, Stop::Requests(_)), "-n/--requests"),
             (self.ttl > 0, "--ttl"),
+            (self.value_size.is_some(), "--value-size"),
         ];
         if let Some((_, flag)) = clash.iter().find(|(on, _)| *on) {
             return Err(ConfigError(format!(

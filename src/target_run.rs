@@ -303,6 +303,12 @@ async fn preflight<T: Target>(
             target.kind()
         )));
     }
+    if plan.value_size.is_some() && !target.named_keys() {
+        return Err(SetupError(format!(
+            "{label}: --value-size: this {} target stores rows, not values of a size; leave --value-size out (memcached and Redis take it)",
+            target.kind()
+        )));
+    }
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(
             "{label}: this {} driver cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",

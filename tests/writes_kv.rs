@@ -443,3 +443,113 @@ fn redis_inserts_with_a_ttl_are_counted_as_sets() {
     assert_eq!(u(so, "delta"), inserts, "{so}");
     assert_eq!(so["matches"], true, "{so}");
 }
+
+/// The size memcached holds for `key` (None: not there), from its `VALUE` line.
+fn memcached_len(hostport: &str, key: &str) -> Option<usize> {
+    let mut s = TcpStream::connect(hostport).expect("memcached connects");
+    s.write_all(format!("get {key}\r\nquit\r\n").as_bytes())
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    text.lines()
+        .next()?
+        .strip_prefix("VALUE ")?
+        .split(' ')
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// `--value-size 300-400` with `--verify`: every read of a written key finds its row inside
+/// the padded value (no verify error), and every stored value is 300 to 400 bytes.
+#[test]
+fn memcached_value_sizes_are_stored_and_still_verify() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let keys = McKeys::new(&base, "v");
+    let (code, doc, err) = run_json(&[
+        &keys.url,
+        "-n",
+        "4000",
+        "-c",
+        "4",
+        "--keys",
+        "1-200",
+        "--mix",
+        "read=50,upsert=50",
+        "--value-size",
+        "300-400",
+        "--verify",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+    assert!(u(r, "ops.read.hits") > 500, "{}", r["ops"]["read"]);
+    let sizes: Vec<usize> = (1..=200)
+        .filter_map(|id| memcached_len(&keys.hostport, &format!("{}{id}", keys.prefix)))
+        .collect();
+    assert!(sizes.len() > 150, "{} keys written", sizes.len());
+    assert!(sizes.iter().all(|n| (300..=400).contains(n)), "{sizes:?}");
+    assert!(sizes.iter().min() != sizes.iter().max(), "{sizes:?}");
+}
+
+/// Weighted sizes on Redis: each value is 100 or 4000 bytes, about one in five the larger.
+#[test]
+fn redis_weighted_value_sizes() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    let (code, _, err) = run_json(&[
+        &db.0,
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--keys",
+        "1-500",
+        "--dist",
+        "seq",
+        "--mix",
+        "upsert=100",
+        "--value-size",
+        "100:80,4000:20",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut big = 0;
+    for id in 1..=500 {
+        let n = redis_cli(&["-n", REDIS_DB, "STRLEN", &format!("usr:{id}")]);
+        match n.trim() {
+            "100" => {}
+            "4000" => big += 1,
+            other => panic!("usr:{id} holds {other} bytes"),
+        }
+    }
+    assert!((60..=140).contains(&big), "{big} of 500 at 4000 bytes");
+}
+
+#[test]
+fn value_size_on_a_row_store_exits_2_in_one_line() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let out = run(&[
+        "run",
+        &url,
+        "-n",
+        "10",
+        "--mix",
+        "upsert=100",
+        "--value-size",
+        "100",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--value-size") && err.contains("stores rows"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -3,12 +3,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::dataset::ANY_VERSION;
+use crate::dataset::{TsvRow, ANY_VERSION};
 use crate::keys::{KeyGen, KeySpace, Rng};
 use crate::mix::{InsertSeq, Mix, Op};
 use crate::outcome::Outcome;
 use crate::plan::Plan;
 use crate::proto::codec::Request;
+use crate::value_size::ValueSize;
 
 /// One connection's requests: the op of each (`--mix`), its key (inserts from the insert
 /// sequence, the others from `--dist`) and version, and with `--verify` and writes the version
@@ -29,6 +30,8 @@ pub(super) struct Requests {
     txn: usize,
     /// `--ttl` of every write.
     ttl: u32,
+    /// `--value-size` of each write, drawn from its own stream.
+    sizes: Option<(ValueSize, Rng)>,
 }
 
 impl Requests {
@@ -51,6 +54,10 @@ impl Requests {
                 .then(|| VecDeque::with_capacity(plan.txn)),
             txn: plan.txn,
             ttl: plan.ttl,
+            sizes: plan.value_size.clone().map(|v| {
+                let seed = plan.seed ^ 0x7369_7A65 ^ conn.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                (v, Rng::new(seed))
+            }),
         }
     }
 
@@ -103,12 +110,23 @@ impl Requests {
             };
             w.insert(key, after);
         }
+        let size = match (&mut self.sizes, op) {
+            (Some(_), Op::Delete) | (None, _) => 0,
+            (Some((sizes, rng)), _) => {
+                let size = sizes.pick(rng);
+                // With --verify a value must hold its row (`dataset::write_value`).
+                match self.written.is_some() {
+                    true => size.max(TsvRow::new(key, version).as_bytes().len() as u32 + 1),
+                    false => size,
+                }
+            }
+        };
         Request {
             op,
             key,
             version,
             ttl: self.ttl,
-            size: 0,
+            size,
         }
     }
 

@@ -336,7 +336,7 @@ impl McCodec {
 }
 
 /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
-/// (key, version), or of `req.size` bytes; a delete `delete`. Each has a reply, so writes
+/// (key, version) in `req.size` bytes (`dataset::write_value`); a delete `delete`. Each has a reply, so writes
 /// pipeline as reads.
 fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(match req.op {
@@ -348,17 +348,13 @@ fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     });
     out.extend_from_slice(key);
     if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
-        let row = dataset::TsvRow::new(req.key, req.version);
-        let value = match req.size {
-            0 => row.as_bytes(),
-            n => dataset::filler(n as usize),
-        };
-        out.extend_from_slice(b" 0 ");
-        decimal::push(out, u64::from(req.ttl));
-        out.extend_from_slice(b" ");
-        decimal::push(out, value.len() as u64);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(value);
+        dataset::write_value(req.key, req.version, req.size, out, |len, out| {
+            out.extend_from_slice(b" 0 ");
+            decimal::push(out, u64::from(req.ttl));
+            out.extend_from_slice(b" ");
+            decimal::push(out, len as u64);
+            out.extend_from_slice(b"\r\n");
+        });
     }
     out.extend_from_slice(b"\r\n");
 }

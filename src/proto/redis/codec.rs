@@ -177,12 +177,15 @@ pub fn key_into(id: u64, out: &mut Vec<u8>) {
     decimal::push(out, id);
 }
 
-/// The value of a write: `req.size` bytes, or the row of (key, version).
+/// The value of a write as a bulk string: the row of (key, version) in `req.size` bytes
+/// (`dataset::write_value`).
 fn push_value(req: &Request, out: &mut Vec<u8>) {
-    match req.size {
-        0 => push_bulk(dataset::TsvRow::new(req.key, req.version).as_bytes(), out),
-        n => push_bulk(dataset::filler(n as usize), out),
-    }
+    dataset::write_value(req.key, req.version, req.size, out, |len, out| {
+        out.push(b'$');
+        decimal::push(out, len as u64);
+        out.extend_from_slice(b"\r\n");
+    });
+    out.extend_from_slice(b"\r\n");
 }
 
 /// A write with a time to live (`--ttl`): `SET k v [XX|NX] EX ttl`; an insert is `SET NX`,
