@@ -162,6 +162,10 @@ struct RunArgs {
     /// still checks it (a value is then never shorter than its row).
     #[arg(long, value_name = "SIZES", value_parser = |s: &str| loadgen::value_size::ValueSize::parse(s).map_err(|e| e.0))]
     value_size: Option<loadgen::value_size::ValueSize>,
+    /// Run an earlier result's targets and settings again (its seed too, so the same keys),
+    /// and say so with the whole command line; flags and targets given here override the file's.
+    #[arg(long, value_name = "RESULT.json")]
+    repeat: Option<PathBuf>,
     /// With --trace: replay X times faster than the trace's timestamps (0.5: half as fast).
     #[arg(long, default_value_t = 1.0, value_name = "X")]
     speed: f64,
@@ -458,6 +462,52 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
     Ok(plan)
 }
 
+/// `run --repeat FILE`: the file's flags, then the user's own (which override them), parsed
+/// again as one command line and run.
+fn cmd_repeat(path: &std::path::Path, targets_given: bool) -> Result<Exit, Error> {
+    let mut given = Vec::new();
+    let mut argv = std::env::args().skip_while(|a| a != "run").skip(1);
+    while let Some(arg) = argv.next() {
+        match arg.as_str() {
+            "--repeat" => {
+                argv.next();
+            }
+            a if a.starts_with("--repeat=") => {}
+            _ => given.push(arg),
+        }
+    }
+    let args = loadgen::repeat::args_of(path, &given, targets_given)?;
+    let line: Vec<String> = ["loadgen", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(args)
+        .chain(given)
+        .collect();
+    let shown: Vec<String> = line.iter().map(|a| shell_word(a)).collect();
+    eprintln!("loadgen: repeating {}: {}", path.display(), shown.join(" "));
+    let cli = Cli::try_parse_from(&line).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        format!(
+            "--repeat {}: {}",
+            path.display(),
+            first.trim_start_matches("error: ")
+        )
+    })?;
+    match cli.cmd {
+        Cmd::Run(b) if b.repeat.is_none() => cmd_run(b),
+        _ => Err(format!("--repeat {}: a repeat cannot repeat again", path.display()).into()),
+    }
+}
+
+/// `a` as a shell reads it back: quoted when it holds anything but plain characters.
+fn shell_word(a: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,:/=@%+".contains(c);
+    match !a.is_empty() && a.chars().all(plain) {
+        true => a.to_string(),
+        false => format!("'{}'", a.replace('\'', "'\\''")),
+    }
+}
+
 /// `--trace`: the file read once (every line checked, its ops counted) before anything runs.
 fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
     let Some(path) = &a.trace else {
@@ -478,6 +528,9 @@ fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
 }
 
 fn cmd_run(a: RunArgs) -> Result<Exit, Error> {
+    if let Some(path) = &a.repeat {
+        return cmd_repeat(path, !a.targets.is_empty());
+    }
     let plan = plan_of(&a)?;
     let format = match a.format {
         FormatArg::Text => Format::Text,

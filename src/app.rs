@@ -113,6 +113,15 @@ pub fn settings_of(plan: &Plan) -> Settings {
         txn: (plan.txn > 1).then_some(plan.txn),
         batch: (plan.batch > 1).then_some(plan.batch),
         retries: (plan.retries > 0).then_some(plan.retries),
+        ttl: (plan.ttl > 0).then_some(plan.ttl),
+        reconnect_every: plan.reconnect_every,
+        value_size: plan.value_size.as_ref().map(|v| v.to_string()),
+        write_queries: (!plan.write_queries.is_empty()).then(|| {
+            plan.write_queries
+                .iter()
+                .map(|(op, sql)| (op.name().to_string(), sql.clone()))
+                .collect()
+        }),
         trace: plan.trace.as_ref().map(|t| crate::result::TraceSettings {
             file: t.path.display().to_string(),
             lines: t.survey.lines,

@@ -167,10 +167,12 @@ pub fn matches_version<'b>(
     match row {
         RowView::Tsv(value) => {
             let mut cols = value.splitn(3, |&b| b == b'\t');
-            // A sized value (`write_value`) has a tab and filler after the row.
-            let created = |c: &[u8]| {
-                let c = c.split(|&b| b == b'\t').next().unwrap_or(c);
-                is_created_text(c, key)
+            // A sized value (`write_value`) has a tab and exactly the filler after the row.
+            let created = |c: &[u8]| match c.iter().position(|&b| b == b'\t') {
+                None => is_created_text(c, key),
+                Some(at) => {
+                    is_created_text(&c[..at], key) && c[at + 1..] == *filler(c.len() - at - 1)
+                }
             };
             cols.next().is_some_and(name_ok)
                 && cols.next().is_some_and(|e| is_email(e, id))

@@ -41,6 +41,7 @@ pub mod prepare;
 pub mod proto;
 pub mod recorder;
 mod redact;
+pub mod repeat;
 pub mod report;
 pub mod result;
 pub mod serve;

@@ -78,6 +78,20 @@ impl ValueSize {
     }
 }
 
+/// As `parse` reads it.
+impl std::fmt::Display for ValueSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueSize::Fixed(n) => write!(f, "{n}"),
+            ValueSize::Range(lo, hi) => write!(f, "{lo}-{hi}"),
+            ValueSize::Weighted(pairs, _) => {
+                let parts: Vec<String> = pairs.iter().map(|(s, w)| format!("{s}:{w}")).collect();
+                f.write_str(&parts.join(","))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +107,9 @@ mod tests {
         let w = ValueSize::parse("100:80,4000:20").unwrap();
         let big = (0..10_000).filter(|_| w.pick(&mut rng) == 4000).count();
         assert!((1700..2300).contains(&big), "{big} of 10000 at 4000");
+        for form in ["55", "100-1000", "100:80,4000:20"] {
+            assert_eq!(ValueSize::parse(form).unwrap().to_string(), form);
+        }
         for bad in ["0", "x", "10-5", "100:0", "100:x", "2000000", "1-"] {
             let e = ValueSize::parse(bad).unwrap_err().0;
             assert!(e.starts_with(&format!("bad --value-size '{bad}'")), "{e}");

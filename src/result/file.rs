@@ -61,6 +61,18 @@ pub struct Settings {
     /// `--retries` when above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,
+    /// `--ttl` when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
+    /// `--reconnect-every` when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnect_every: Option<u64>,
+    /// `--value-size` as given (`100:80,4000:20`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_size: Option<String>,
+    /// The SQL of each write op given by `--query-<op>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_queries: Option<std::collections::BTreeMap<String, String>>,
     /// `--trace`: the replayed file; absent for a run that draws its requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSettings>,

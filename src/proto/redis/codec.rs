@@ -177,8 +177,7 @@ pub fn key_into(id: u64, out: &mut Vec<u8>) {
     decimal::push(out, id);
 }
 
-/// The value of a write as a bulk string: the row of (key, version) in `req.size` bytes
-/// (`dataset::write_value`).
+/// A write's value as a bulk string: its row in `req.size` bytes (`dataset::write_value`).
 fn push_value(req: &Request, out: &mut Vec<u8>) {
     dataset::write_value(req.key, req.version, req.size, out, |len, out| {
         out.push(b'$');
@@ -188,8 +187,7 @@ fn push_value(req: &Request, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// A write with a time to live (`--ttl`): `SET k v [XX|NX] EX ttl`; an insert is `SET NX`,
-/// as SETNX takes no expiry.
+/// A write with a time to live: `SET k v [XX|NX] EX ttl` (SETNX takes no expiry).
 fn encode_ttl(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     let cond: &[u8] = match req.op {
         Op::Update => b"$2\r\nXX\r\n",
@@ -240,8 +238,7 @@ pub struct RedisCodec;
 impl Codec for RedisCodec {
     type Cells<'b> = NoCells<'b>;
 
-    /// Each op of `encode_op` on the row of (key, version); each has a reply, so writes
-    /// pipeline as reads.
+    /// `encode_op` on key `usr:<id>`; each op has a reply, so writes pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let mut key = [0u8; PREFIX.len() + 20];
