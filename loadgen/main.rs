@@ -162,6 +162,11 @@ struct RunArgs {
     /// still checks it (a value is then never shorter than its row).
     #[arg(long, value_name = "SIZES", value_parser = |s: &str| loadgen::value_size::ValueSize::parse(s).map_err(|e| e.0))]
     value_size: Option<loadgen::value_size::ValueSize>,
+    /// memcached and Redis: how keys name ids, printf-style with one %d or %0Nd, to read data
+    /// another tool loaded: key:%012d (redis-benchmark -r), memtier-%d (memtier_benchmark)
+    /// [default: usr:%d]. `prepare --key-format` loads keys so named.
+    #[arg(long, value_name = "FORMAT", value_parser = parse_key_format)]
+    key_format: Option<loadgen::key_format::KeyFormat>,
     /// Run an earlier result's targets and settings again (its seed too, so the same keys),
     /// and say so with the whole command line; flags and targets given here override the file's.
     #[arg(long, value_name = "RESULT.json")]
@@ -275,6 +280,13 @@ struct PrepareArgs {
     /// Rows to load (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
     rows: u64,
+    /// memcached and Redis: the keys' names, printf-style (see `run --key-format`).
+    #[arg(long, value_name = "FORMAT", value_parser = parse_key_format)]
+    key_format: Option<loadgen::key_format::KeyFormat>,
+}
+
+fn parse_key_format(s: &str) -> Result<loadgen::key_format::KeyFormat, String> {
+    loadgen::key_format::KeyFormat::parse(s).map_err(|e| e.0)
 }
 
 #[derive(Args)]
@@ -457,6 +469,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         trace,
         record_trace: a.record_trace.clone(),
         value_size: a.value_size.clone(),
+        key_format: a.key_format.clone(),
     };
     plan.validate()?;
     Ok(plan)
@@ -604,7 +617,7 @@ fn cmd_prepare(a: PrepareArgs) -> Result<Exit, Error> {
     let p = rt.block_on(async {
         let mut signals = loadgen::signals::StopSignals::install();
         tokio::select! {
-            r = loadgen::prepare::prepare(&a.target, (1, a.rows)) => r.map_err(|e| e.0),
+            r = loadgen::prepare::prepare(&a.target, (1, a.rows), a.key_format.as_ref()) => r.map_err(|e| e.0),
             _ = signals.next() => Err(
                 "stopped while preparing: the data set may be partly loaded; prepare again".into()
             ),

@@ -116,6 +116,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
         ttl: (plan.ttl > 0).then_some(plan.ttl),
         reconnect_every: plan.reconnect_every,
         value_size: plan.value_size.as_ref().map(|v| v.to_string()),
+        key_format: plan.key_format.as_ref().map(|k| k.text()),
         write_queries: (!plan.write_queries.is_empty()).then(|| {
             plan.write_queries
                 .iter()

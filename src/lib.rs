@@ -28,6 +28,7 @@ mod fdlimit;
 mod group;
 mod hdrlog;
 mod idle;
+pub mod key_format;
 pub mod keys;
 mod machine;
 pub mod merge;

@@ -82,6 +82,8 @@ pub struct Plan {
     pub trace: Option<TracePlan>,
     /// `--record-trace`: every request sent, written to this file in the trace format.
     pub record_trace: Option<std::path::PathBuf>,
+    /// `--key-format`: how memcached and Redis keys name ids; None: the target's own.
+    pub key_format: Option<crate::key_format::KeyFormat>,
     /// `--value-size`: bytes each write stores (memcached, Redis); None: the row as it is.
     pub value_size: Option<crate::value_size::ValueSize>,
 }
@@ -118,6 +120,7 @@ impl Default for Plan {
             trace: None,
             record_trace: None,
             value_size: None,
+            key_format: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use crate::key_format::{KeyFormat, KEY_FORMAT};
 use crate::proto::table::{self, Load};
 use crate::proto::target::SetupError;
 use crate::url::{redact_text, TargetUrl};
@@ -13,8 +14,24 @@ pub struct Prepared {
     pub seconds: f64,
 }
 
-pub async fn prepare(target: &str, keys: (u64, u64)) -> Result<Prepared, SetupError> {
-    let url = TargetUrl::parse(target)?;
+/// `key_format`: `--key-format`, for memcached and Redis keys.
+pub async fn prepare(
+    target: &str,
+    keys: (u64, u64),
+    key_format: Option<&KeyFormat>,
+) -> Result<Prepared, SetupError> {
+    let mut url = TargetUrl::parse(target)?;
+    if let Some(f) = key_format {
+        let named =
+            table::find(&url.scheme).is_some_and(|p| ["memcache", "redis"].contains(&p.kind()));
+        if !named {
+            return Err(SetupError(format!(
+                "--key-format names memcached and Redis keys; '{}://' stores rows by id: leave it out",
+                url.scheme
+            )));
+        }
+        url.query.push((KEY_FORMAT.to_string(), f.text()));
+    }
     let label = url.redacted();
     let start = Instant::now();
     let load = match table::find(&url.scheme).map(|p| &p.load) {

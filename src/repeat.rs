@@ -109,6 +109,7 @@ fn flags(s: &Settings) -> Vec<Flag> {
         s.reconnect_every.map(|n| n.to_string()),
     );
     opt(&mut f, "--value-size", None, s.value_size.clone());
+    opt(&mut f, "--key-format", None, s.key_format.clone());
     match &s.trace {
         // A trace's ops are its own: its mix is not a flag.
         Some(t) => {

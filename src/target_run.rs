@@ -303,11 +303,16 @@ async fn preflight<T: Target>(
             target.kind()
         )));
     }
-    if plan.value_size.is_some() && !target.named_keys() {
-        return Err(SetupError(format!(
-            "{label}: --value-size: this {} target stores rows, not values of a size; leave --value-size out (memcached and Redis take it)",
-            target.kind()
-        )));
+    for (on, flag) in [
+        (plan.value_size.is_some(), "--value-size"),
+        (plan.key_format.is_some(), "--key-format"),
+    ] {
+        if on && !target.named_keys() {
+            return Err(SetupError(format!(
+                "{label}: {flag}: this {} target stores rows by id, not values under named keys; leave {flag} out (memcached and Redis take it)",
+                target.kind()
+            )));
+        }
     }
     if plan.pipeline > target.max_pipeline() {
         return Err(SetupError(format!(

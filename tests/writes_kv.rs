@@ -553,3 +553,96 @@ fn value_size_on_a_row_store_exits_2_in_one_line() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Keys that redis-benchmark wrote (`-r 1000`: `key:000000000000` to `key:000000000999`) read
+/// with `--key-format key:%012d`: every lookup a hit.
+#[test]
+fn redis_reads_keys_redis_benchmark_wrote() {
+    let Some(base) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let db = RedisDb::new(&base);
+    let port = env("LOADGEN_REDIS_PORT");
+    let out = std::process::Command::new("redis-benchmark")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--dbnum",
+            REDIS_DB,
+            "-t",
+            "set",
+        ])
+        .args(["-r", "1000", "-n", "20000", "-d", "8", "-q"])
+        .args(["-a", &env("LOADGEN_REDIS_PASSWORD")])
+        .output()
+        .expect("redis-benchmark runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(redis_cli(&["-n", REDIS_DB, "DBSIZE"]), "1000");
+    let (code, doc, err) = run_json(&[
+        &db.0,
+        "--key-format",
+        "key:%012d",
+        "--keys",
+        "0-999",
+        "--dist",
+        "seq",
+        "-n",
+        "1000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 1000);
+    assert_eq!(doc["settings"]["key_format"], "key:%012d");
+}
+
+/// `prepare --key-format` loads keys so named, `run --key-format` verifies them all; the
+/// default names find none of them.
+#[test]
+fn memcached_prepares_and_verifies_keys_of_a_format() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let format = format!("kf{}-%06d.v", std::process::id());
+    let out = run(&["prepare", &base, "--rows", "300", "--key-format", &format]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hostport = base.trim_start_matches("memcache://").trim_end_matches('/');
+    let key = format.replace("%06d", "000042");
+    assert!(memcached_has(hostport, &key), "{key}");
+    let (code, doc, err) = run_json(&[
+        &base,
+        "--key-format",
+        &format,
+        "--keys",
+        "1-300",
+        "-n",
+        "3000",
+        "--verify",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(u(&doc["runs"][0], "hits"), 3000);
+    let _ = memcached_noreply(
+        hostport,
+        (1..=300).map(|id| format!("delete {}", format.replace("%06d", &format!("{id:06}")))),
+    );
+    let out = run(&[
+        "prepare",
+        "postgres://u@127.0.0.1:1/db",
+        "--key-format",
+        &format,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--key-format names memcached and Redis keys"),
+        "{err}"
+    );
+}

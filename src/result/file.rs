@@ -67,6 +67,9 @@ pub struct Settings {
     /// `--reconnect-every` when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnect_every: Option<u64>,
+    /// `--key-format` when given (`key:%012d`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_format: Option<String>,
     /// `--value-size` as given (`100:80,4000:20`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_size: Option<String>,

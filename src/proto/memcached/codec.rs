@@ -25,6 +25,7 @@ use std::fmt;
 
 use crate::dataset;
 use crate::decimal;
+use crate::key_format::KeyFormat;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{
@@ -286,20 +287,11 @@ const WRITE_REPLIES: [(&[u8], u64); 4] = [
 ];
 
 /// `get <prefix><id>` lookups; a hit is the value, as one tab-separated row.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct McCodec {
-    prefix: Vec<u8>,
+    keys: KeyFormat,
     /// Keys went out as a trace wrote them: a reply's key is not checked against the id.
     named: bool,
-}
-
-impl Default for McCodec {
-    fn default() -> McCodec {
-        McCodec {
-            prefix: DEFAULT_PREFIX.to_vec(),
-            named: false,
-        }
-    }
 }
 
 impl McCodec {
@@ -313,31 +305,28 @@ impl McCodec {
         if prefix.iter().any(|&b| b <= b' ' || b == 0x7f) {
             return Err(InvalidKey("contains a space or control byte"));
         }
-        Ok(McCodec {
-            prefix,
-            named: false,
-        })
+        Ok(McCodec::with_format(KeyFormat::prefix(&prefix)))
     }
 
-    /// Appends the key of `id`: `<prefix><id>` (also for `loadgen prepare`).
+    /// A codec for keys in `keys` (`--key-format`, checked by its parser).
+    pub fn with_format(keys: KeyFormat) -> McCodec {
+        McCodec { keys, named: false }
+    }
+
+    /// Appends the key of `id` (also for `loadgen prepare`).
     pub fn key_into(&self, id: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.prefix);
-        decimal::push(out, id);
+        self.keys.write(id, out);
     }
 
-    /// `key` is `<prefix><id>` as `key_into` writes it (no leading zeros). Parses rather than
-    /// writes the digits: this runs on every hit.
+    /// `key` is the key of `id` as `key_into` writes it.
     fn key_matches(&self, key: &[u8], id: u64) -> bool {
-        match key.strip_prefix(self.prefix.as_slice()) {
-            Some([b'0', _, ..]) | None => false,
-            Some(digits) => decimal::parse::<u64>(digits) == Some(id),
-        }
+        self.keys.id_of(key) == Some(id)
     }
 }
 
 /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
-/// (key, version) in `req.size` bytes (`dataset::write_value`); a delete `delete`. Each has a reply, so writes
-/// pipeline as reads.
+/// (key, version) in `req.size` bytes (`dataset::write_value`); a delete `delete`. Each has a
+/// reply, so writes pipeline as reads.
 fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(match req.op {
         Op::Read => b"get ",
@@ -365,13 +354,8 @@ impl Codec for McCodec {
     /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
     /// (key, version); a delete `delete`. Each has a reply, so writes pipeline as reads.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        let mut key = [0u8; MAX_KEY_LEN];
-        let n = self.prefix.len();
-        key[..n].copy_from_slice(&self.prefix);
-        let mut digits = [0u8; 20];
-        let id = decimal::digits(req.key, &mut digits);
-        key[n..n + id.len()].copy_from_slice(id);
-        encode_op(req, &key[..n + id.len()], out);
+        let (key, n) = self.keys.on_stack(req.key);
+        encode_op(req, &key[..n], out);
     }
 
     /// A trace's key as written: a reply then carries that key, not `<prefix><id>`.
@@ -405,9 +389,13 @@ impl Codec for McCodec {
             }
             GetReply::Hit { key: got, .. } => {
                 return Err(protocol(&format!(
-                    "a value for `{}` in reply to `get {}{key}`: the stream is out of step",
+                    "a value for `{}` in reply to `get {}`: the stream is out of step",
                     shown(got),
-                    String::from_utf8_lossy(&self.prefix)
+                    shown(&{
+                        let mut want = Vec::new();
+                        self.keys.write(key, &mut want);
+                        want
+                    })
                 )))
             }
             GetReply::ServerError(line) => {

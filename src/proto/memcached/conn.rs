@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::key_format::{key_format, KeyFormat, KEY_FORMAT};
 use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
@@ -21,7 +22,7 @@ use crate::url::TargetUrl;
 pub struct McTarget {
     endpoint: Endpoint,
     mix: Mix,
-    prefix: Vec<u8>,
+    keys: KeyFormat,
     verify: bool,
     connect_timeout: Duration,
     /// Keys per request (`--batch`).
@@ -30,18 +31,26 @@ pub struct McTarget {
 
 impl McTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other).
-    pub const OPTIONS: &'static [&'static str] = &["prefix"];
+    pub const OPTIONS: &'static [&'static str] = &["prefix", KEY_FORMAT];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<McTarget, SetupError> {
-        let prefix = url
-            .param("prefix")
-            .map(|p| p.as_bytes().to_vec())
-            .unwrap_or_else(|| DEFAULT_PREFIX.to_vec());
-        McCodec::new(prefix.clone())
-            .map_err(|e| SetupError(format!("bad memcached key prefix: {}", e.0)))?;
+        let keys = match (url.param("prefix"), key_format(url, plan.key_format.as_ref())?) {
+            (Some(_), Some(_)) => {
+                return Err(SetupError(
+                    "?prefix= and --key-format both name the keys: give one (PREFIX is the format PREFIX%d)".into(),
+                ))
+            }
+            (_, Some(f)) => f,
+            (prefix, None) => {
+                let prefix = prefix.map_or(DEFAULT_PREFIX, str::as_bytes);
+                McCodec::new(prefix.to_vec())
+                    .map_err(|e| SetupError(format!("bad memcached key prefix: {}", e.0)))?;
+                KeyFormat::prefix(prefix)
+            }
+        };
         Ok(McTarget {
             endpoint: super::endpoint(url)?,
-            prefix,
+            keys,
             mix: plan.mix.clone(),
             verify: plan.verify,
             connect_timeout: plan.timeouts().connect,
@@ -53,13 +62,13 @@ impl McTarget {
         &self.endpoint
     }
 
-    /// What every key starts with (`usr:`, or the URL's `?prefix=`).
-    pub fn prefix(&self) -> &[u8] {
-        &self.prefix
+    /// How keys name ids (`usr:%d`, the URL's `?prefix=`, or `--key-format`).
+    pub fn keys(&self) -> &KeyFormat {
+        &self.keys
     }
 
     pub fn codec(&self) -> McCodec {
-        McCodec::new(self.prefix.clone()).expect("prefix checked in new")
+        McCodec::with_format(self.keys.clone())
     }
 }
 
@@ -119,8 +128,7 @@ impl Target for McTarget {
     }
 
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.prefix);
-        crate::decimal::push(out, id);
+        self.keys.write(id, out);
     }
 
     fn endpoint(&self) -> &Endpoint {

@@ -61,7 +61,7 @@ async fn load_one(
     sock.write_all(&buf).await.map_err(|e| e.to_string())?;
     let Some(last) = last else {
         // A pool member that owns none of the keys: only the prune is left.
-        super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
+        super::prune::outside(target.endpoint(), target.keys(), keys).await?;
         return Ok(0);
     };
     let mut conn = crate::proto::pipelined::StreamConn::new(sock, codec, true);
@@ -76,7 +76,7 @@ async fn load_one(
         })?;
     match reply {
         Ok(crate::outcome::Outcome::Hit) => {
-            super::prune::outside(target.endpoint(), target.prefix(), keys).await?;
+            super::prune::outside(target.endpoint(), target.keys(), keys).await?;
             Ok(loaded)
         }
         Ok(crate::outcome::Outcome::Miss) => Err(SetupError(

@@ -5,6 +5,7 @@
 //! number, are not ours and stay.
 
 use crate::error::SetupError;
+use crate::key_format::KeyFormat;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -17,13 +18,13 @@ const STEP: Duration = Duration::from_secs(30);
 /// Removes the keys outside `keys`; returns how many it removed.
 pub async fn outside(
     endpoint: &Endpoint,
-    prefix: &[u8],
+    format: &KeyFormat,
     keys: (u64, u64),
 ) -> Result<u64, SetupError> {
     let mut sock = crate::transport::connect(endpoint, crate::timeouts::PREPARE_CONNECT)
         .await
         .map_err(|e| e.message)?;
-    let doomed = listed_outside(&mut sock, prefix, keys).await?;
+    let doomed = listed_outside(&mut sock, format, keys).await?;
     // A chunk's replies are read before the next chunk goes out: written all at once, the
     // deletes of a large data set fill both socket buffers and neither side reads again.
     let mut buf = Vec::new();
@@ -55,10 +56,10 @@ pub async fn outside(
 /// Deletes per write: their replies (`DELETED\r\n`) fit in a socket buffer.
 const CHUNK: usize = 1000;
 
-/// The keys `lru_crawler metadump all` lists that are `<prefix><digits>` outside `keys`.
+/// The keys `lru_crawler metadump all` lists that name ids (`format`) outside `keys`.
 async fn listed_outside(
     sock: &mut Stream,
-    prefix: &[u8],
+    format: &KeyFormat,
     keys: (u64, u64),
 ) -> Result<Vec<Vec<u8>>, SetupError> {
     sock.write_all(b"lru_crawler metadump all\r\n")
@@ -81,18 +82,9 @@ async fn listed_outside(
             )));
         };
         let key = percent_decoded(rest.split(|&c| c == b' ').next().unwrap_or_default());
-        let Some(id) = key.strip_prefix(prefix) else {
-            continue;
-        };
-        if id.is_empty() || !id.iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        let inside = std::str::from_utf8(id)
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-            .is_some_and(|n| (keys.0..=keys.1).contains(&n));
-        if !inside {
-            doomed.push(key);
+        match format.id_of(&key) {
+            Some(n) if !(keys.0..=keys.1).contains(&n) => doomed.push(key),
+            _ => {}
         }
     }
 }

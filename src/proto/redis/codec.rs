@@ -13,6 +13,7 @@
 
 use crate::dataset;
 use crate::decimal;
+use crate::key_format::KeyFormat;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{
@@ -158,23 +159,11 @@ pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
-/// Appends the key of `id` as a bulk string: `$<len>\r\nusr:<id>\r\n`.
+/// Appends the key of `id` in `keys` as a bulk string: `$<len>\r\nusr:<id>\r\n`.
 #[inline]
-fn push_key(id: u64, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
-    let id = decimal::digits(id, &mut digits);
-    out.push(b'$');
-    decimal::push(out, (PREFIX.len() + id.len()) as u64);
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(PREFIX);
-    out.extend_from_slice(id);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends the key of `id`: `usr:<id>`.
-pub fn key_into(id: u64, out: &mut Vec<u8>) {
-    out.extend_from_slice(PREFIX);
-    decimal::push(out, id);
+fn push_key(keys: &KeyFormat, id: u64, out: &mut Vec<u8>) {
+    let (key, n) = keys.on_stack(id);
+    push_bulk(&key[..n], out);
 }
 
 /// A write's value as a bulk string: its row in `req.size` bytes (`dataset::write_value`).
@@ -232,8 +221,11 @@ fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
 }
 
 /// `GET usr:<id>` lookups and, with `--mix`, writes; a hit is the value, as one tab-separated row.
-#[derive(Debug, Default)]
-pub struct RedisCodec;
+#[derive(Debug, Default, Clone)]
+pub struct RedisCodec {
+    /// How keys name ids (`usr:%d`, or `--key-format`).
+    pub keys: KeyFormat,
+}
 
 impl Codec for RedisCodec {
     type Cells<'b> = NoCells<'b>;
@@ -241,12 +233,8 @@ impl Codec for RedisCodec {
     /// `encode_op` on key `usr:<id>`; each op has a reply, so writes pipeline as reads.
     #[inline]
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
-        let mut key = [0u8; PREFIX.len() + 20];
-        key[..PREFIX.len()].copy_from_slice(PREFIX);
-        let mut digits = [0u8; 20];
-        let id = decimal::digits(req.key, &mut digits);
-        key[PREFIX.len()..PREFIX.len() + id.len()].copy_from_slice(id);
-        encode_op(req, &key[..PREFIX.len() + id.len()], out);
+        let (key, n) = self.keys.on_stack(req.key);
+        encode_op(req, &key[..n], out);
     }
 
     fn encode_named(&mut self, req: &Request, key: &[u8], out: &mut Vec<u8>) {
@@ -286,7 +274,7 @@ impl Codec for RedisCodec {
     }
 
     fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
-        encode_mget(keys, out);
+        encode_mget(&self.keys, keys, out);
     }
 
     fn decode_batch(
@@ -303,12 +291,12 @@ impl Codec for RedisCodec {
 // of N values in the order asked, a null for each key not found.
 
 /// Appends `MGET` of `keys` as one RESP array.
-fn encode_mget(keys: &[u64], out: &mut Vec<u8>) {
+fn encode_mget(format: &KeyFormat, keys: &[u64], out: &mut Vec<u8>) {
     out.push(b'*');
     decimal::push(out, keys.len() as u64 + 1);
     out.extend_from_slice(b"\r\n$4\r\nMGET\r\n");
     for &key in keys {
-        push_key(key, out);
+        push_key(format, key, out);
     }
 }
 
@@ -391,7 +379,7 @@ mod tests {
 
     #[test]
     fn writes_encode_and_decode() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         let mut out = Vec::new();
         let req = |op, version| Request {
             op,
@@ -441,7 +429,7 @@ mod tests {
 
     #[test]
     fn mget_encodes_one_array_and_tallies_each_key() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         let mut out = Vec::new();
         c.encode_batch(&[7, 42], &mut out);
         assert_eq!(out, b"*3\r\n$4\r\nMGET\r\n$5\r\nusr:7\r\n$6\r\nusr:42\r\n");
@@ -475,7 +463,7 @@ mod tests {
 
     #[test]
     fn encoders() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         let mut out = Vec::new();
         c.encode(&Request::read(42), &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$6\r\nusr:42\r\n");
@@ -496,13 +484,13 @@ mod tests {
         encode_command(&[b"DBSIZE"], &mut out);
         assert_eq!(out, b"*1\r\n$6\r\nDBSIZE\r\n");
         out.clear();
-        key_into(0, &mut out);
+        KeyFormat::default().write(0, &mut out);
         assert_eq!(out, b"usr:0");
     }
 
     #[test]
     fn hit_miss_error_verify() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         let h = hit(42);
         for verify in [false, true] {
             assert_eq!(
@@ -543,8 +531,8 @@ mod tests {
 
     #[test]
     fn hits_and_misses_allocate_nothing() {
-        testkit::assert_no_alloc(&mut RedisCodec, &hit(42), 42);
-        testkit::assert_no_alloc(&mut RedisCodec, b"$-1\r\n", 42);
+        testkit::assert_no_alloc(&mut RedisCodec::default(), &hit(42), 42);
+        testkit::assert_no_alloc(&mut RedisCodec::default(), b"$-1\r\n", 42);
     }
 
     #[test]
@@ -571,7 +559,7 @@ mod tests {
 
     #[test]
     fn garbage_is_fatal() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         for bad in [
             &b"HTTP/1.1 200 OK\r\n"[..],
             b"VALUE usr:1 0 1\r\n",
@@ -616,7 +604,7 @@ mod tests {
 
     #[test]
     fn bulk_length_bounded_by_max_frame() {
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         // "$1048564\r\n" + data + "\r\n" == MAX_FRAME: the largest bulk that fits.
         let header = format!("${}\r\n", MAX_FRAME - 12);
         assert_eq!(header.len(), 10);
@@ -650,13 +638,13 @@ mod tests {
             Ok(Outcome::Miss),
             Ok(Outcome::Hit),
         ];
-        let mut c = RedisCodec;
+        let mut c = RedisCodec::default();
         for len in 0..first {
             assert_eq!(dec(&mut c, &stream[..len], 1, true).unwrap(), None, "{len}");
         }
         for cut in 0..=stream.len() {
             assert_eq!(
-                decode_split(RedisCodec, &stream, cut, &keys),
+                decode_split(RedisCodec::default(), &stream, cut, &keys),
                 whole,
                 "cut at {cut}"
             );
@@ -681,13 +669,13 @@ mod tests {
     proptest! {
         #[test]
         fn random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..300), key in 0u64..100, verify: bool) {
-            codec_contract(&mut RedisCodec, &buf, key, verify);
+            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
             let _ = parse_reply(&buf);
         }
 
         #[test]
         fn token_soup_never_panics(buf in testkit::soup(SOUP, 30), key in 40u64..45, verify: bool) {
-            codec_contract(&mut RedisCodec, &buf, key, verify);
+            codec_contract(&mut RedisCodec::default(), &buf, key, verify);
         }
 
         #[test]

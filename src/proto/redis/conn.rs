@@ -25,11 +25,23 @@ impl RedisTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other): the
     /// socket form's (`redis+unix:///path?db=N&user=U&pass=P`), which `redis://` refuses, and
     /// `rediss://`'s TLS files (`cacert`, `cert`, `key`: redis-cli's names).
-    pub const OPTIONS: &'static [&'static str] = &["db", "user", "pass", "cacert", "cert", "key"];
+    pub const OPTIONS: &'static [&'static str] = &[
+        "db",
+        "user",
+        "pass",
+        "cacert",
+        "cert",
+        "key",
+        crate::key_format::KEY_FORMAT,
+    ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
+        let mut login = Login::new(url, plan.timeouts().connect)?;
+        if let Some(f) = &plan.key_format {
+            login.keys = f.clone();
+        }
         Ok(RedisTarget {
-            login: Login::new(url, plan.timeouts().connect)?,
+            login,
             mix: plan.mix.clone(),
             verify: plan.verify,
             batch: plan.batch,
@@ -54,7 +66,7 @@ impl Target for RedisTarget {
     }
 
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
-        super::codec::key_into(id, out)
+        self.login.keys.write(id, out)
     }
 
     fn endpoint(&self) -> &Endpoint {

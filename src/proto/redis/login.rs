@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::key_format::{KeyFormat, KEY_FORMAT};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::Codec;
 use crate::proto::pipelined::StreamConn;
@@ -28,6 +29,8 @@ pub struct Login {
     step: Duration,
     /// `rediss://`: TLS from the first byte.
     pub tls: Option<TlsClient>,
+    /// How keys name ids (`usr:%d`; the URL's `?key-format=`, or `--key-format`).
+    pub keys: KeyFormat,
 }
 
 /// A reply, owned, for the handshake and the stats readers (not the hot path).
@@ -102,7 +105,12 @@ impl Login {
                 url.redacted()
             )));
         }
+        let keys = match url.param(KEY_FORMAT) {
+            Some(f) => KeyFormat::parse(f)?,
+            None => KeyFormat::default(),
+        };
         Ok(Login {
+            keys,
             addr: endpoint.to_string(),
             endpoint,
             db_in: if socket {
@@ -127,7 +135,9 @@ impl Login {
             &self.endpoint,
             self.step,
             self.tls.as_ref(),
-            RedisCodec,
+            RedisCodec {
+                keys: self.keys.clone(),
+            },
             verify,
         )
         .await?;

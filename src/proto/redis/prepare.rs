@@ -7,7 +7,7 @@ use crate::error::SetupError;
 use std::time::Duration;
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::redis::codec::{encode_command, key_into, parse_reply, shown, Resp};
+use crate::proto::redis::codec::{encode_command, parse_reply, shown, Resp};
 use crate::proto::redis::login::{Answer, Login};
 use crate::proto::target::Conn;
 use crate::url::TargetUrl;
@@ -30,7 +30,7 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
         let mut sets = 0usize;
         while id <= keys.1 && batch.len() < BATCH {
             key.clear();
-            key_into(id, &mut key);
+            login.keys.write(id, &mut key);
             value.clear();
             crate::dataset::write_tsv(&mut value, id);
             encode_command(&[b"SET", &key, &value], &mut batch);
@@ -49,7 +49,7 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
         Ok(Outcome::Hit) => {}
         Ok(Outcome::Miss) => {
             return Err(SetupError(format!(
-                "{}: usr:{} is missing after SET: is maxmemory too small?",
+                "{}: the key of id {} is missing after SET: is maxmemory too small?",
                 login.addr, keys.1
             )))
         }

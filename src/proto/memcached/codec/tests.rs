@@ -119,7 +119,10 @@ fn keys_and_prefixes() {
     assert!(McCodec::new(vec![b'x'; 231]).is_err());
     assert!(McCodec::new(vec![b'x'; 230]).is_ok());
     assert!(McCodec::new("p\r").is_err());
-    assert_eq!(McCodec::default().prefix, b"usr:");
+    assert_eq!(
+        McCodec::default().keys,
+        crate::key_format::KeyFormat::default()
+    );
     let c = McCodec::default();
     assert!(c.key_matches(b"usr:0", 0));
     assert!(!c.key_matches(b"usr:01", 1));
