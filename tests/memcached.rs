@@ -223,9 +223,9 @@ fn mc_has(addr: &str, key: &str) -> bool {
 
 /// A pool `memcache://h:p,h:p+1,h:p+2`: `prepare` puts each key on its ketama owner and on no
 /// other member (the ring is checked against libmemcached's own placement in its unit tests);
-/// a run over a pool, not routed yet, is refused with one line and exit 2.
+/// a run sends each get to its key's owner.
 #[test]
-fn prepare_puts_each_key_of_a_pool_on_its_ketama_owner() {
+fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
@@ -253,13 +253,39 @@ fn prepare_puts_each_key_of_a_pool_on_its_ketama_owner() {
         per[owner] += 1;
     }
     assert!(per.iter().all(|&n| n > 100), "keys per server {per:?}");
-    let out = run(&["run", &pool, "-n", "10"]);
+    // A run routes each get to its key's owner: every key was loaded on its owner only, so a
+    // get sent anywhere else would miss; the members' own counters sum to the run's gets.
+    let gets = || -> Vec<u64> {
+        addrs
+            .iter()
+            .map(|a| memcached_stat(&format!("memcache://{a}"), "cmd_get"))
+            .collect()
+    };
+    let before = gets();
+    let (code, doc, err) = run_json(&[
+        &pool, "-n", "6000", "-c", "4", "--keys", "1-600", "--verify",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(
+        (u(r, "hits"), u(r, "error_total")),
+        (6000, 0),
+        "{}",
+        r["error_samples"]
+    );
+    let moved: Vec<u64> = gets().iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(moved.iter().sum::<u64>(), 6000, "{moved:?}");
+    assert!(moved.iter().all(|&n| n > 1000), "gets per server {moved:?}");
+    assert_eq!(
+        r["server_observed"]["matches"], true,
+        "{}",
+        r["server_observed"]
+    );
+    // Replies from several servers are taken in order: one request in flight per connection.
+    let out = run(&["run", &pool, "-n", "10", "-p", "8"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("pool") && err.trim().lines().count() == 1,
-        "{err}"
-    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     for (_, p) in &members[1..] {
         servers(&["down", &format!("memcached_{p}")]);
     }

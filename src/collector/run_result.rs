@@ -2,6 +2,8 @@
 //! CPU beside loadgen's, built once every worker has stopped.
 
 use super::*;
+use crate::proto::target::MemberCount;
+use crate::result::MemberObserved;
 
 impl Collector<'_> {
     /// The run's result, once every worker has stopped: `wall_ns` is when they had,
@@ -241,6 +243,7 @@ fn observed(
         before: None,
         after: None,
         shared: false,
+        members: Vec::new(),
     }
 }
 
@@ -271,15 +274,18 @@ fn server_observed(
             before: None,
             after: None,
             shared,
+            members: Vec::new(),
         });
     }
     match (before, after) {
         (Ok(Some(b)), Ok(Some(a))) => {
             let delta = a.value.saturating_sub(b.value);
+            let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
+            let members = members_observed(&b.members, &a.members, unsure);
             let mut o = observed(a.source, delta, &totals.counts, &totals.warm, "lookup");
+            o.members = members;
             (o.before, o.after) = (Some(b.value), Some(a.value));
             if shared {
-                let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
                 o.shared = true;
                 o.matches = delta + unsure >= expected;
                 o.note = Some(if o.matches {
@@ -303,8 +309,32 @@ fn server_observed(
             after: None,
             shared,
             not_comparable: false,
+            members: Vec::new(),
         }),
     }
+}
+
+/// Each server of a pool: its counter's change against what loadgen routed to it; `unsure`
+/// requests (errors other than connect failures) may or may not have reached one.
+fn members_observed(
+    before: &[MemberCount],
+    after: &[MemberCount],
+    unsure: u64,
+) -> Vec<MemberObserved> {
+    after
+        .iter()
+        .zip(before)
+        .map(|(a, b)| {
+            let delta = a.value.saturating_sub(b.value);
+            let expected = a.sent.saturating_sub(b.sent);
+            MemberObserved {
+                server: a.server.clone(),
+                delta,
+                expected,
+                matches: delta <= expected && delta + unsure >= expected,
+            }
+        })
+        .collect()
 }
 
 fn round1(x: f64) -> f64 {

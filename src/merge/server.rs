@@ -110,6 +110,7 @@ pub(super) fn merge_observed(
         after: None,
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
+        members: Vec::new(),
     })
 }
 
@@ -153,6 +154,7 @@ pub(super) fn sum_observed(
         after: None,
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
+        members: Vec::new(),
     })
 }
 

@@ -19,6 +19,17 @@ pub struct ServerCount {
     /// pid and start time, Redis's run_id); None where it is not read. Two reads with
     /// different epochs cannot be subtracted.
     pub epoch: Option<String>,
+    /// Each server of a pool: its own count, and the requests loadgen sent it so far.
+    pub members: Vec<MemberCount>,
+}
+
+/// One server of a pool as `ServerCount` reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberCount {
+    pub server: String,
+    pub value: u64,
+    /// Requests loadgen routed to this server, from the target's start (warm-up included).
+    pub sent: u64,
 }
 
 impl ServerCount {
@@ -40,6 +51,7 @@ impl ServerCount {
             source: source.into(),
             ops: Vec::new(),
             epoch: None,
+            members: Vec::new(),
         }
     }
 }

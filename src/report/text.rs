@@ -498,6 +498,20 @@ fn server_line(out: &mut String, so: &crate::result::ServerObserved) {
             );
         }
     }
+    for m in &so.members {
+        let _ = writeln!(
+            out,
+            "  {:<24} {} (loadgen sent {}){}",
+            m.server,
+            thousands(m.delta),
+            thousands(m.expected),
+            if m.matches {
+                ", matches"
+            } else {
+                "  WARNING: counts differ"
+            }
+        );
+    }
 }
 
 /// The error kinds that happened, with their counts: ` (duplicate 3, timeout 1)`, or nothing.

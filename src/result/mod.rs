@@ -17,7 +17,8 @@ pub use file::{Machine, ResultFile, Settings, TraceSettings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
 pub use percentiles::Percentiles;
 pub use run::{
-    ClientCpu, KeysResult, OpResult, RateResult, RunResult, ServerCpu, ServerObserved, TlsUsed,
+    ClientCpu, KeysResult, MemberObserved, OpResult, RateResult, RunResult, ServerCpu,
+    ServerObserved, TlsUsed,
 };
 pub use slo::{SloResult, SloStep};
 pub use sweep::{SweepResult, SweepStep};

@@ -261,6 +261,19 @@ pub struct ServerObserved {
     /// count of this run, and `note` says what changed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_comparable: bool,
+    /// A pool's servers, each its own count against what loadgen sent it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberObserved>,
+}
+
+/// One server of a pool: the change of its own counter over the run against the requests
+/// loadgen routed to it (warm-up included).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemberObserved {
+    pub server: String,
+    pub delta: u64,
+    pub expected: u64,
+    pub matches: bool,
 }
 
 /// The keys of a run's multi-gets (`--batch N`): each request reads N keys, found or not.

@@ -272,6 +272,7 @@ impl Target for HsTarget {
             value: reads + writes,
             source: "global status Handler_read_key, Handler_write".into(),
             ops,
+            members: Vec::new(),
         }))
     }
 }

@@ -147,6 +147,7 @@ impl Target for HttpTarget {
                 value: ops.iter().sum(),
                 source: "embedded server requests".into(),
                 ops,
+                members: Vec::new(),
             }
         }))
     }

@@ -7,6 +7,8 @@
 //! client, not memcached. The text protocol is small, so the codec is ours (`codec.rs`),
 //! driven by the same pipelined connection as HandlerSocket and HTTP.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::key_format::{key_format, KeyFormat, KEY_FORMAT};
@@ -14,13 +16,22 @@ use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
+use crate::proto::memcached::ketama::Ring;
+use crate::proto::memcached::pool_conn::McConn;
 use crate::proto::pipelined::StreamConn;
-use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
 pub struct McTarget {
+    /// The first server (a pool's first member), for messages and its process's CPU.
     endpoint: Endpoint,
+    /// Every server, in the pool's order (one without a pool).
+    members: Vec<Endpoint>,
+    /// A pool's ketama ring.
+    ring: Option<Arc<Ring>>,
+    /// Requests routed to each server of a pool (empty without one), for its own count.
+    routed: Arc<[AtomicU64]>,
     mix: Mix,
     keys: KeyFormat,
     verify: bool,
@@ -48,8 +59,13 @@ impl McTarget {
                 KeyFormat::prefix(prefix)
             }
         };
+        let (members, ring) = super::members(url)?;
+        let pooled = if ring.is_some() { members.len() } else { 0 };
         Ok(McTarget {
-            endpoint: super::endpoint(url)?,
+            routed: (0..pooled).map(|_| AtomicU64::new(0)).collect(),
+            endpoint: members[0].clone(),
+            members,
+            ring: ring.map(Arc::new),
             keys,
             mix: plan.mix.clone(),
             verify: plan.verify,
@@ -116,8 +132,34 @@ pub async fn counts(ep: &Endpoint, connect_timeout: Duration) -> Result<McCounts
     })
 }
 
+/// The counts of every server summed (a pool's), each server's process in the epoch; and each
+/// server's gets+sets+deletes.
+async fn pool_counts(
+    members: &[Endpoint],
+    timeout: Duration,
+) -> Result<(McCounts, Vec<u64>), SetupError> {
+    let mut sum: Option<McCounts> = None;
+    let mut each = Vec::with_capacity(members.len());
+    for ep in members {
+        let c = counts(ep, timeout)
+            .await
+            .map_err(|e| format!("{ep}: {}", e.message))?;
+        each.push(c.gets + c.sets + c.deletes);
+        sum = Some(match sum {
+            None => c,
+            Some(s) => McCounts {
+                gets: s.gets + c.gets,
+                sets: s.sets + c.sets,
+                deletes: s.deletes + c.deletes,
+                epoch: format!("{}; {}", s.epoch, c.epoch),
+            },
+        });
+    }
+    Ok((sum.expect("a target has a server"), each))
+}
+
 impl Target for McTarget {
-    type Conn = StreamConn<McCodec>;
+    type Conn = McConn;
 
     fn kind(&self) -> &'static str {
         "memcache"
@@ -135,41 +177,65 @@ impl Target for McTarget {
         &self.endpoint
     }
 
+    /// A connection to each server of a pool.
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        StreamConn::connect(
-            &self.endpoint,
-            self.connect_timeout,
-            None,
-            self.codec(),
-            self.verify,
-        )
-        .await
+        let mut conns = Vec::with_capacity(self.members.len());
+        for ep in &self.members {
+            let c = StreamConn::connect(ep, self.connect_timeout, None, self.codec(), self.verify);
+            conns.push(c.await?);
+        }
+        let pool = self.ring.clone().map(|r| (r, self.routed.clone()));
+        Ok(McConn::new(conns, pool, self.keys.clone()))
     }
 
     const MAX_PIPELINE: usize = usize::MAX;
+
+    /// On a pool the replies come from several servers and are taken in order: one request in
+    /// flight per connection, so none waits behind another server's reply.
+    fn max_pipeline(&self) -> usize {
+        match self.ring {
+            Some(_) => 1,
+            None => Self::MAX_PIPELINE,
+        }
+    }
 
     fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
         Ok(())
     }
 
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
+    fn batch(&self, n: usize) -> Result<(), SetupError> {
+        match (n > 1, &self.ring) {
+            (true, Some(_)) => Err(SetupError(
+                "--batch on a memcached pool: a multi-get's keys live on several servers, which is not built yet; run --batch against one server".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Reads are get_hits + get_misses; with a writing mix, deletes are delete_hits +
     /// delete_misses and the storage ops share cmd_set: it is the count of the one of update,
     /// insert and upsert in the mix, or of none of them when the mix has several.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
-        let c = counts(&self.endpoint, self.connect_timeout)
-            .await
-            .map_err(|e| format!("{}: {}", self.endpoint, e.message))?;
+        let (c, each) = pool_counts(&self.members, self.connect_timeout).await?;
+        // A pool's servers one by one: each one's requests against what was routed to it.
+        let members: Vec<MemberCount> = self
+            .routed
+            .iter()
+            .zip(each)
+            .zip(&self.members)
+            .map(|((sent, value), ep)| MemberCount {
+                server: ep.to_string(),
+                value,
+                sent: sent.load(Ordering::Relaxed),
+            })
+            .collect();
         if self.batch > 1 {
             // get_hits+get_misses counts keys, not requests: the run checks requests.
             return Ok(None);
         }
         if self.mix.read_only() {
             let mut r = ServerCount::reads(c.gets, "memcached get_hits+get_misses");
-            r.epoch = Some(c.epoch);
+            (r.epoch, r.members) = (Some(c.epoch), members);
             return Ok(Some(r));
         }
         let stores = [Op::Update, Op::Insert, Op::Upsert];
@@ -185,6 +251,7 @@ impl Target for McTarget {
             value: c.gets + c.sets + c.deletes,
             source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
             ops,
+            members,
         }))
     }
 }

@@ -3,6 +3,7 @@
 pub mod codec;
 pub mod conn;
 pub mod ketama;
+pub mod pool_conn;
 pub mod prepare;
 pub mod prune;
 
@@ -52,13 +53,25 @@ pub fn pool(url: &TargetUrl) -> Result<Option<Vec<(String, u16)>>, ConnectError>
     Ok(Some(servers))
 }
 
+/// Where a run connects: the one server, or each server of a pool with its ketama ring.
+pub fn members(url: &TargetUrl) -> Result<(Vec<Endpoint>, Option<ketama::Ring>), ConnectError> {
+    let Some(servers) = pool(url)? else {
+        return Ok((vec![endpoint(url)?], None));
+    };
+    let eps = servers
+        .iter()
+        .map(|(h, p)| Endpoint::tcp(h, *p, &url.redacted(), None))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((eps, Some(ketama::Ring::new(&servers))))
+}
+
 /// `memcache://host:port`, or `memcache:///path/to/memcached.sock`. One socket form only: a
 /// percent-encoded host (`memcache://%2Frun%2Fmc.sock`) is refused with this one as the fix.
+/// A pool has no one endpoint (`members`).
 pub fn endpoint(url: &TargetUrl) -> Result<Endpoint, ConnectError> {
     if pool(url)?.is_some() {
-        // Routing a run over a pool is not built yet; refuse rather than load one member only.
         return Err(ConnectError(
-            "a pool of memcached servers is taken by `prepare` only so far: run against one server"
+            "a pool of memcached servers has an endpoint per server: connect each (`members`)"
                 .into(),
         ));
     }

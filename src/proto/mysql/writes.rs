@@ -180,6 +180,7 @@ pub fn server_count(
         value,
         source: format!("global status {}", names.join(", ")),
         ops,
+        members: Vec::new(),
     }
 }
 

@@ -67,6 +67,7 @@ impl PgCounter {
                     ops: Vec::new(),
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
+                    members: Vec::new(),
                 })
                 .map_err(|e| explain(&e, "counter query").into()),
             Ok(Source::Unavailable(why)) => Err(SetupError(format!("{label}: {why}"))),
@@ -223,6 +224,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         ops: Vec::new(),
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),
+        members: Vec::new(),
     })
     .map_err(|e| explain(&e, "counter query").into())
 }

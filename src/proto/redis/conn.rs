@@ -131,6 +131,7 @@ impl Target for RedisTarget {
             value: get + set + setnx + del,
             source: "INFO commandstats calls of get, set, setnx, del".into(),
             ops,
+            members: Vec::new(),
         }))
     }
 }
