@@ -51,7 +51,7 @@ for s in "${SECTIONS[@]}"; do
     mysql | hs) servers+=(mariadb) ;;
     memcache | soak) servers+=(memcached) ;;
     redis) servers+=(redis) ;;
-    mget) servers+=(memcached redis) ;;
+    mget) servers+=(memcached redis postgres mariadb) ;;
     unix) servers+=(postgres mariadb) ;;
     writes) servers+=(postgres mariadb memcached) ;;
   esac
@@ -79,11 +79,19 @@ N=0 # run counter: unique file names
 
 # timed OUT -- CMD...: stdout to OUT, stderr to OUT.err, "user sys maxrss" to OUT.time.
 # Never fails: a client that fails shows up as "fail" in its table, with its last stderr line.
+# With SERVER_PID set (each section sets its server's), OUT.srv gets the CPU seconds that
+# server's process tree spent meanwhile: how a client's requests arrive changes what each one
+# costs the server, so tables show it per lookup next to the client's.
 timed() {
-  local out=$1
+  local out=$1 s0
   shift 2
+  s0=$(server_cpu)
   /usr/bin/time -f '%U %S %M' -o "$out.time" "$@" >"$out" 2>"$out.err" </dev/null || true
+  [[ -z $s0 ]] || echo "$s0 $(server_cpu)" >"$out.srv"
 }
+server_cpu() { [[ -z ${SERVER_PID:-} ]] || $LIB srvcpu "$SERVER_PID" || true; }
+# uses NAME: the section's server, whose CPU per lookup the tables show.
+uses() { SERVER_PID=$(scripts/servers.sh pid "$1" 2>/dev/null) || SERVER_PID=""; }
 
 # lg TSV CELLS ROLE PAIR URL ARGS...: one loadgen run (URL "" = embedded server).
 lg() {
@@ -144,6 +152,7 @@ rotate() {
 
 # ---------------------------------------------------------------- sections
 bench_pg() {
+  uses postgres
   have pgbench || { skip "pg" "pgbench not installed"; return; }
   local tsv=$WORK/pg.tsv c p wire="" url=$LOADGEN_PG_URL
   # Plain TCP on both sides, as before TLS: the server has ssl=on, and libpq's default (prefer)
@@ -174,6 +183,7 @@ bench_pg() {
 }
 
 bench_mysql() {
+  uses mariadb
   have sysbench || { skip "mysql" "sysbench not installed"; return; }
   # Plain TCP, as sysbench connects (--mysql-ssl=off): the server has TLS, and loadgen's
   # default (PREFERRED, as the mysql client) would take it.
@@ -190,6 +200,7 @@ bench_mysql() {
 }
 
 bench_hs() {
+  uses mariadb
   local tsv=$WORK/hs.tsv cfg p
   for cfg in "2 1" "2 16" "16 1"; do
     set -- $cfg
@@ -203,20 +214,24 @@ bench_hs() {
 }
 
 bench_memcache() {
+  uses memcached
   have memcaslap || { skip "memcache" "memcaslap (libmemcached-tools) not installed"; return; }
   local tsv=$WORK/mc.tsv c p
   for c in 4 16 64; do
     for ((p = 1; p <= PAIRS; p++)); do
-      rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MC_URL' -c $c -t 2" "memas $tsv $c $p $c"
+      # memaslap reads its own C x 1000 keys (-w 1k): loadgen reads as many, so both have the
+      # same working set in the server's caches (over 1,000,000 keys every get misses them).
+      rotate "$p" "lg $tsv $c lg $p '$LOADGEN_MC_URL' -c $c -t 2 --keys 1-$((c * 1000))" "memas $tsv $c $p $c"
     done
   done
-  $LIB pairs "$tsv" "memcache: loadgen -t 2 vs memaslap -T 2, gets (memaslap: gets/s = cmd_get / run time, its C x 1000 preload sets not counted as lookups; CPU over all its ops; p99 = log2 bucket upper bound)" loadgen memaslap
+  $LIB pairs "$tsv" "memcache: loadgen -t 2 --keys 1-C000 vs memaslap -T 2 -w 1k, gets of the same C x 1000 keys (memaslap: gets/s = cmd_get / run time, its C x 1000 preload sets not counted as lookups; CPU over all its ops; p99 = log2 bucket upper bound)" loadgen memaslap
 }
 
 # redis-benchmark asks for usr:<id zero-padded to 12 digits> (its __rand_int__) and runs a
 # number of requests, not a time: the same rows are stored under its key names in database
 # RB_DB (dropped afterwards), and its -n is set from a short calibration run to last SECS.
 bench_redis() {
+  uses redis
   have redis-benchmark || { skip "redis" "redis-benchmark (redis-tools) not installed"; return; }
   local tsv=$WORK/redis.tsv cfg p n rps cli=(redis-cli -h 127.0.0.1 -p "$LOADGEN_REDIS_PORT" --user loadgen --no-auth-warning)
   RB_DB=15
@@ -243,26 +258,31 @@ bench_redis() {
 # Redis MGET), and memcached against memaslap --division N (its multi-get) in alternating pairs.
 # Keys/s: loadgen's keys.keys_per_s (qps at N = 1), memaslap's cmd_get (one per key) / run time.
 bench_mget() {
+  SERVER_PID=""
   local tsv=$WORK/mget.tsv all=$WORK/mget-all.tsv n p
   for n in 1 10 100; do
     for ((p = 1; p <= PAIRS; p++)); do
-      rotate "$p" "lg $all 'redis N=$n' lg $p '$LOADGEN_REDIS_URL' -c 16 -t 2 --batch $n"
+      rotate "$p" "lg $all 'redis N=$n' lg $p '$LOADGEN_REDIS_URL' -c 16 -t 2 --batch $n" \
+        "lg $all 'hs N=$n' lg $p '$LOADGEN_HS_URL' -c 16 -t 2 --batch $n" \
+        "lg $all 'pg N=$n' lg $p '$LOADGEN_PG_URL' -c 16 -t 2 --batch $n"
+      # memaslap reads its own 16 x 1,000 keys: loadgen reads as many.
       if have memcaslap; then
-        rotate "$p" "lg $tsv 'N=$n' lg $p '$LOADGEN_MC_URL' -c 16 -t 2 --batch $n" \
+        rotate "$p" "lg $tsv 'N=$n' lg $p '$LOADGEN_MC_URL' -c 16 -t 2 --keys 1-16000 --batch $n" \
           "MEMAS_DIV=$n memas $tsv 'N=$n' $p 16"
       else
-        lg "$tsv" "N=$n" lg "$p" "$LOADGEN_MC_URL" -c 16 -t 2 --batch "$n"
+        lg "$tsv" "N=$n" lg "$p" "$LOADGEN_MC_URL" -c 16 -t 2 --keys 1-16000 --batch "$n"
       fi
     done
   done
   $LIB pairs "$tsv" "multi-get: memcached keys/s, loadgen --batch N -c 16 -t 2 vs memaslap --division N -c 16 -T 2 (qps columns are keys/s; p99 is per request for loadgen, per get for memaslap; CPU ms per 1k keys)" \
     loadgen memaslap "median ratio >= 1.0 at every N" "keys/req"
-  $LIB solo "$all" "multi-get: Redis MGET keys/s, loadgen --batch N -c 16 -t 2 (qps column is keys/s; p99 per request)" cells
+  $LIB solo "$all" "multi-get: keys/s of Redis MGET, HandlerSocket IN and PostgreSQL = ANY(\$1), loadgen --batch N -c 16 -t 2 over 1,000,000 keys (qps column is keys/s; p99 per request)" cells
 }
 
 # Unix sockets at 16 connections: loadgen over each SQL server's socket vs over TCP, per driver
 # (ratio = socket/TCP), then loadgen vs pgbench over the same PostgreSQL socket.
 bench_unix() {
+  SERVER_PID=""
   [[ -n ${LOADGEN_PG_SOCKET_URL:-} && -n ${LOADGEN_MY_SOCKET_URL:-} ]] ||
     { skip "unix" "scripts/servers.sh env names no sockets (LOADGEN_PG_SOCKET_URL, LOADGEN_MY_SOCKET_URL)"; return; }
   local tsv=$WORK/unix.tsv peer=$WORK/unix-pgbench.tsv p d
@@ -293,6 +313,7 @@ bench_unix() {
 # PGSSLMODE), 16 connections: loadgen vs pgbench, then loadgen over TLS vs plain (sslmode=disable)
 # on the same server and driver, whose CPU columns give TLS's client cost per lookup.
 bench_tls() {
+  uses postgres
   have pgbench || { skip "tls" "pgbench not installed"; return; }
   local peer=$WORK/tls-pgbench.tsv tsv=$WORK/tls.tsv p d url=$LOADGEN_PG_URL
   for ((p = 1; p <= PAIRS; p++)); do
@@ -313,6 +334,7 @@ bench_tls() {
 }
 
 bench_embedded() {
+  SERVER_PID=""
   local tsv=$WORK/emb.tsv c p
   for c in 4 16 64; do
     for ((p = 1; p <= PAIRS; p++)); do lg "$tsv" "$c" lg "$p" "" -c "$c"; done
@@ -321,6 +343,7 @@ bench_embedded() {
 }
 
 bench_rss() {
+  uses postgres
   local tsv=$WORK/rss.tsv c p
   for c in 16 256 1000; do
     for ((p = 1; p <= PAIRS; p++)); do
@@ -334,6 +357,7 @@ bench_rss() {
 # Bounded memory over a long run: 256 connections x 4 in flight at a paced 20,000/s (timers,
 # pacer, reconnect-free steady state) with the metrics endpoint on, RSS sampled every 10 s.
 bench_soak() {
+  SERVER_PID=""
   local secs=${BENCH_SOAK_SECONDS:-600} out=$WORK/soak pid t=0 port
   [[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SOAK_SECONDS: a positive integer" >&2; exit 2; }
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -364,6 +388,7 @@ my_root() { env -u MYSQL_PWD mariadb --no-defaults -S "$LOADGEN_MY_SOCKET" -u ro
 can_write() { "$LOADGEN_BIN" run "$1" --mix insert=100 -n 1 -q -o - >"$WORK/can-write" 2>&1 || return 1; }
 
 bench_writes() {
+  SERVER_PID=""
   local -x PGSSLMODE=disable # plain TCP on both sides, as the pg section
   local part
   for part in ${BENCH_WRITES:-pg_update memcache mysql_insert seed}; do

@@ -208,6 +208,14 @@ fn memcached_multi_get_counts_keys_apart() {
     // About half the range is past the data set: both kinds are there.
     assert!(hits > 5000 && misses > 5000, "hits {hits} misses {misses}");
     assert_eq!(doc["settings"]["batch"], 10);
+    // loadgen's own comparison counts keys too: 10 per request.
+    let so = &r["server_observed"];
+    assert_eq!(
+        (u(so, "delta"), u(so, "expected")),
+        (20_000, 20_000),
+        "{so}"
+    );
+    assert_eq!(so["matches"], true, "{so}");
     assert_schema_valid(&doc);
 }
 

@@ -317,3 +317,27 @@ fn hs_without_mysql_says_why_there_is_no_server_count() {
     assert!(so["note"].as_str().unwrap().contains("?mysql=URL"), "{so}");
     assert_schema_valid(&doc);
 }
+
+/// `--batch 10` on HandlerSocket: one find with an IN list of 10 keys per request, half of the
+/// range past the data set. MariaDB reads the index once per key: its Handler_read_key, read
+/// here, moves by the 20,000 keys, and `--verify` checks every row of every reply.
+#[test]
+fn hs_multi_get_reads_the_index_once_per_key() {
+    let Some(url) = hs_url() else { return };
+    let seen = OwnCount::before("global status Handler_read_key", &url);
+    let (code, doc, err) = multi_get_run(&url, "2000", "4");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 2000, "{r}");
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(u(r, "keys.keys"), 20_000, "{r}");
+    let (hits, misses) = (u(r, "keys.hits"), u(r, "keys.misses"));
+    assert!(hits > 5000 && misses > 5000, "hits {hits} misses {misses}");
+    let d = seen.delta();
+    assert_eq!(d, 20_000, "MariaDB's Handler_read_key moved by {d}");
+    let so = &r["server_observed"];
+    assert_eq!(u(so, "delta"), 20_000, "{so}");
+    assert_eq!(u(so, "expected"), 20_000, "{so}");
+    assert_eq!(so["matches"], true, "{so}");
+    assert_schema_valid(&doc);
+}

@@ -458,3 +458,76 @@ fn reconnect_every_opens_a_session_per_n_requests() {
     );
     assert_schema_valid(&doc);
 }
+
+/// `--batch 10` on the wire driver: one `user_id = ANY($1)` per request. PostgreSQL's own
+/// pg_stat_statements, read here, counts a call per request and a row per key found; with
+/// `--dist seq` no request asks for a key twice, so its rows are exactly loadgen's key hits.
+#[test]
+fn multi_get_is_one_any_call_per_request_and_a_row_per_key_hit() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let any = "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id = ANY($1)";
+    let stats = || -> (u64, u64) {
+        let sql = format!(
+            "SELECT coalesce(sum(calls), 0) || ' ' || coalesce(sum(rows), 0) FROM pg_stat_statements WHERE query = '{any}'"
+        );
+        let out = psql(&url, &sql);
+        let (c, r) = out.split_once(' ').unwrap();
+        (c.parse().unwrap(), r.parse().unwrap())
+    };
+    let (calls0, rows0) = stats();
+    let (code, doc, err) = run_json(&[
+        &url,
+        "--batch",
+        "10",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--warmup",
+        "0s",
+        "--keys",
+        "999001-1001000",
+        "--dist",
+        "seq",
+        "--verify",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let (calls, rows) = (stats().0 - calls0, stats().1 - rows0);
+    assert_eq!(u(r, "requests"), 2000, "{r}");
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(u(r, "keys.keys"), 20_000, "{r}");
+    assert_eq!(calls, 2000, "pg_stat_statements calls of the ANY statement");
+    assert_eq!(
+        u(r, "keys.hits"),
+        rows,
+        "PostgreSQL returned {rows} rows: {r}"
+    );
+    assert_eq!(u(r, "keys.misses"), 20_000 - rows, "{r}");
+    // Half the range is past the data set's 1,000,000 rows.
+    assert!(rows > 5000 && rows < 15000, "rows {rows}");
+    let so = &r["server_observed"];
+    assert_eq!(so["source"], "pg_stat_statements.calls", "{so}");
+    assert_eq!(u(so, "delta"), 2000, "{so}");
+    assert_schema_valid(&doc);
+    // The tokio driver and a custom query say in one line that they have no multi-get.
+    for args in [
+        vec![format!("{url}?driver=tokio"), "--batch".into(), "10".into()],
+        vec![
+            url.clone(),
+            "--batch".into(),
+            "10".into(),
+            "--query".into(),
+            "SELECT user_name FROM usr WHERE user_id = $1".into(),
+        ],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&[&["run"], &args[..], &["-n", "10"]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--batch"), "{err}");
+    }
+}

@@ -10,13 +10,16 @@
   benchlib.py pairs TSV TITLE LG_NAME PEER_NAME [GOAL [FIRST_COLUMN]]   loadgen-vs-peer table
   benchlib.py solo TSV TITLE {embedded|rss} [goal text]        single-tool table
   benchlib.py soak RSS_SAMPLES RESULT_JSON TITLE               RSS over a long run
+  benchlib.py srvcpu PID                                       CPU seconds of PID and its live
+      descendants, plus its reaped children (PostgreSQL's postmaster reaps its backends)
   benchlib.py seed TITLE NAME=SWEEP_JSON...                    inserts/s and time per 10,000
       inserts per connection count, per sweep; sweeps in pairs (durable, then not), the second
       of each pair with its ratio to the first
 
-Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us note.
+Record fields: cell role pair qps p99_us cpu_ms_per_1k lookups errors rss_kib worker_us srv_us note.
 CPU is user+sys of the whole client process (GNU time) over every lookup it completed;
-ms per 1,000 lookups is numerically the same as µs per lookup.
+ms per 1,000 lookups is numerically the same as µs per lookup. srv_us is the server's CPU
+per lookup (OUT.srv: `srvcpu` before and after the run; nan without).
 """
 import glob
 import json
@@ -26,7 +29,7 @@ import statistics
 import sys
 
 NAN = float("nan")
-FIELDS = ["cell", "role", "pair", "qps", "p99", "cpu", "lookups", "errors", "rss", "worker", "note"]
+FIELDS = ["cell", "role", "pair", "qps", "p99", "cpu", "lookups", "errors", "rss", "worker", "srv", "note"]
 
 
 def read(path):
@@ -48,6 +51,28 @@ def pct(values, q):
         return NAN
     values = sorted(values)
     return values[max(0, math.ceil(q * len(values)) - 1)]
+
+
+def srvcpu(pid):
+    """utime+stime of PID and every live descendant, plus PID's reaped children, in seconds."""
+    tick = float(__import__("os").sysconf("SC_CLK_TCK"))
+    procs = {}
+    for d in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            f = read(d).rsplit(")", 1)[1].split()
+            procs[int(d.split("/")[2])] = (int(f[1]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14]))
+        except (IndexError, ValueError):
+            pass  # exited while being read
+    if pid not in procs:
+        sys.exit(1)
+    total, todo = procs[pid][1] + procs[pid][2], [pid]
+    while todo:
+        parent = todo.pop()
+        for child, (ppid, own, _) in procs.items():
+            if ppid == parent:
+                total += own
+                todo.append(child)
+    print(f"{total / tick:.2f}")
 
 
 def parse_loadgen(out, err):
@@ -144,21 +169,23 @@ def record(args):
         else:
             qps, p99, lookups, errors, worker, note = parse_memaslap(out, err, kind == "memaslap-mix")
         cpu = (user + sys_) * 1e6 / lookups if lookups else NAN  # µs per lookup = ms per 1k
+        s0, s1 = (list(map(float, read(out_path + ".srv").split())) or [NAN, NAN])[:2]
+        srv = (s1 - s0) * 1e6 / lookups if lookups else NAN
     except Exception:  # a failed run: keep the reason, show "fail" in the table
-        qps = p99 = cpu = worker = NAN
+        qps = p99 = cpu = worker = srv = NAN
         lookups, errors, rss = 0, -1, 0
         note = "fail: " + last_line(err or out)
     with open(tsv, "a") as f:
         for cell in cells.split(","):
             f.write("\t".join(str(v) for v in
-                              [cell, role, pair, qps, p99, cpu, lookups, errors, rss, worker, note]) + "\n")
+                              [cell, role, pair, qps, p99, cpu, lookups, errors, rss, worker, srv, note]) + "\n")
 
 
 def load(tsv):
     rows = []
     for line in read(tsv).splitlines():
         r = dict(zip(FIELDS, line.split("\t")))
-        for k in ("qps", "p99", "cpu", "worker"):
+        for k in ("qps", "p99", "cpu", "worker", "srv"):
             r[k] = float(r[k])
         for k in ("pair", "lookups", "errors", "rss"):
             r[k] = int(r[k])
@@ -201,11 +228,13 @@ def problems(rows):
 def pairs_table(tsv, title, lg_name, peer_name, goal="", first="conns"):
     rows = load(tsv)
     cells = list(dict.fromkeys(r["cell"] for r in rows))
+    server = any(not math.isnan(r["srv"]) for r in rows)
     lines = []
     for cell in cells:
         lg = {r["pair"]: r for r in rows if r["cell"] == cell and r["role"] == "lg"}
         peer = {r["pair"]: r for r in rows if r["cell"] == cell and r["role"] == "peer"}
         ratios = [lg[p]["qps"] / peer[p]["qps"] for p in lg if p in peer and peer[p]["qps"] > 0]
+        srv_ratios = [lg[p]["srv"] / peer[p]["srv"] for p in lg if p in peer and peer[p]["srv"] > 0]
         pnote = next((r["note"] for r in peer.values() if r["note"] == "<="), "")
         lines.append([cell,
                       fmt(med([r["qps"] for r in lg.values()])),
@@ -214,9 +243,14 @@ def pairs_table(tsv, title, lg_name, peer_name, goal="", first="conns"):
                       fmt(med([r["p99"] for r in lg.values()])),
                       fmt(med([r["p99"] for r in peer.values()]), prefix=pnote),
                       fmt(med([r["cpu"] for r in lg.values()]), 1),
-                      fmt(med([r["cpu"] for r in peer.values()]), 1)])
+                      fmt(med([r["cpu"] for r in peer.values()]), 1)]
+                     + ([fmt(med([r["srv"] for r in lg.values()]), 1),
+                         fmt(med([r["srv"] for r in peer.values()]), 1),
+                         fmt(med(srv_ratios), 2)] if server else []))
     header = [first, f"{lg_name} qps", f"{peer_name} qps", "ratio", f"{lg_name} p99 µs",
               f"{peer_name} p99 µs", f"{lg_name} CPU ms/1k", f"{peer_name} CPU ms/1k"]
+    if server:
+        header += [f"server µs/op ({lg_name})", f"server µs/op ({peer_name})", "server ratio"]
     show(title, goal, header, lines, problems(rows))
 
 
@@ -302,6 +336,8 @@ if __name__ == "__main__":
         solo_table(*rest)
     elif cmd == "soak":
         soak(*rest)
+    elif cmd == "srvcpu":
+        srvcpu(int(rest[0]))
     elif cmd == "seed":
         seed_table(*rest)
     else:

@@ -157,9 +157,9 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                 (Some(b), Some(a)) => Some(observed(
                     format!("{} ({})", server_source(server), op.name()),
                     a.saturating_sub(b),
-                    c,
-                    &o.warm,
+                    (c, &o.warm),
                     op.name(),
+                    1,
                 )),
                 _ => None,
             };
@@ -215,19 +215,21 @@ fn server_source(server: &ServerCounts) -> String {
 
 /// The server's `delta` against what loadgen sent of `what` (warm-up included). Connect
 /// failures never reached the server; every other error may have, or not.
+/// `per`: what one request adds to the count (the keys of a multi-get where the server counts
+/// keys).
 fn observed(
     source: String,
     delta: u64,
-    counts: &Counts,
-    warm: &Counts,
+    (counts, warm): (&Counts, &Counts),
     what: &str,
+    per: u64,
 ) -> ServerObserved {
     let connect =
         counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
-    let expected = counts.requests() + warm.requests() - connect;
-    let unsure = counts.error_total() + warm.error_total() - connect;
+    let expected = (counts.requests() + warm.requests() - connect) * per;
+    let unsure = (counts.error_total() + warm.error_total() - connect) * per;
     // A request sent again (`--retries`) reached the server once more.
-    let retries = counts.retries + warm.retries;
+    let retries = (counts.retries + warm.retries) * per;
     let ok = delta <= expected + retries && delta + unsure >= expected;
     ServerObserved {
         source,
@@ -282,7 +284,10 @@ fn server_observed(
             let delta = a.value.saturating_sub(b.value);
             let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
             let members = members_observed(&b.members, &a.members, unsure);
-            let mut o = observed(a.source, delta, &totals.counts, &totals.warm, "lookup");
+            let per = a.per_request.max(1);
+            let what = if per > 1 { "key" } else { "lookup" };
+            let (expected, unsure) = (expected * per, unsure * per);
+            let mut o = observed(a.source, delta, (&totals.counts, &totals.warm), what, per);
             o.members = members;
             (o.before, o.after) = (Some(b.value), Some(a.value));
             if shared {
@@ -293,7 +298,7 @@ fn server_observed(
                      of their results compares the server's count with their sum"
                         .to_string()
                 } else {
-                    format!("the server counted {delta} lookups, fewer than the {expected} this generator sent")
+                    format!("the server counted {delta} {what}s, fewer than the {expected} this generator sent")
                 });
             }
             Some(o)

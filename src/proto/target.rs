@@ -21,6 +21,9 @@ pub struct ServerCount {
     pub epoch: Option<String>,
     /// Each server of a pool: its own count, and the requests loadgen sent it so far.
     pub members: Vec<MemberCount>,
+    /// What one request adds to `value`: 1, or with `--batch N` N where the server counts
+    /// the keys a multi-get read (memcached's get_hits+get_misses, Handler_read_key).
+    pub per_request: u64,
 }
 
 /// One server of a pool as `ServerCount` reads it.
@@ -52,6 +55,7 @@ impl ServerCount {
             ops: Vec::new(),
             epoch: None,
             members: Vec::new(),
+            per_request: 1,
         }
     }
 }
@@ -135,7 +139,7 @@ pub trait Target: Send + Sync + 'static {
         match n {
             1 => Ok(()),
             _ => Err(SetupError(format!(
-                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached and Redis have one)",
+                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached, Redis, HandlerSocket and PostgreSQL's default driver have one)",
                 self.kind()
             ))),
         }

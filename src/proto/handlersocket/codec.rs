@@ -47,7 +47,9 @@ use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{
+    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, MAX_FRAME,
+};
 
 /// The byte that introduces an escaped `0x00..=0x0f` byte.
 pub const ESCAPE_PREFIX: u8 = 0x01;
@@ -241,6 +243,31 @@ impl<'a> Response<'a> {
             .nth(self.num_cols as usize - 1)
             .map_or(rest.len(), |(i, _)| i);
         rest.get(..end)
+    }
+
+    /// The rows of a success response, each its `num_cols` tokens with the tabs between.
+    pub fn rows(&self) -> impl Iterator<Item = &'a [u8]> {
+        let cols = self.num_cols as usize;
+        let mut rest = self.rest.filter(|_| self.row_count() > 0);
+        std::iter::from_fn(move || {
+            let r = rest?;
+            let end = r
+                .iter()
+                .enumerate()
+                .filter(|&(_, &b)| b == b'\t')
+                .nth(cols - 1)
+                .map(|(i, _)| i);
+            match end {
+                Some(i) => {
+                    rest = r.get(i + 1..);
+                    r.get(..i)
+                }
+                None => {
+                    rest = None;
+                    Some(r)
+                }
+            }
+        })
     }
 
     /// The error message of an error response (raw bytes after `<code>\t1\t`, the plugin does not
@@ -530,6 +557,40 @@ impl Codec for HsCodec {
         }
     }
 
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        multi_get::encode(self.index_id, keys, out);
+    }
+
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        let Some((n, resp)) = parse_response(buf)? else {
+            return Ok(None);
+        };
+        if resp.code != 0 {
+            let e = HsError::from_response(&resp);
+            if e.is_auth() {
+                return Err(e.into());
+            }
+            let e = LookupError::new(ErrorKind::Server, false, e.to_string());
+            return Ok(Some((n, Err(e))));
+        }
+        let found = resp.row_count();
+        if found > keys.len() {
+            return Err(LookupError::protocol(format!(
+                "handlersocket: {found} rows for a multi-get of {} keys",
+                keys.len()
+            )));
+        }
+        Ok(Some((
+            n,
+            multi_get::tally(resp.rows(), found, keys, verify),
+        )))
+    }
+
     /// Error replies are `Server` replies, except auth errors (code 3), which are returned as a
     /// fatal `Err`: every further request on the connection would fail.
     fn decode<'b>(
@@ -578,5 +639,6 @@ impl Codec for HsCodec {
     }
 }
 
+mod multi_get;
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,8 @@ pub struct HsTarget {
     columns: Vec<String>,
     secret: Option<String>,
     verify: bool,
+    /// Keys per request (`--batch`; 1 without).
+    batch: usize,
     mix: Mix,
     /// Handshake steps get `connect` each: a port that is not HandlerSocket (MariaDB's SQL port
     /// sends a binary greeting and then waits) must not hang the preflight.
@@ -92,6 +94,7 @@ impl HsTarget {
                 .map(str::to_string)
                 .or_else(|| std::env::var("LOADGEN_HS_SECRET").ok()),
             verify: plan.verify,
+            batch: plan.batch.max(1),
             mix: plan.mix.clone(),
             timeouts: plan.timeouts(),
             status,
@@ -214,6 +217,11 @@ impl Target for HsTarget {
 
     const MAX_PIPELINE: usize = usize::MAX;
 
+    /// A find with an IN list (`multi_get.rs`).
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
+    }
+
     /// The write port takes every op but upsert (HandlerSocket has none); the read port none
     /// (known by its answer to a write, asked here: `D` of user_id 0, never a loaded key).
     fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
@@ -258,6 +266,8 @@ impl Target for HsTarget {
         if self.mix.read_only() {
             let mut count = ServerCount::reads(reads, "global status Handler_read_key");
             count.epoch = epoch;
+            // An IN list reads the index once per key.
+            count.per_request = self.batch as u64;
             return Ok(Some(count));
         }
         let finds = [Op::Read, Op::Update, Op::Delete];
@@ -273,6 +283,7 @@ impl Target for HsTarget {
             source: "global status Handler_read_key, Handler_write".into(),
             ops,
             members: Vec::new(),
+            per_request: 1,
         }))
     }
 }

@@ -148,6 +148,7 @@ impl Target for HttpTarget {
                 source: "embedded server requests".into(),
                 ops,
                 members: Vec::new(),
+                per_request: 1,
             }
         }))
     }

@@ -229,13 +229,11 @@ impl Target for McTarget {
                 sent: sent.load(Ordering::Relaxed),
             })
             .collect();
-        if self.batch > 1 {
-            // get_hits+get_misses counts keys, not requests: the run checks requests.
-            return Ok(None);
-        }
         if self.mix.read_only() {
             let mut r = ServerCount::reads(c.gets, "memcached get_hits+get_misses");
             (r.epoch, r.members) = (Some(c.epoch), members);
+            // get_hits+get_misses counts keys: a multi-get adds its N.
+            r.per_request = self.batch.max(1) as u64;
             return Ok(Some(r));
         }
         let stores = [Op::Update, Op::Insert, Op::Upsert];
@@ -252,6 +250,7 @@ impl Target for McTarget {
             source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
             ops,
             members,
+            per_request: 1,
         }))
     }
 }

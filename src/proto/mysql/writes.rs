@@ -181,6 +181,7 @@ pub fn server_count(
         source: format!("global status {}", names.join(", ")),
         ops,
         members: Vec::new(),
+        per_request: 1,
     }
 }
 

@@ -24,9 +24,10 @@
 
 use std::collections::VecDeque;
 
+use crate::dataset;
 use crate::decimal;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{Cell, Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
@@ -225,12 +226,11 @@ const FLUSH: [u8; 5] = [b'H', 0, 0, 0, 4];
 /// Close of the unnamed portal; its CloseComplete ('3') is skipped wherever it comes.
 const CLOSE_PORTAL: [u8; 7] = [b'C', 0, 0, 0, 6, b'P', 0];
 
+const SKIPPED: &str =
+    "skipped by the server: an earlier request in the same pipelined batch or transaction failed";
+
 fn skipped<'b>() -> Reply<'b, PgCells<'b>> {
-    Reply::Server(
-        ErrorKind::Server,
-        "skipped by the server: an earlier request in the same pipelined batch or transaction failed"
-            .into(),
-    )
+    Reply::Server(ErrorKind::Server, SKIPPED.into())
 }
 
 impl Codec for PgCodec {
@@ -361,19 +361,100 @@ impl Codec for PgCodec {
         buf: &'b [u8],
         _key: u64,
     ) -> Result<Decoded<'b, PgCells<'b>>, LookupError> {
+        let mut first = None;
+        let Some((n, ended)) = self.walk(buf, |row| {
+            // A --query may return several rows: a hit, and the first one is verified.
+            first = first.or(Some(row));
+        })?
+        else {
+            return Ok(None);
+        };
+        let reply = match ended {
+            Ended::Skipped => skipped(),
+            Ended::Failed(e) => Reply::Server(super::error::kind(&e.code), e.to_string()),
+            Ended::Complete(tag) => self.reply(first, tag),
+        };
+        Ok(Some((n, reply)))
+    }
+
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        self.resync_if_needed(out);
+        self.open += 1;
+        self.unflushed = true;
+        let width = self.key_type.width();
+        multi_get::encode(STATEMENT, width, keys, out);
+    }
+
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        // The rows are read with the column types while `walk` holds the codec.
+        let columns = std::mem::take(&mut self.columns);
+        let mut rows = multi_get::Rows::new(keys);
+        let walked = self.walk(buf, |row| {
+            rows.add(row, |key, rest| {
+                let cells = PgCells::after_first(row, rest, &columns);
+                !verify || dataset::matches(key, RowView::Cells(cells))
+            })
+        });
+        let tally = rows.end();
+        self.columns = columns;
+        let Some((n, ended)) = walked? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            n,
+            match ended {
+                Ended::Skipped => Err(LookupError::new(ErrorKind::Server, false, SKIPPED)),
+                Ended::Failed(e) => Err(LookupError::new(
+                    super::error::kind(&e.code),
+                    false,
+                    e.to_string(),
+                )),
+                Ended::Complete(_) => tally,
+            },
+        )))
+    }
+}
+
+/// How a reply ended: skipped by the server (an earlier request of its batch failed), with
+/// its CommandComplete tag, or with the server's error.
+enum Ended<'b> {
+    Skipped,
+    Complete(&'b [u8]),
+    Failed(ServerError),
+}
+
+impl PgCodec {
+    /// A Sync before the next request when the open batch failed.
+    fn resync_if_needed(&mut self, out: &mut Vec<u8>) {
+        if self.resync {
+            self.sync(out);
+        }
+    }
+
+    /// Reads the reply at the front of `buf` up to its end, giving each DataRow to `on_row`;
+    /// None while it is incomplete (then `on_row` may have seen some rows: callers start over).
+    fn walk<'b>(
+        &mut self,
+        buf: &'b [u8],
+        mut on_row: impl FnMut(&'b [u8]),
+    ) -> Result<Option<(usize, Ended<'b>)>, LookupError> {
         // The last request of a batch owns the batch's ReadyForQuery; the others end at their
         // CommandComplete (or ErrorResponse).
         let (stray, last, skipped_here) = self.position();
         if skipped_here && !last {
             // No bytes belong to a skipped request; only the batch's last one reads the 'Z'.
             self.answered(stray, last, false);
-            return Ok(Some((0, skipped())));
+            return Ok(Some((0, Ended::Skipped)));
         }
         let mut stray_z = stray;
         let mut pos = 0;
         let mut bound = false;
         let mut done = false;
-        let mut row: Option<&[u8]> = None;
         let mut tag: &[u8] = &[];
         let mut error: Option<ServerError> = None;
         // Stateless until a reply is complete: a partial reply is parsed again from its start
@@ -392,16 +473,13 @@ impl Codec for PgCodec {
                     ))
                 }
                 b'2' if open && !bound => bound = true,
-                b'D' if open && bound && !done => {
-                    // A --query may return several rows: a hit, and the first one is verified.
-                    row = row.or(Some(body));
-                }
+                b'D' if open && bound && !done => on_row(body),
                 b'C' if open && bound && !done => {
                     done = true;
                     tag = body;
                     if !last {
                         self.answered(stray, last, false);
-                        return Ok(Some((end, self.reply(row, tag))));
+                        return Ok(Some((end, Ended::Complete(tag))));
                     }
                 }
                 b'E' if open => {
@@ -414,10 +492,7 @@ impl Codec for PgCodec {
                     }
                     if !last {
                         self.answered(stray, last, true);
-                        return Ok(Some((
-                            end,
-                            Reply::Server(super::error::kind(&e.code), e.to_string()),
-                        )));
+                        return Ok(Some((end, Ended::Failed(e))));
                     }
                     error = Some(e);
                 }
@@ -428,14 +503,14 @@ impl Codec for PgCodec {
                         ));
                     }
                     self.answered(stray, last, false);
-                    let reply = if skipped_here {
-                        skipped()
+                    let ended = if skipped_here {
+                        Ended::Skipped
                     } else if let Some(e) = error {
-                        Reply::Server(super::error::kind(&e.code), e.to_string())
+                        Ended::Failed(e)
                     } else {
-                        self.reply(row, tag)
+                        Ended::Complete(tag)
                     };
-                    return Ok(Some((end, reply)));
+                    return Ok(Some((end, ended)));
                 }
                 b'Z' => {
                     return Err(LookupError::protocol(
@@ -550,6 +625,19 @@ impl<'b> PgCells<'b> {
     }
 }
 
+impl<'b> PgCells<'b> {
+    /// The cells of a DataRow `body` after its first, which ends at `rest`; `kinds` are all
+    /// the row's columns, the first included.
+    pub(super) fn after_first(body: &'b [u8], rest: usize, kinds: &'b [ColumnKind]) -> Self {
+        let all = PgCells::new(body, kinds);
+        PgCells {
+            rest: body.get(rest..).unwrap_or_default(),
+            left: all.left.saturating_sub(1),
+            kinds: kinds.get(1..).unwrap_or_default().iter(),
+        }
+    }
+}
+
 impl<'b> Iterator for PgCells<'b> {
     type Item = Cell<'b>;
 
@@ -590,5 +678,6 @@ impl<'b> Iterator for PgCells<'b> {
     }
 }
 
+pub mod multi_get;
 #[cfg(test)]
 mod tests;

@@ -68,6 +68,7 @@ impl PgCounter {
                     value: v,
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
                     members: Vec::new(),
+                    per_request: 1,
                 })
                 .map_err(|e| explain(&e, "counter query").into()),
             Ok(Source::Unavailable(why)) => Err(SetupError(format!("{label}: {why}"))),
@@ -225,6 +226,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         value: row.get::<_, i64>(0) as u64,
         source: CALLS.into(),
         members: Vec::new(),
+        per_request: 1,
     })
     .map_err(|e| explain(&e, "counter query").into())
 }

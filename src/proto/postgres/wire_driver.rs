@@ -47,6 +47,8 @@ pub struct PgWireTarget {
     writes: Vec<(Op, String)>,
     /// Writes per transaction (`--txn`).
     txn: usize,
+    /// Keys per request (`--batch`): the statement is `multi_get::SQL`.
+    batch: bool,
 }
 
 impl PgWireTarget {
@@ -62,10 +64,20 @@ impl PgWireTarget {
         }
         let endpoint = super::endpoint(url)?;
         let tls = PgTls::new(url, &endpoint)?;
+        let batch = plan.batch > 1;
+        if batch && plan.query.is_some() {
+            return Err(SetupError(
+                "--batch on PostgreSQL reads the usr table by `user_id = ANY($1)`; leave --query out"
+                    .into(),
+            ));
+        }
         Ok(PgWireTarget {
             config: pg_config(url, &endpoint, plan.timeouts().connect),
             endpoint,
-            sql: lookup_sql(plan)?,
+            sql: match batch {
+                true => super::codec::multi_get::SQL.to_string(),
+                false => lookup_sql(plan)?,
+            },
             verify: plan.verify,
             timeout: plan.timeouts().connect,
             label: url.redacted(),
@@ -73,6 +85,7 @@ impl PgWireTarget {
             tls,
             writes: writes::statements(plan)?,
             txn: plan.txn,
+            batch,
         })
     }
 
@@ -120,7 +133,14 @@ impl PgWireTarget {
             match s.recv().await? {
                 Message::ParameterDescription(body) => {
                     let types: Vec<u32> = body.parameters().collect().map_err(protocol)?;
-                    key_type = key_type_of(&types);
+                    key_type = match (self.batch, &types[..]) {
+                        (true, [oid]) => super::codec::multi_get::element(*oid)
+                            .and_then(KeyType::from_oid)
+                            .ok_or_else(|| {
+                            fail("--batch: user_id must be an integer column (smallint, integer, bigint)")
+                        }),
+                        _ => key_type_of(&types),
+                    };
                 }
                 // The result columns' types: how the codec reads a row's cells.
                 Message::RowDescription(body) => {
@@ -324,6 +344,11 @@ impl Target for PgWireTarget {
     }
 
     /// Writes grouped in the extended protocol's implicit transaction (`codec`).
+    /// `user_id = ANY($1)` with an array of the keys (`multi_get.rs`).
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
+    }
+
     fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }

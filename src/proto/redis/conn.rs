@@ -132,6 +132,7 @@ impl Target for RedisTarget {
             source: "INFO commandstats calls of get, set, setnx, del".into(),
             ops,
             members: Vec::new(),
+            per_request: 1,
         }))
     }
 }

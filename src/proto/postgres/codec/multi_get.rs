@@ -1,0 +1,203 @@
+//! PostgreSQL's multi-get (`--batch N`): the statement is `... WHERE user_id = ANY($1)` with
+//! the key column first, bound to one binary integer array of the N keys. The rows come in
+//! the index's order, one per distinct key found; each names its key in its first cell.
+
+use crate::outcome::LookupError;
+use crate::proto::codec::Tally;
+
+/// The multi-get of the data set's table.
+pub const SQL: &str =
+    "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id = ANY($1)";
+
+/// The element type of an integer array type $1 (int2[], int4[], int8[]); None for any other.
+pub fn element(array_oid: u32) -> Option<u32> {
+    match array_oid {
+        1005 => Some(21),
+        1007 => Some(23),
+        1016 => Some(20),
+        _ => None,
+    }
+}
+
+/// Appends Bind (the array of `keys`, binary results) and Execute of prepared `statement`,
+/// whose $1 is an array of integers `width` bytes wide (2, 4 or 8).
+pub fn encode(statement: &str, width: usize, keys: &[u64], out: &mut Vec<u8>) {
+    let oid: i32 = match width {
+        2 => 21,
+        4 => 23,
+        _ => 20,
+    };
+    let param = 20 + keys.len() * (4 + width);
+    let bind = 1 + statement.len() + 1 + 4 + 2 + 4 + param + 4;
+    out.push(b'B');
+    out.extend_from_slice(&(4 + bind as i32).to_be_bytes());
+    out.push(0); // unnamed portal
+    out.extend_from_slice(statement.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&[0, 1, 0, 1, 0, 1]); // one binary parameter
+    out.extend_from_slice(&(param as i32).to_be_bytes());
+    // ndim 1, no NULLs, element type, N elements from index 1.
+    for v in [1, 0, oid, keys.len() as i32, 1] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    for &k in keys {
+        out.extend_from_slice(&(width as i32).to_be_bytes());
+        match width {
+            2 => out.extend_from_slice(&(k as i16).to_be_bytes()),
+            4 => out.extend_from_slice(&(k as i32).to_be_bytes()),
+            _ => out.extend_from_slice(&(k as i64).to_be_bytes()),
+        }
+    }
+    out.extend_from_slice(&[0, 1, 0, 1]); // binary results
+    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+}
+
+/// The tally of one multi-get's rows as they are read.
+pub struct Rows<'k> {
+    keys: &'k [u64],
+    tally: Result<Tally, LookupError>,
+}
+
+impl<'k> Rows<'k> {
+    pub fn new(keys: &'k [u64]) -> Self {
+        Rows {
+            keys,
+            tally: Ok(Tally::default()),
+        }
+    }
+
+    /// One DataRow: its key is a hit as many times as the request asked for it. `row_ok`
+    /// checks the cells after the key (`--verify`), given the key and where they start.
+    pub fn add(&mut self, body: &[u8], row_ok: impl FnOnce(u64, usize) -> bool) {
+        let Ok(tally) = self.tally.as_mut() else {
+            return;
+        };
+        let Some((key, rest)) = first_cell(body) else {
+            self.tally = Err(LookupError::protocol(
+                "PostgreSQL multi-get: a row without its key first",
+            ));
+            return;
+        };
+        let asked = self.keys.iter().filter(|&&k| k == key).count() as u32;
+        if asked == 0 || !row_ok(key, rest) {
+            self.tally = Err(LookupError::verify(key));
+            return;
+        }
+        tally.hits += asked;
+    }
+
+    /// The request's tally: the keys no row answered are misses.
+    pub fn end(self) -> Result<Tally, LookupError> {
+        let n = self.keys.len() as u32;
+        self.tally.map(|t| Tally {
+            hits: t.hits,
+            misses: n - t.hits.min(n),
+        })
+    }
+}
+
+/// The integer in a DataRow's first cell, and the offset of the cell after it.
+fn first_cell(body: &[u8]) -> Option<(u64, usize)> {
+    let len = i32::from_be_bytes(body.get(2..6)?.try_into().ok()?);
+    let v = body.get(6..6 + usize::try_from(len).ok()?)?;
+    let key = match v.len() {
+        2 => i16::from_be_bytes(v.try_into().ok()?) as u64,
+        4 => i32::from_be_bytes(v.try_into().ok()?) as u64,
+        8 => i64::from_be_bytes(v.try_into().ok()?) as u64,
+        _ => return None,
+    };
+    Some((key, 6 + v.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorKind;
+    use crate::proto::codec::Codec;
+    use crate::proto::postgres::codec::{KeyType, PgCodec};
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(4 + body.len() as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// The row of `key` as the server sends it: id, name, email, created (binary).
+    fn row(key: u64, name: &str) -> Vec<u8> {
+        let created = crate::dataset::created_unix(key) * 1_000_000 - 946_684_800_000_000;
+        let email = format!("user{key}@example.com");
+        let cols: [&[u8]; 4] = [
+            &(key as i64).to_be_bytes(),
+            name.as_bytes(),
+            email.as_bytes(),
+            &created.to_be_bytes(),
+        ];
+        let mut b = 4i16.to_be_bytes().to_vec();
+        for c in cols {
+            b.extend_from_slice(&(c.len() as i32).to_be_bytes());
+            b.extend_from_slice(c);
+        }
+        msg(b'D', &b)
+    }
+
+    fn reply(rows: &[Vec<u8>]) -> Vec<u8> {
+        let mut r = msg(b'2', &[]);
+        rows.iter().for_each(|x| r.extend_from_slice(x));
+        r.extend_from_slice(&msg(b'C', b"SELECT 2\0"));
+        r.extend_from_slice(&msg(b'Z', b"I"));
+        r
+    }
+
+    fn codec() -> PgCodec {
+        PgCodec::new(KeyType::Int8, &[20, 25, 25, 1114])
+    }
+
+    #[test]
+    fn binds_one_int8_array_of_the_keys() {
+        let mut out = Vec::new();
+        encode("lg", 8, &[7, 42], &mut out);
+        let param = &out[1 + 4 + 1 + 3 + 6..];
+        assert_eq!(
+            i32::from_be_bytes(param[..4].try_into().unwrap()),
+            20 + 2 * 12
+        );
+        let arr = &param[4..];
+        let ints: Vec<i32> = (0..5)
+            .map(|i| i32::from_be_bytes(arr[i * 4..i * 4 + 4].try_into().unwrap()))
+            .collect();
+        assert_eq!(ints, [1, 0, 20, 2, 1]);
+        assert_eq!(&arr[20..24], &8i32.to_be_bytes());
+        assert_eq!(&arr[24..32], &7i64.to_be_bytes());
+        assert_eq!(&arr[36..44], &42i64.to_be_bytes());
+        let len = i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
+        assert_eq!(&out[1 + len..], &[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_key_asked_twice_is_two_hits_and_an_absent_key_a_miss() {
+        let r = reply(&[row(7, "user7"), row(42, "user42")]);
+        let keys = [42, 7, 9, 42];
+        for cut in 0..r.len() {
+            assert!(codec()
+                .decode_batch(&r[..cut], &keys, true)
+                .unwrap()
+                .is_none());
+        }
+        let (n, t) = codec().decode_batch(&r, &keys, true).unwrap().unwrap();
+        assert_eq!(n, r.len());
+        assert_eq!(t.unwrap(), Tally { hits: 3, misses: 1 });
+    }
+
+    #[test]
+    fn a_wrong_row_or_a_key_not_asked_fails_verify() {
+        let r = reply(&[row(7, "user8")]);
+        let (_, t) = codec().decode_batch(&r, &[7], true).unwrap().unwrap();
+        assert_eq!(t.unwrap_err().kind, ErrorKind::Verify);
+        let (_, t) = codec().decode_batch(&r, &[7], false).unwrap().unwrap();
+        assert_eq!(t.unwrap(), Tally { hits: 1, misses: 0 });
+        let r = reply(&[row(5, "user5")]);
+        let (_, t) = codec().decode_batch(&r, &[7], false).unwrap().unwrap();
+        assert_eq!(t.unwrap_err().kind, ErrorKind::Verify);
+    }
+}
