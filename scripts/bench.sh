@@ -264,7 +264,9 @@ bench_mget() {
     for ((p = 1; p <= PAIRS; p++)); do
       rotate "$p" "lg $all 'redis N=$n' lg $p '$LOADGEN_REDIS_URL' -c 16 -t 2 --batch $n" \
         "lg $all 'hs N=$n' lg $p '$LOADGEN_HS_URL' -c 16 -t 2 --batch $n" \
-        "lg $all 'pg N=$n' lg $p '$LOADGEN_PG_URL' -c 16 -t 2 --batch $n"
+        "lg $all 'pg N=$n' lg $p '$LOADGEN_PG_URL' -c 16 -t 2 --batch $n" \
+        "lg $all 'mysql N=$n' lg $p '$LOADGEN_MY_URL' -c 16 -t 2 --batch $n" \
+        "lg $all 'embedded N=$n' lg $p '' -c 16 -t 2 --batch $n"
       # memaslap reads its own 16 x 1,000 keys: loadgen reads as many.
       if have memcaslap; then
         rotate "$p" "lg $tsv 'N=$n' lg $p '$LOADGEN_MC_URL' -c 16 -t 2 --keys 1-16000 --batch $n" \
@@ -276,7 +278,7 @@ bench_mget() {
   done
   $LIB pairs "$tsv" "multi-get: memcached keys/s, loadgen --batch N -c 16 -t 2 vs memaslap --division N -c 16 -T 2 (qps columns are keys/s; p99 is per request for loadgen, per get for memaslap; CPU ms per 1k keys)" \
     loadgen memaslap "median ratio >= 1.0 at every N" "keys/req"
-  $LIB solo "$all" "multi-get: keys/s of Redis MGET, HandlerSocket IN and PostgreSQL = ANY(\$1), loadgen --batch N -c 16 -t 2 over 1,000,000 keys (qps column is keys/s; p99 per request)" cells
+  $LIB solo "$all" "multi-get: keys/s of Redis MGET, HandlerSocket IN, PostgreSQL = ANY(\$1), MariaDB IN (?, ...) and the embedded server's GET /usr?ids=, loadgen --batch N -c 16 -t 2 over 1,000,000 keys (qps column is keys/s; p99 per request)" cells
 }
 
 # Unix sockets at 16 connections: loadgen over each SQL server's socket vs over TCP, per driver

@@ -1,6 +1,7 @@
 //! The embedded HTTP key-value server: the default target, so `loadgen run` works with nothing
 //! installed. It serves the `usr` rows, derived from the id on each request (no memory per row),
-//! and answers `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /stats` with its own
+//! and answers `GET /usr/<id>` with the tab-separated row (200) or 404, `GET /usr?ids=1,2,3`
+//! with a line `<id>\t<row>` per id found (a multi-get), `GET /stats` with its own
 //! counters. It is writable: `PUT /usr/<id>` stores the body as the row (`If-Match: *` only
 //! over a row that is there, `If-None-Match: *` only where none is; 204, or 412 when the
 //! condition fails), `DELETE /usr/<id>` removes it (204, or 404). It listens on TCP, or on a
@@ -222,7 +223,7 @@ async fn accept_loop(
                 let due = now + delay.as_nanos() as u64;
                 // A read is answered at once; a write first takes its body.
                 let write = matches!(*req.method(), Method::PUT | Method::DELETE);
-                let read = (!write).then(|| answer(&store, &stats, req.uri().path()));
+                let read = (!write).then(|| answer(&store, &stats, req.uri()));
                 let write = write.then(|| (store.clone(), stats.clone(), req));
                 async move {
                     let resp = match (read, write) {
@@ -297,7 +298,11 @@ async fn answer_write(
     }
 }
 
-fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes>> {
+fn answer(store: &Store, stats: &ServerStats, uri: &hyper::Uri) -> Response<Full<Bytes>> {
+    let path = uri.path();
+    if let (Some(ids), "/usr") = (uri.query().and_then(|q| q.strip_prefix("ids=")), path) {
+        return answer_bulk(store, stats, ids);
+    }
     if let Some(id) = path.strip_prefix("/usr/") {
         return match id.parse::<u64>().ok().and_then(|id| store.get(id)) {
             Some(v) => {
@@ -325,8 +330,32 @@ fn answer(store: &Store, stats: &ServerStats, path: &str) -> Response<Full<Bytes
     }
     reply(
         StatusCode::BAD_REQUEST,
-        Bytes::from_static(b"use GET /usr/<id> or GET /stats\n"),
+        Bytes::from_static(b"use GET /usr/<id>, GET /usr?ids=1,2,3 or GET /stats\n"),
     )
+}
+
+/// `GET /usr?ids=1,2,3` (a multi-get, `--batch`): a line `<id>\t<row>` per id found, in the
+/// order asked; each id counted as a hit or a miss.
+fn answer_bulk(store: &Store, stats: &ServerStats, ids: &str) -> Response<Full<Bytes>> {
+    let ids: Option<Vec<u64>> = ids.split(',').map(|i| i.parse().ok()).collect();
+    let Some(ids) = ids.filter(|i| i.len() <= crate::plan::MAX_BATCH) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            Bytes::from_static(b"use GET /usr?ids=1,2,3 (at most 1000 ids)\n"),
+        );
+    };
+    let mut body = Vec::with_capacity(ids.len() * 64);
+    for id in ids {
+        let Some(row) = store.get(id) else {
+            stats.misses.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        stats.hits.fetch_add(1, Ordering::Relaxed);
+        body.extend_from_slice(format!("{id}\t").as_bytes());
+        body.extend_from_slice(row.strip_suffix(b"\n").unwrap_or(&row));
+        body.push(b'\n');
+    }
+    reply(StatusCode::OK, Bytes::from(body))
 }
 
 #[cfg(test)]

@@ -559,3 +559,53 @@ fn trace_bench_counts_a_zst_trace_and_names_a_bad_line() {
     assert!(err.contains("bad.csv line 2: unknown op \"fly\""), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--batch 10` over HTTP: `GET /usr?ids=k1,...,k10`, answered by a `loadgen serve` of our
+/// own with a line `<id>\t<row>` per id found. With `--dist seq` over 2,000 ids of which the
+/// server holds 1,000, exactly half the keys hit; the server's own `/stats`, read here, counts
+/// the same hits and misses, key by key.
+#[test]
+fn http_multi_get_reads_each_key_and_the_server_counts_them() {
+    let served = Served::start(1000);
+    let hostport = served.url["http://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let stat = |name: &str| -> u64 {
+        let body = http_get(&hostport, "/stats").body;
+        body.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /stats: {body}"))
+    };
+    // The bulk form itself: ids in the order asked, once per time asked, misses left out.
+    let one = http_get(&hostport, "/usr?ids=5,2000,5");
+    assert_eq!(one.status, 200);
+    let lines: Vec<&str> = one.body.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", one.body);
+    assert!(
+        lines.iter().all(|l| l.starts_with("5\tuser5\t")),
+        "{}",
+        one.body
+    );
+    let (hits0, misses0) = (stat("hits "), stat("misses "));
+    let (code, doc, err) = multi_get_seq_run(&served.url, "1-2000");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(
+        (u(r, "keys.hits"), u(r, "keys.misses")),
+        (10_000, 10_000),
+        "{r}"
+    );
+    assert_eq!(stat("hits ") - hits0, 10_000, "the server's own hits");
+    assert_eq!(stat("misses ") - misses0, 10_000, "the server's own misses");
+    assert_schema_valid(&doc);
+    // A URL whose key is not its last path segment has no bulk form: one line, exit 2.
+    let url = served.url.replace("/usr/{key}", "/kv?id={key}");
+    let out = run(&["run", &url, "--batch", "10", "-n", "10"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

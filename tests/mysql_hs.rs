@@ -341,3 +341,30 @@ fn hs_multi_get_reads_the_index_once_per_key() {
     assert_eq!(so["matches"], true, "{so}");
     assert_schema_valid(&doc);
 }
+
+/// `--batch 10` on MariaDB's SQL path (wire driver): one prepared `user_id IN (?, ..., ?)`
+/// per request. With `--dist seq` over 2,000 keys of which the first 1,000 are loaded, exactly
+/// half the keys hit and `--verify` checks each row. MariaDB's own counters, read here: one
+/// Com_stmt_execute per request and one Handler_read_key per key.
+#[test]
+fn mysql_multi_get_is_one_execute_per_request_and_one_index_read_per_key() {
+    let Some([wire, _]) = mysql_urls() else {
+        return;
+    };
+    let executes = OwnCount::before("global status Com_stmt_execute", &wire);
+    let reads = OwnCount::before("global status Handler_read_key", &wire);
+    let (code, doc, err) = multi_get_seq_run(&wire, "999001-1001000");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{r}");
+    assert_eq!(u(r, "keys.keys"), 20_000, "{r}");
+    assert_eq!(
+        (u(r, "keys.hits"), u(r, "keys.misses")),
+        (10_000, 10_000),
+        "{r}"
+    );
+    executes.assert_saw(r, 2000, "Com_stmt_execute");
+    let d = reads.delta();
+    assert_eq!(d, 20_000, "MariaDB's Handler_read_key moved by {d}");
+    assert_schema_valid(&doc);
+}

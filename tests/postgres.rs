@@ -477,22 +477,7 @@ fn multi_get_is_one_any_call_per_request_and_a_row_per_key_hit() {
         (c.parse().unwrap(), r.parse().unwrap())
     };
     let (calls0, rows0) = stats();
-    let (code, doc, err) = run_json(&[
-        &url,
-        "--batch",
-        "10",
-        "-n",
-        "2000",
-        "-c",
-        "4",
-        "--warmup",
-        "0s",
-        "--keys",
-        "999001-1001000",
-        "--dist",
-        "seq",
-        "--verify",
-    ]);
+    let (code, doc, err) = multi_get_seq_run(&url, "999001-1001000");
     assert_eq!(code, 0, "{err}");
     let r = &doc["runs"][0];
     let (calls, rows) = (stats().0 - calls0, stats().1 - rows0);

@@ -5,6 +5,7 @@
 pub mod codec;
 pub mod handlersocket;
 pub mod http;
+pub mod key_rows;
 pub mod memcached;
 pub mod mysql;
 pub mod pipelined;

@@ -139,7 +139,7 @@ pub trait Target: Send + Sync + 'static {
         match n {
             1 => Ok(()),
             _ => Err(SetupError(format!(
-                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached, Redis, HandlerSocket and PostgreSQL's default driver have one)",
+                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached, Redis, HandlerSocket and the default drivers of PostgreSQL and MariaDB have one)",
                 self.kind()
             ))),
         }

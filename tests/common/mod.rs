@@ -510,6 +510,15 @@ pub fn only_disturbed(verdict: &Value) -> bool {
             .all(|r| r.as_str().unwrap().starts_with("machine disturbed"))
 }
 
+/// `--batch 10`, 2,000 requests on 4 connections with `--verify`, over `keys` in order
+/// (`--dist seq`): no request asks for a key twice, and which keys hit is known.
+pub fn multi_get_seq_run(url: &str, keys: &str) -> (i32, Value, String) {
+    run_json(&[
+        url, "--batch", "10", "-n", "2000", "-c", "4", "--warmup", "0s", "--keys", keys, "--dist",
+        "seq", "--verify",
+    ])
+}
+
 /// `--batch 10` run of `n` requests, depth `p`, with `--verify`, over keys 999001-1001000: about
 /// half of them past the data set, so the multi-gets find some keys and miss others.
 pub fn multi_get_run(url: &str, n: &str, p: &str) -> (i32, Value, String) {

@@ -28,7 +28,9 @@ use crate::dataset;
 use crate::decimal;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, NoCells, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{
+    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, MAX_FRAME,
+};
 
 /// Largest header section (status line and header fields, up to the empty line) accepted.
 pub const MAX_HEADER: usize = 64 * 1024;
@@ -285,6 +287,8 @@ pub struct HttpCodec {
     must_close: bool,
     /// The de-chunked body of the last chunked 200 reply.
     scratch: Vec<u8>,
+    /// `--batch`: the request target before the keys, `/usr?ids=` for the prefix `/usr/`.
+    bulk: Vec<u8>,
 }
 
 impl HttpCodec {
@@ -302,12 +306,15 @@ impl HttpCodec {
         push_encoded(&mut suffix, path_suffix);
         let mut host_bytes = Vec::with_capacity(host.len());
         push_encoded(&mut host_bytes, host);
+        let mut bulk = prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec();
+        bulk.extend_from_slice(b"?ids=");
         HttpCodec {
             host: host_bytes,
             prefix,
             suffix,
             must_close: false,
             scratch: Vec::new(),
+            bulk,
         }
     }
 }
@@ -425,6 +432,43 @@ impl Codec for HttpCodec {
         Ok(Some((end, reply)))
     }
 
+    /// `GET /usr?ids=k1,k2,...,kN` (the URL's path without its last `/`).
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"GET ");
+        out.extend_from_slice(&self.bulk);
+        for (i, &k) in keys.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            decimal::push(out, k);
+        }
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(&self.host);
+        out.extend_from_slice(b"\r\n\r\n");
+    }
+
+    /// A 200 whose body has a line `<id>\t<row>` per key found, in the order asked.
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        let Some((n, reply)) = self.decode(buf, 0)? else {
+            return Ok(None);
+        };
+        let tally = match reply {
+            Reply::Row(RowView::Tsv(body)) => bulk::tally(body, keys, verify),
+            Reply::Server(kind, e) => Err(LookupError::new(kind, false, e)),
+            _ => Err(LookupError::new(
+                ErrorKind::Server,
+                false,
+                "http: a multi-get answered without a 200",
+            )),
+        };
+        Ok(Some((n, tally)))
+    }
+
     /// After a reply came back complete (`Ok(Some)`): the server said it closes the connection
     /// after this reply (`Connection: close`, HTTP/1.0 without keep-alive, or both
     /// Content-Length and chunked). The reply itself is valid; reconnect before sending more
@@ -434,5 +478,6 @@ impl Codec for HttpCodec {
     }
 }
 
+mod bulk;
 #[cfg(test)]
 mod tests;

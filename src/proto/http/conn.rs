@@ -30,6 +30,8 @@ pub struct HttpTarget {
     stats: Option<Arc<ServerStats>>,
     /// `https://`: TLS from the first byte.
     tls: Option<TlsClient>,
+    /// Keys per request (`--batch`; 1 without).
+    batch: usize,
 }
 
 impl HttpTarget {
@@ -57,6 +59,7 @@ impl HttpTarget {
                 "https" => Some(crate::transport::direct(url)?),
                 _ => None,
             },
+            batch: plan.batch.max(1),
         })
     }
 }
@@ -139,6 +142,17 @@ impl Target for HttpTarget {
         Ok(())
     }
 
+    /// `GET /usr?ids=k1,...,kN`: the bulk form `loadgen serve` answers (`codec/bulk.rs`), for
+    /// a URL whose key is its last path segment.
+    fn batch(&self, n: usize) -> Result<(), SetupError> {
+        if n > 1 && (!self.prefix.ends_with('/') || !self.suffix.is_empty()) {
+            return Err(SetupError(format!(
+                "--batch {n} on HTTP sends GET /PATH?ids=k1,...,kN: use a URL whose key is its last path segment (http://host:port/PATH/{{key}}) with no query"
+            )));
+        }
+        Ok(())
+    }
+
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         Ok(self.stats.as_ref().map(|s| {
             let ops = s.per_op();
@@ -148,7 +162,8 @@ impl Target for HttpTarget {
                 source: "embedded server requests".into(),
                 ops,
                 members: Vec::new(),
-                per_request: 1,
+                // The embedded server counts each key of a multi-get.
+                per_request: self.batch as u64,
             }
         }))
     }

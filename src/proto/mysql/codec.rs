@@ -9,9 +9,12 @@
 //! Sequence ids are checked: every reply starts at 1 and counts up, so a stream that fell out
 //! of step is a protocol error at once instead of rows credited to the wrong key.
 
+use crate::dataset;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Cell, Codec, Decoded, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::key_rows::KeyRows;
+pub use crate::proto::mysql::cells::{column_type, lenenc, time_cell, MyCells};
 use crate::proto::mysql::txn::{self, Groups};
 
 // Capability flags (the low 32 bits are MySQL's; MariaDB's own are the high 32).
@@ -124,12 +127,37 @@ impl MyCodec {
     }
 
     fn parse<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
+        let mut first_row: Option<(&[u8], u64)> = None;
+        let Some((pos, ended)) = self.walk(buf, |row, columns| {
+            first_row = first_row.or(Some((row, columns)));
+        })?
+        else {
+            return Ok(None);
+        };
+        let reply = match (ended, first_row) {
+            (Ended::Failed(kind, e), _) => Reply::Server(kind, e),
+            // CLIENT_FOUND_ROWS: an update counts the rows it found, changed or not.
+            (Ended::Done(affected), None) if affected > 0 => Reply::Written(affected),
+            (Ended::Done(_), None) => Reply::Miss,
+            (Ended::Done(_), Some((row, columns))) => {
+                Reply::Row(RowView::Cells(MyCells::new(row, columns, &self.types)))
+            }
+        };
+        Ok(Some((pos, reply)))
+    }
+
+    /// Reads the reply at the front of `buf`, giving each binary row (and the column count)
+    /// to `on_row`; None while it is incomplete (`on_row` may have seen rows: start over).
+    fn walk<'b>(
+        &self,
+        buf: &'b [u8],
+        mut on_row: impl FnMut(&'b [u8], u64),
+    ) -> Result<Option<(usize, Ended)>, LookupError> {
         let mut r = Packets {
             buf,
             pos: 0,
             seq: 1,
         };
-        let mut first_row: Option<(&[u8], u64)> = None;
         // Rows an OK without a result set says the statement changed (a write's reply).
         let mut affected = 0;
         // Stateless: a partial reply is parsed again from its start on the next call; a hit is
@@ -141,7 +169,7 @@ impl MyCodec {
             };
             let status = match p[0] {
                 0xFF => {
-                    return server_error(p).map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
+                    return server_error(p).map(|(kind, e)| Some((r.pos, Ended::Failed(kind, e))))
                 }
                 // No result set: a write, or a --query that is not a SELECT (no row).
                 0x00 => {
@@ -176,15 +204,13 @@ impl MyCodec {
                             return Ok(None);
                         };
                         match p[0] {
-                            0x00 => {
-                                first_row = first_row.or(Some((p, columns)));
-                            }
+                            0x00 => on_row(p, columns),
                             // Binary rows start with 0x00, so 0xFE can only be the end.
                             0xFE if self.shape.deprecate_eof => break ok_status(p)?,
                             0xFE => break eof_status(p)?,
                             0xFF => {
                                 return server_error(p)
-                                    .map(|(kind, e)| Some((r.pos, Reply::Server(kind, e))))
+                                    .map(|(kind, e)| Some((r.pos, Ended::Failed(kind, e))))
                             }
                             _ => return Err(bad("a binary row", p)),
                         }
@@ -192,19 +218,16 @@ impl MyCodec {
                 }
             };
             if status & SERVER_MORE_RESULTS_EXISTS == 0 {
-                break;
+                return Ok(Some((r.pos, Ended::Done(affected))));
             }
         }
-        let reply = match first_row {
-            // CLIENT_FOUND_ROWS: an update counts the rows it found, changed or not.
-            None if affected > 0 => Reply::Written(affected),
-            None => Reply::Miss,
-            Some((row, columns)) => {
-                Reply::Row(RowView::Cells(MyCells::new(row, columns, &self.types)))
-            }
-        };
-        Ok(Some((r.pos, reply)))
     }
+}
+
+/// How a reply ended: with the server's error, or done, with the rows a write changed.
+enum Ended {
+    Failed(ErrorKind, String),
+    Done(u64),
 }
 
 impl Codec for MyCodec {
@@ -222,6 +245,45 @@ impl Codec for MyCodec {
 
     fn commit(&mut self, out: &mut Vec<u8>) -> bool {
         self.groups.as_mut().is_some_and(|g| g.commit(out))
+    }
+
+    fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        let id = u32::from_le_bytes(self.template[5..9].try_into().unwrap());
+        encode_in(id, keys, out);
+    }
+
+    fn decode_batch(
+        &mut self,
+        buf: &[u8],
+        keys: &[u64],
+        verify: bool,
+    ) -> Result<DecodedBatch, LookupError> {
+        let mut rows = KeyRows::new(keys);
+        let types = &self.types;
+        let walked = self.walk(buf, |row, columns| {
+            let cells = MyCells::new(row, columns, types);
+            rows.add(cells.first_int(), |key| {
+                let mut rest = cells.clone();
+                rest.next(); // the key
+                !verify || dataset::matches(key, RowView::Cells(rest))
+            })
+        });
+        let tally = rows.end();
+        let Some((n, ended)) = walked? else {
+            if buf.len() >= MAX_FRAME {
+                return Err(LookupError::protocol(
+                    "MySQL multi-get reply larger than 1 MiB",
+                ));
+            }
+            return Ok(None);
+        };
+        Ok(Some((
+            n,
+            match ended {
+                Ended::Failed(kind, e) => Err(LookupError::new(kind, false, e)),
+                Ended::Done(_) => tally,
+            },
+        )))
     }
 
     fn decode_commit(
@@ -296,12 +358,40 @@ impl MyCodec {
     /// One request's reply, without the replies of a transaction group's commands.
     fn decode_one<'b>(&'b self, buf: &'b [u8]) -> Result<Decoded<'b, MyCells<'b>>, LookupError> {
         match self.parse(buf) {
-            // Each packet is bounded; a reply of many packets is bounded here.
-            Ok(None) if buf.len() >= MAX_FRAME => Err(LookupError::protocol(
-                "MySQL reply larger than 1 MiB (a --query that returns too many rows?)",
-            )),
+            Ok(None) => incomplete_up_to(buf),
             other => other,
         }
+    }
+}
+
+/// Not complete yet: each packet is bounded, and a reply of many packets is bounded here.
+fn incomplete_up_to<T>(buf: &[u8]) -> Result<Option<T>, LookupError> {
+    match buf.len() >= MAX_FRAME {
+        true => Err(LookupError::protocol(
+            "MySQL reply larger than 1 MiB (a --query or --batch that returns too many rows?)",
+        )),
+        false => Ok(None),
+    }
+}
+
+/// `--batch`: the COM_STMT_EXECUTE of `statement` (`multi_get::sql`) with `keys` as its
+/// parameters, each an unsigned LONGLONG, as the one-key lookup sends its key.
+fn encode_in(statement: u32, keys: &[u64], out: &mut Vec<u8>) {
+    let n = keys.len();
+    let nulls = n.div_ceil(8);
+    let payload = 1 + 4 + 1 + 4 + nulls + 1 + 2 * n + 8 * n;
+    out.extend_from_slice(&(payload as u32).to_le_bytes()[..3]);
+    out.push(0); // sequence id
+    out.push(COM_STMT_EXECUTE);
+    out.extend_from_slice(&statement.to_le_bytes());
+    out.extend_from_slice(&[0, 1, 0, 0, 0]); // no cursor; iteration count 1
+    out.resize(out.len() + nulls, 0); // no parameter is NULL
+    out.push(1); // types bound with this execute
+    for _ in keys {
+        out.extend_from_slice(&[MYSQL_TYPE_LONGLONG, UNSIGNED]);
+    }
+    for &k in keys {
+        out.extend_from_slice(&k.to_le_bytes());
     }
 }
 
@@ -439,161 +529,6 @@ fn bad(what: &str, p: &[u8]) -> LookupError {
         p.len(),
         p[0]
     ))
-}
-
-/// A length-encoded integer at the front of `b`, and the bytes after it.
-pub fn lenenc(b: &[u8]) -> Option<(u64, &[u8])> {
-    let (&first, rest) = b.split_first()?;
-    let width = match first {
-        0..=0xFA => return Some((first as u64, rest)),
-        0xFC => 2,
-        0xFD => 3,
-        0xFE => 8,
-        _ => return None, // 0xFB is NULL in text rows, 0xFF an error: not integers
-    };
-    let bytes = rest.get(..width)?;
-    let mut v = [0u8; 8];
-    v[..width].copy_from_slice(bytes);
-    Some((u64::from_le_bytes(v), &rest[width..]))
-}
-
-/// A length-encoded string at the front of `b`, and the bytes after it.
-fn lenenc_str(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (n, rest) = lenenc(b)?;
-    let n = usize::try_from(n).ok().filter(|&n| n <= rest.len())?;
-    Some(rest.split_at(n))
-}
-
-/// The type byte of a column definition (ColumnDefinition41): six length-encoded strings
-/// (catalog, schema, table, org_table, name, org_name), the length of the fixed fields, then
-/// character set (2 bytes), column length (4), type.
-pub fn column_type(def: &[u8]) -> Option<u8> {
-    let mut rest = def;
-    for _ in 0..6 {
-        rest = lenenc_str(rest)?.1;
-    }
-    lenenc(rest)?.1.get(6).copied()
-}
-
-/// The cells of a binary row (0x00, a NULL bitmap whose bits start at offset 2, then each
-/// non-NULL value in its type's binary form), read as they are iterated. Bytes that do not
-/// frame read as one [`Cell::Other`], and so do bytes left after the last column.
-#[derive(Clone, Debug)]
-pub struct MyCells<'b> {
-    nulls: &'b [u8],
-    rest: &'b [u8],
-    types: &'b [u8],
-    index: usize,
-    count: usize,
-}
-
-impl<'b> MyCells<'b> {
-    fn new(row: &'b [u8], columns: u64, types: &'b [u8]) -> MyCells<'b> {
-        let count = columns as usize; // at most MAX_COLUMNS
-        let bitmap = (count + 7 + 2) / 8;
-        match row.get(1..1 + bitmap) {
-            Some(nulls) => MyCells {
-                nulls,
-                rest: &row[1 + bitmap..],
-                types,
-                index: 0,
-                count,
-            },
-            None => MyCells {
-                nulls: &[],
-                rest: row,
-                types,
-                index: 0,
-                count: 0,
-            },
-        }
-    }
-
-    /// The value of a column of type `t` at the front of `rest`, and the bytes after it.
-    fn value(t: u8, rest: &'b [u8]) -> Option<(Cell<'b>, &'b [u8])> {
-        let fixed = |n: usize| rest.get(n..).map(|after| (Cell::Other, after));
-        match t {
-            0x06 => Some((Cell::Null, rest)), // NULL
-            0x01 => fixed(1),                 // TINY
-            0x02 | 0x0d => fixed(2),          // SHORT, YEAR
-            0x03 | 0x09 | 0x04 => fixed(4),   // LONG, INT24, FLOAT
-            0x08 | 0x05 => fixed(8),          // LONGLONG, DOUBLE
-            0x07 | 0x0a | 0x0c | 0x0b => {
-                // TIMESTAMP, DATE, DATETIME, TIME: a length byte, then that many bytes.
-                let (&len, after) = rest.split_first()?;
-                let (v, after) = after.split_at_checked(len as usize)?;
-                let cell = if t == 0x0b { Cell::Other } else { datetime(v) };
-                Some((cell, after))
-            }
-            // Strings, blobs, decimals, enums, sets, bits, JSON, geometry: length-encoded.
-            _ => lenenc_str(rest).map(|(v, after)| (Cell::Text(v), after)),
-        }
-    }
-}
-
-/// A binary DATETIME/TIMESTAMP/DATE without its length byte: year (2 LE), month, day, then
-/// hour, minute, second and µs (4 LE) when not zero (the server drops trailing zero parts:
-/// 4, 7 or 11 bytes). Malformed values are [`Cell::Other`].
-fn datetime(v: &[u8]) -> Cell<'static> {
-    let (date, time, us) = match v.len() {
-        4 => (v, &[0u8, 0, 0][..], 0),
-        7 => (&v[..4], &v[4..7], 0),
-        11 => (
-            &v[..4],
-            &v[4..7],
-            u32::from_le_bytes([v[7], v[8], v[9], v[10]]),
-        ),
-        _ => return Cell::Other,
-    };
-    let y = u16::from_le_bytes([date[0], date[1]]);
-    time_cell(y, date[2], date[3], time[0], time[1], time[2], us)
-}
-
-/// A MySQL date and time as a cell (also what mysql_async hands over); the zero date, and
-/// dates with a zero month or day, are [`Cell::Other`].
-pub fn time_cell(y: u16, m: u8, d: u8, h: u8, mi: u8, s: u8, us: u32) -> Cell<'static> {
-    if m == 0 || d == 0 {
-        return Cell::Other;
-    }
-    let unix = crate::date::unix_of(y.into(), m.into(), d.into(), h.into(), mi.into(), s.into());
-    Cell::Time(unix * 1_000_000 + i64::from(us))
-}
-
-impl<'b> Iterator for MyCells<'b> {
-    type Item = Cell<'b>;
-
-    fn next(&mut self) -> Option<Cell<'b>> {
-        if self.index >= self.count {
-            return (!std::mem::take(&mut self.rest).is_empty()).then_some(Cell::Other);
-        }
-        let i = self.index;
-        self.index += 1;
-        let bit = i + 2;
-        if self
-            .nulls
-            .get(bit / 8)
-            .is_some_and(|b| b >> (bit % 8) & 1 == 1)
-        {
-            return Some(Cell::Null);
-        }
-        match self
-            .types
-            .get(i)
-            .and_then(|&t| MyCells::value(t, self.rest))
-        {
-            Some((cell, after)) => {
-                self.rest = after;
-                Some(cell)
-            }
-            None => {
-                // A column the prepare did not describe, or a value cut short: nothing after
-                // it can be framed.
-                self.index = self.count;
-                self.rest = &[];
-                Some(Cell::Other)
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! and the `mysql_async` driver.
 
 pub mod async_driver;
+mod cells;
 pub mod choose;
 pub mod codec;
 pub mod error;
 pub mod handshake;
+mod multi_get;
 pub mod plugins;
 pub mod prepare;
 pub mod ssl;

@@ -49,6 +49,8 @@ pub struct MyWireTarget {
     writes: Vec<(Op, String)>,
     /// `--txn`: writes per transaction.
     txn: usize,
+    /// `--batch`: keys per request, each a placeholder of `sql` (`multi_get.rs`).
+    batch: usize,
 }
 
 impl MyWireTarget {
@@ -73,12 +75,21 @@ impl MyWireTarget {
         // User, password and database exactly as the mysql_async driver resolves them
         // (URL, then $USER / MYSQL_PWD).
         let opts = mysql_opts(url, plan.timeouts().connect)?;
+        if plan.batch > 1 && plan.query.is_some() {
+            return Err(SetupError(
+                "--batch on MariaDB reads the usr table by `user_id IN (?, ..., ?)`; leave --query out"
+                    .into(),
+            ));
+        }
         Ok(MyWireTarget {
             endpoint: super::endpoint(url)?,
             user: opts.opts.user().unwrap_or_default().to_string(),
             password: opts.opts.pass().map(str::to_string),
             db: opts.opts.db_name().map(str::to_string),
-            sql: lookup_sql(plan)?,
+            sql: match plan.batch {
+                n if n > 1 => super::multi_get::sql(n),
+                _ => lookup_sql(plan)?,
+            },
             verify: plan.verify,
             timeouts: plan.timeouts(),
             cache_metadata: match url.param("cache_metadata") {
@@ -93,6 +104,7 @@ impl MyWireTarget {
             opts,
             writes: writes::statements(plan)?,
             txn: plan.txn,
+            batch: plan.batch.max(1),
         })
     }
 
@@ -181,7 +193,13 @@ impl MyWireTarget {
         };
         let shape = Shape::of(caps);
         let (p, types) = s.prepare(&self.sql, shape).await?;
-        if p.params != 1 {
+        if self.batch > 1 && p.params as usize != self.batch {
+            return Err(fail(format!(
+                "the multi-get has {} parameters, not the {} keys of --batch",
+                p.params, self.batch
+            )));
+        }
+        if self.batch == 1 && p.params != 1 {
             return Err(fail(format!(
                 "--query has {} parameters; it must have exactly one ? for the key",
                 p.params
@@ -402,6 +420,11 @@ impl Target for MyWireTarget {
     }
 
     /// BEGIN and COMMIT pipelined with the writes (`txn`).
+    /// `user_id IN (?, ..., ?)`, prepared with N placeholders (`multi_get.rs`).
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
+    }
+
     fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }

@@ -28,6 +28,7 @@ use crate::dataset;
 use crate::decimal;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::key_rows::KeyRows;
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
@@ -393,9 +394,11 @@ impl Codec for PgCodec {
     ) -> Result<DecodedBatch, LookupError> {
         // The rows are read with the column types while `walk` holds the codec.
         let columns = std::mem::take(&mut self.columns);
-        let mut rows = multi_get::Rows::new(keys);
+        let mut rows = KeyRows::new(keys);
         let walked = self.walk(buf, |row| {
-            rows.add(row, |key, rest| {
+            let first = multi_get::first_cell(row);
+            rows.add(first.map(|f| f.0), |key| {
+                let rest = first.map_or(0, |f| f.1);
                 let cells = PgCells::after_first(row, rest, &columns);
                 !verify || dataset::matches(key, RowView::Cells(cells))
             })

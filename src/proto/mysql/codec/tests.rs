@@ -1,5 +1,7 @@
 use super::*;
 use crate::outcome::{ErrorKind, Outcome};
+use crate::proto::codec::Cell;
+use crate::proto::mysql::cells;
 use crate::proto::testkit::{self, codec_contract, dec, dec_err, decode_split};
 use proptest::prelude::*;
 
@@ -228,15 +230,15 @@ fn verify_rejects_other_rows() {
 fn short_datetime_forms_mean_zeros() {
     // 2010-02-03 00:00:00 is sent as 4 bytes, and may come as 7 or 11.
     let us = crate::date::unix_of(2010, 2, 3, 0, 0, 0) * 1_000_000;
-    assert_eq!(super::datetime(&[0xDA, 7, 2, 3]), Cell::Time(us));
-    assert_eq!(super::datetime(&[0xDA, 7, 2, 3, 0, 0, 0]), Cell::Time(us));
+    assert_eq!(cells::datetime(&[0xDA, 7, 2, 3]), Cell::Time(us));
+    assert_eq!(cells::datetime(&[0xDA, 7, 2, 3, 0, 0, 0]), Cell::Time(us));
     assert_eq!(
-        super::datetime(&[0xDA, 7, 2, 3, 0, 0, 1, 5, 0, 0, 0]),
+        cells::datetime(&[0xDA, 7, 2, 3, 0, 0, 1, 5, 0, 0, 0]),
         Cell::Time(us + 1_000_005)
     );
     // The zero date, and lengths the server never sends.
     for other in [&[][..], &[0, 0, 0, 0], &[0xDA, 7, 2], &[0xDA, 7, 2, 3, 0]] {
-        assert_eq!(super::datetime(other), Cell::Other, "{other:?}");
+        assert_eq!(cells::datetime(other), Cell::Other, "{other:?}");
     }
 }
 

@@ -2,9 +2,6 @@
 //! the key column first, bound to one binary integer array of the N keys. The rows come in
 //! the index's order, one per distinct key found; each names its key in its first cell.
 
-use crate::outcome::LookupError;
-use crate::proto::codec::Tally;
-
 /// The multi-get of the data set's table.
 pub const SQL: &str =
     "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id = ANY($1)";
@@ -52,52 +49,8 @@ pub fn encode(statement: &str, width: usize, keys: &[u64], out: &mut Vec<u8>) {
     out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
 }
 
-/// The tally of one multi-get's rows as they are read.
-pub struct Rows<'k> {
-    keys: &'k [u64],
-    tally: Result<Tally, LookupError>,
-}
-
-impl<'k> Rows<'k> {
-    pub fn new(keys: &'k [u64]) -> Self {
-        Rows {
-            keys,
-            tally: Ok(Tally::default()),
-        }
-    }
-
-    /// One DataRow: its key is a hit as many times as the request asked for it. `row_ok`
-    /// checks the cells after the key (`--verify`), given the key and where they start.
-    pub fn add(&mut self, body: &[u8], row_ok: impl FnOnce(u64, usize) -> bool) {
-        let Ok(tally) = self.tally.as_mut() else {
-            return;
-        };
-        let Some((key, rest)) = first_cell(body) else {
-            self.tally = Err(LookupError::protocol(
-                "PostgreSQL multi-get: a row without its key first",
-            ));
-            return;
-        };
-        let asked = self.keys.iter().filter(|&&k| k == key).count() as u32;
-        if asked == 0 || !row_ok(key, rest) {
-            self.tally = Err(LookupError::verify(key));
-            return;
-        }
-        tally.hits += asked;
-    }
-
-    /// The request's tally: the keys no row answered are misses.
-    pub fn end(self) -> Result<Tally, LookupError> {
-        let n = self.keys.len() as u32;
-        self.tally.map(|t| Tally {
-            hits: t.hits,
-            misses: n - t.hits.min(n),
-        })
-    }
-}
-
 /// The integer in a DataRow's first cell, and the offset of the cell after it.
-fn first_cell(body: &[u8]) -> Option<(u64, usize)> {
+pub fn first_cell(body: &[u8]) -> Option<(u64, usize)> {
     let len = i32::from_be_bytes(body.get(2..6)?.try_into().ok()?);
     let v = body.get(6..6 + usize::try_from(len).ok()?)?;
     let key = match v.len() {
@@ -113,7 +66,7 @@ fn first_cell(body: &[u8]) -> Option<(u64, usize)> {
 mod tests {
     use super::*;
     use crate::outcome::ErrorKind;
-    use crate::proto::codec::Codec;
+    use crate::proto::codec::{Codec, Tally};
     use crate::proto::postgres::codec::{KeyType, PgCodec};
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
