@@ -11,6 +11,7 @@ pub mod mysql;
 pub mod pipelined;
 pub mod postgres;
 pub mod redis;
+pub mod routed;
 pub mod table;
 pub mod target;
 #[cfg(test)]

@@ -17,8 +17,8 @@ use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
 use crate::proto::memcached::ketama::Ring;
-use crate::proto::memcached::pool_conn::McConn;
 use crate::proto::pipelined::StreamConn;
+use crate::proto::routed::{Route, Routed};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
@@ -159,7 +159,7 @@ async fn pool_counts(
 }
 
 impl Target for McTarget {
-    type Conn = McConn;
+    type Conn = Routed<McCodec>;
 
     fn kind(&self) -> &'static str {
         "memcache"
@@ -184,8 +184,8 @@ impl Target for McTarget {
             let c = StreamConn::connect(ep, self.connect_timeout, None, self.codec(), self.verify);
             conns.push(c.await?);
         }
-        let pool = self.ring.clone().map(|r| (r, self.routed.clone()));
-        Ok(McConn::new(conns, pool, self.keys.clone()))
+        let pool: Option<Route> = self.ring.clone().map(|r| (r as _, self.routed.clone()));
+        Ok(Routed::new(conns, pool, self.keys.clone()))
     }
 
     const MAX_PIPELINE: usize = usize::MAX;

@@ -49,6 +49,12 @@ impl Ring {
     }
 }
 
+impl crate::proto::routed::Router for Ring {
+    fn owner(&self, key: &[u8]) -> usize {
+        Ring::owner(self, key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

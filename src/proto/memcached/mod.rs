@@ -3,7 +3,6 @@
 pub mod codec;
 pub mod conn;
 pub mod ketama;
-pub mod pool_conn;
 pub mod prepare;
 pub mod prune;
 

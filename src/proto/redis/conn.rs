@@ -1,13 +1,20 @@
-//! The Redis target: one pipelined connection per task, logged in by [`Login`] at connect.
+//! The Redis target: one pipelined connection per task, logged in by [`Login`] at connect; on a
+//! Redis Cluster (`?cluster=1`) one per master, each request sent to its key's slot's master.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
 
 use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
-use crate::proto::pipelined::StreamConn;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::count::calls;
 use crate::proto::redis::login::Login;
-use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::proto::redis::slots::SlotMap;
+use crate::proto::routed::{Route, Routed};
+use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
 
@@ -19,6 +26,16 @@ pub struct RedisTarget {
     batch: usize,
     /// `--ttl`: writes carry an expiry, so an insert is `SET NX EX`, not SETNX.
     ttl: u32,
+    /// `?cluster=1`: the cluster, read from the URL's node at the first connect.
+    cluster: Option<Arc<OnceCell<Cluster>>>,
+}
+
+/// A Redis Cluster as a run sees it: its slot map, a login per master, and the requests
+/// routed to each.
+pub struct Cluster {
+    map: Arc<SlotMap>,
+    logins: Vec<Login>,
+    routed: Arc<[AtomicU64]>,
 }
 
 impl RedisTarget {
@@ -32,6 +49,7 @@ impl RedisTarget {
         "cacert",
         "cert",
         "key",
+        "cluster",
         crate::key_format::KEY_FORMAT,
     ];
 
@@ -40,13 +58,66 @@ impl RedisTarget {
         if let Some(f) = &plan.key_format {
             login.keys = f.clone();
         }
+        let cluster = match url.param("cluster") {
+            None | Some("0") => None,
+            Some("1") if url.scheme == "redis" => Some(Arc::new(OnceCell::new())),
+            Some("1") => {
+                return Err(SetupError(format!(
+                    "{}: ?cluster=1 runs over plain TCP (redis://) only in this version",
+                    url.redacted()
+                )))
+            }
+            Some(other) => {
+                return Err(SetupError(format!(
+                    "cluster={other} in the URL: use cluster=1 (a Redis Cluster) or leave it out"
+                )))
+            }
+        };
         Ok(RedisTarget {
             login,
             mix: plan.mix.clone(),
             verify: plan.verify,
             batch: plan.batch,
             ttl: plan.ttl,
+            cluster,
         })
+    }
+
+    /// The cluster, read once (`CLUSTER NODES` of the URL's node); None: one server.
+    async fn cluster(&self) -> Result<Option<&Cluster>, LookupError> {
+        let Some(cell) = &self.cluster else {
+            return Ok(None);
+        };
+        let c = cell
+            .get_or_try_init(|| async {
+                let map = SlotMap::discover(&self.login).await?;
+                let logins = map
+                    .nodes
+                    .iter()
+                    .map(|(h, p)| self.login.at(h, *p))
+                    .collect();
+                Ok::<_, LookupError>(Cluster {
+                    routed: map.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
+                    map: Arc::new(map),
+                    logins,
+                })
+            })
+            .await?;
+        Ok(Some(c))
+    }
+
+    /// Each server's calls of `commands` (INFO commandstats), and its run id.
+    async fn calls_each(
+        &self,
+        commands: &[&str],
+    ) -> Result<Vec<(Vec<u64>, Option<String>)>, SetupError> {
+        let cluster = self.cluster().await.map_err(|e| e.message)?;
+        let logins = cluster.map_or(std::slice::from_ref(&self.login), |c| &c.logins[..]);
+        let mut each = Vec::with_capacity(logins.len());
+        for l in logins {
+            each.push(calls(l, commands).await.map_err(|e| e.message)?);
+        }
+        Ok(each)
     }
 
     pub fn login(&self) -> &Login {
@@ -55,7 +126,7 @@ impl RedisTarget {
 }
 
 impl Target for RedisTarget {
-    type Conn = StreamConn<RedisCodec>;
+    type Conn = Routed<RedisCodec>;
 
     fn kind(&self) -> &'static str {
         "redis"
@@ -74,7 +145,29 @@ impl Target for RedisTarget {
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        self.login.open(self.verify).await
+        let keys = self.login.keys.clone();
+        let Some(c) = self.cluster().await? else {
+            return Ok(Routed::new(
+                vec![self.login.open(self.verify).await?],
+                None,
+                keys,
+            ));
+        };
+        let mut conns = Vec::with_capacity(c.logins.len());
+        for l in &c.logins {
+            conns.push(l.open(self.verify).await?);
+        }
+        let route: Route = (c.map.clone(), c.routed.clone());
+        Ok(Routed::new(conns, Some(route), keys))
+    }
+
+    /// On a cluster the replies come from several servers and are taken in order: one request
+    /// in flight per connection, so none waits behind another server's reply.
+    fn max_pipeline(&self) -> usize {
+        match self.cluster {
+            Some(_) => 1,
+            None => Self::MAX_PIPELINE,
+        }
     }
 
     fn tls(&self) -> Option<TlsInfo> {
@@ -87,8 +180,13 @@ impl Target for RedisTarget {
         Ok(())
     }
 
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
+    fn batch(&self, n: usize) -> Result<(), SetupError> {
+        match (n > 1, &self.cluster) {
+            (true, Some(_)) => Err(SetupError(
+                "--batch on a Redis Cluster: an MGET's keys live on several masters, which is not built yet; run --batch against one server".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
@@ -102,13 +200,25 @@ impl Target for RedisTarget {
             count.epoch = epoch;
             return Ok(Some(count));
         }
-        let (c, epoch) = calls(&self.login, &["get", "set", "setnx", "del"])
-            .await
-            .map_err(|e| e.message)?;
-        let (get, set, setnx, del) = (c[0], c[1], c[2], c[3]);
+        let each = self.calls_each(&["get", "set", "setnx", "del"]).await?;
+        let sum = |i: usize| each.iter().map(|(c, _)| c[i]).sum::<u64>();
+        let (get, set, setnx, del) = (sum(0), sum(1), sum(2), sum(3));
+        let epochs: Option<Vec<String>> = each.iter().map(|(_, e)| e.clone()).collect();
+        let epoch = epochs.map(|e| e.join(","));
+        // A cluster's masters one by one: each one's requests against what was routed to it.
+        let members = match self.cluster().await.map_err(|e| e.message)? {
+            None => Vec::new(),
+            Some(c) => (c.routed.iter().zip(&each).zip(&c.map.nodes))
+                .map(|((sent, (n, _)), (host, port))| MemberCount {
+                    server: format!("{host}:{port}"),
+                    value: n.iter().sum(),
+                    sent: sent.load(Ordering::Relaxed),
+                })
+                .collect(),
+        };
         if self.mix.read_only() {
             let mut count = ServerCount::reads(get, "INFO commandstats cmdstat_get.calls");
-            count.epoch = epoch;
+            (count.epoch, count.members) = (epoch, members);
             return Ok(Some(count));
         }
         // With `--ttl` an insert is a SET too (SETNX takes no expiry): counted with the others.
@@ -131,7 +241,7 @@ impl Target for RedisTarget {
             value: get + set + setnx + del,
             source: "INFO commandstats calls of get, set, setnx, del".into(),
             ops,
-            members: Vec::new(),
+            members,
             per_request: 1,
         }))
     }

@@ -129,6 +129,19 @@ impl Login {
         })
     }
 
+    /// The same login on another server (a Redis Cluster's master).
+    pub fn at(&self, host: &str, port: u16) -> Login {
+        let endpoint = Endpoint::Tcp {
+            host: host.to_string(),
+            port,
+        };
+        Login {
+            addr: endpoint.to_string(),
+            endpoint,
+            ..self.clone()
+        }
+    }
+
     /// A connection to the server and database, logged in.
     pub async fn open(&self, verify: bool) -> Result<StreamConn<RedisCodec>, LookupError> {
         let mut conn = StreamConn::connect(

@@ -5,7 +5,8 @@
 //! `--cacert`, else the system's CAs), or over a Unix socket `redis+unix:///path/redis.sock`
 //! (also `unix://`) with `?db=N&user=U&pass=P` (redis-rs's form): `AUTH` (password, or ACL user
 //! and password) and `SELECT db` at connect. Server truth is `INFO commandstats` (`cmdstat_get`
-//! calls).
+//! calls). `redis://host:port?cluster=1` is a Redis Cluster: its slot map from `CLUSTER NODES`,
+//! each key sent to its slot's master (`slots.rs`), each master counted apart.
 //!
 //! Why not the `redis` crate: its multiplexed connection allocates a command and a reply value
 //! per request and answers through a channel per request; a load generator's client must cost
@@ -18,6 +19,7 @@ pub mod count;
 pub mod login;
 pub mod prepare;
 pub mod prune;
+pub mod slots;
 
 pub use conn::RedisTarget;
 

@@ -7,8 +7,10 @@ use crate::error::SetupError;
 use std::time::Duration;
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::redis::codec::{encode_command, parse_reply, shown, Resp};
+use crate::proto::pipelined::StreamConn;
+use crate::proto::redis::codec::{encode_command, parse_reply, shown, RedisCodec, Resp};
 use crate::proto::redis::login::{Answer, Login};
+use crate::proto::redis::slots::SlotMap;
 use crate::proto::target::Conn;
 use crate::url::TargetUrl;
 
@@ -20,29 +22,12 @@ const BATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Loads `keys` (inclusive) into the URL's database; returns the number of rows.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
-    let login = Login::new(url, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
-    let mut conn = login.open(true).await.map_err(|e| e.message)?;
-    let (mut key, mut value) = (Vec::new(), Vec::new());
-    let mut batch = Vec::with_capacity(BATCH + 512);
-    let mut id = keys.0;
-    while id <= keys.1 {
-        batch.clear();
-        let mut sets = 0usize;
-        while id <= keys.1 && batch.len() < BATCH {
-            key.clear();
-            login.keys.write(id, &mut key);
-            value.clear();
-            crate::dataset::write_tsv(&mut value, id);
-            encode_command(&[b"SET", &key, &value], &mut batch);
-            sets += 1;
-            id += 1;
-        }
-        let acks = conn.round_trip(&batch, count_oks(sets));
-        tokio::time::timeout(BATCH_TIMEOUT, acks)
-            .await
-            .map_err(|_| format!("{}: no answer to SET within {BATCH_TIMEOUT:?}", login.addr))?
-            .map_err(|e| format!("{}: SET: {}", login.addr, e.message))?;
+    let login = &Login::new(url, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
+    if url.param("cluster") == Some("1") {
+        return load_cluster(login, keys).await;
     }
+    let mut conn = login.open(true).await.map_err(|e| e.message)?;
+    set_all(login, &mut conn, keys, |_| true).await?;
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
     match conn.recv(&last).await {
@@ -55,7 +40,7 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
         }
         Err(e) => return Err(e.message.into()),
     }
-    super::prune::outside(&login, &mut conn, keys).await?;
+    super::prune::outside(login, &mut conn, keys).await?;
     let rows = keys.1 - keys.0 + 1;
     match login
         .ask(&mut conn, &[b"DBSIZE"], "DBSIZE")
@@ -68,6 +53,65 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
             login.addr
         ))),
     }
+}
+
+/// A Redis Cluster: each master gets the keys of its slots, as a run reads them (keys of
+/// other ids are left as they are: a cluster is not pruned). Each master's DBSIZE must hold
+/// at least the keys it was given.
+async fn load_cluster(login: &Login, keys: (u64, u64)) -> Result<u64, SetupError> {
+    use crate::proto::routed::Router;
+    let map = SlotMap::discover(login).await.map_err(|e| e.message)?;
+    for (i, (host, port)) in map.nodes.iter().enumerate() {
+        let node = login.at(host, *port);
+        let mut conn = node.open(true).await.map_err(|e| e.message)?;
+        let given = set_all(&node, &mut conn, keys, |key| map.owner(key) == i).await?;
+        match node.ask(&mut conn, &[b"DBSIZE"], "DBSIZE").await {
+            Ok(Answer::Integer(n)) if n >= 0 && n as u64 >= given => {}
+            other => {
+                return Err(SetupError(format!(
+                    "{}: DBSIZE answered {:?} after {given} SETs: the server did not keep them all",
+                    node.addr,
+                    other.map_err(|e| e.message)
+                )))
+            }
+        }
+    }
+    Ok(keys.1 - keys.0 + 1)
+}
+
+/// `SET` of the row of every id of `keys` whose key `mine` takes, in pipelined batches; returns
+/// how many were set.
+async fn set_all(
+    login: &Login,
+    conn: &mut StreamConn<RedisCodec>,
+    keys: (u64, u64),
+    mine: impl Fn(&[u8]) -> bool,
+) -> Result<u64, SetupError> {
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    let mut batch = Vec::with_capacity(BATCH + 512);
+    let (mut id, mut given) = (keys.0, 0u64);
+    while id <= keys.1 {
+        batch.clear();
+        let mut sets = 0usize;
+        while id <= keys.1 && batch.len() < BATCH {
+            key.clear();
+            login.keys.write(id, &mut key);
+            if mine(&key) {
+                value.clear();
+                crate::dataset::write_tsv(&mut value, id);
+                encode_command(&[b"SET", &key, &value], &mut batch);
+                sets += 1;
+            }
+            id += 1;
+        }
+        given += sets as u64;
+        let acks = conn.round_trip(&batch, count_oks(sets));
+        tokio::time::timeout(BATCH_TIMEOUT, acks)
+            .await
+            .map_err(|_| format!("{}: no answer to SET within {BATCH_TIMEOUT:?}", login.addr))?
+            .map_err(|e| format!("{}: SET: {}", login.addr, e.message))?;
+    }
+    Ok(given)
 }
 
 /// A parser for `round_trip` that is done after `n` `+OK` replies. It remembers how far it got,

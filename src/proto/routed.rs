@@ -1,38 +1,41 @@
-//! One lane's connection to memcached: to one server, or to each server of a pool
-//! (`memcache://h1:p1,h2:p2`), where every request goes to the server ketama gives its key, as
-//! libmemcached's clients send it. Replies are taken in the order the requests went out: the
-//! servers each request went to are kept in that order.
+//! One lane's connection to a target that is one server or a set of servers: a memcached pool
+//! (`memcache://h1:p1,h2:p2`, keys placed by ketama as libmemcached's clients place them) or a
+//! Redis Cluster (`redis://h:p?cluster=1`, keys placed by hash slot). Every request goes to the
+//! server its key's [`Router`] names; replies are taken in the order the requests went out:
+//! the servers each request went to are kept in that order.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::codec::McCodec;
-use super::ketama::Ring;
 use crate::key_format::KeyFormat;
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{Request, Tally};
+use crate::proto::codec::{Codec, Request, Tally};
 use crate::proto::pipelined::StreamConn;
 use crate::proto::target::Conn;
 
-pub struct McConn {
-    /// One connection per server, in the pool's order.
-    conns: Vec<StreamConn<McCodec>>,
-    /// A pool's ring and the run's count of requests routed to each server; None: one server.
-    pool: Option<(Arc<Ring>, Arc<[AtomicU64]>)>,
+/// Which server of a set owns a key (its index in the set's order).
+pub trait Router: Send + Sync {
+    fn owner(&self, key: &[u8]) -> usize;
+}
+
+/// A set's router and the run's count of requests routed to each server.
+pub type Route = (Arc<dyn Router>, Arc<[AtomicU64]>);
+
+pub struct Routed<C: Codec> {
+    /// One connection per server, in the set's order.
+    conns: Vec<StreamConn<C>>,
+    /// None: one server.
+    pool: Option<Route>,
     keys: KeyFormat,
     /// The server of each request in flight, oldest first.
     sent: VecDeque<usize>,
 }
 
-impl McConn {
-    pub fn new(
-        conns: Vec<StreamConn<McCodec>>,
-        pool: Option<(Arc<Ring>, Arc<[AtomicU64]>)>,
-        keys: KeyFormat,
-    ) -> Self {
-        McConn {
+impl<C: Codec> Routed<C> {
+    pub fn new(conns: Vec<StreamConn<C>>, pool: Option<Route>, keys: KeyFormat) -> Self {
+        Routed {
             conns,
             pool,
             keys,
@@ -65,7 +68,7 @@ impl McConn {
     }
 }
 
-impl Conn for McConn {
+impl<C: Codec + 'static> Conn for Routed<C> {
     #[inline]
     fn send(&mut self, req: &Request) {
         let i = self.owner_of(req.key);
@@ -89,7 +92,7 @@ impl Conn for McConn {
         r
     }
 
-    /// Multi-gets go to one server (`Target::batch` refuses them on a pool).
+    /// Multi-gets go to one server (`Target::batch` refuses them on a set).
     fn send_batch(&mut self, keys: &[u64]) {
         self.sent.push_back(0);
         self.conns[0].send_batch(keys);

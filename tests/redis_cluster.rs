@@ -1,0 +1,161 @@
+//! A Redis Cluster of three masters of our own (`redis-server --cluster-enabled yes` on ports
+//! of our own, `redis-cli --cluster create`): `prepare` puts each key on its slot's master, and
+//! a run sends every GET to its key's master. The masters' own counters are read here.
+
+mod common;
+use common::*;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Three cluster-enabled redis-servers, killed when dropped.
+struct Nodes {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn start_cluster(first: u16) -> Nodes {
+    let dir = std::env::temp_dir().join(format!("loadgen-cluster-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ports: Vec<u16> = (first..first + 3).collect();
+    let mut nodes = Nodes {
+        children: Vec::new(),
+        ports: ports.clone(),
+        dir: dir.clone(),
+    };
+    for p in &ports {
+        let conf = dir.join(format!("nodes-{p}.conf"));
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &p.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--cluster-enabled",
+                "yes",
+            ])
+            .arg("--cluster-config-file")
+            .arg(&conf)
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        nodes.children.push(child);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ports.iter().all(|p| cli(*p, &["ping"]) == "PONG") {
+        assert!(
+            Instant::now() < deadline,
+            "the cluster nodes did not answer PING"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let out = Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    while !ports
+        .iter()
+        .all(|p| cli(*p, &["cluster", "info"]).contains("cluster_state:ok"))
+    {
+        assert!(Instant::now() < deadline, "cluster_state did not become ok");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nodes
+}
+
+fn gets(port: u16) -> u64 {
+    let info = cli(port, &["info", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
+        .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
+}
+
+#[test]
+fn a_cluster_gets_each_key_from_its_slots_master() {
+    let Some(redis) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let base: u16 = redis.rsplit_once(':').unwrap().1.parse().unwrap();
+    let nodes = start_cluster(base + 100);
+    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
+    // A SET sent to a master that does not own the key's slot is refused with MOVED, so a
+    // prepare that succeeds put every key on its owner.
+    let out = run(&["prepare", &url, "--rows", "3000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sizes: Vec<u64> = nodes
+        .ports
+        .iter()
+        .map(|p| cli(*p, &["dbsize"]).parse().unwrap())
+        .collect();
+    assert_eq!(sizes.iter().sum::<u64>(), 3000, "{sizes:?}");
+    assert!(sizes.iter().all(|&n| n > 500), "keys per master {sizes:?}");
+    let before: Vec<u64> = nodes.ports.iter().map(|p| gets(*p)).collect();
+    let (code, doc, err) = run_json(&[
+        &url, "-n", "6000", "-c", "4", "--keys", "1-3000", "--verify", "--warmup", "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    // A GET sent to any other master would be a MOVED error, not a hit.
+    assert_eq!((u(r, "hits"), u(r, "error_total")), (6000, 0), "{r}");
+    let seen: Vec<u64> = nodes
+        .ports
+        .iter()
+        .zip(&before)
+        .map(|(p, b)| gets(*p) - b)
+        .collect();
+    assert_eq!(seen.iter().sum::<u64>(), 6000, "{seen:?}");
+    let members = r["server_observed"]["members"]
+        .as_array()
+        .expect("members")
+        .clone();
+    assert_eq!(members.len(), 3, "{r}");
+    for (m, (p, n)) in members.iter().zip(nodes.ports.iter().zip(&seen)) {
+        assert_eq!(m["server"], format!("127.0.0.1:{p}"), "{m}");
+        assert_eq!((u(m, "delta"), u(m, "expected")), (*n, *n), "{m}");
+        assert!(*n > 1000, "{seen:?}");
+    }
+    assert_eq!(r["server_observed"]["matches"], true, "{r}");
+    assert_schema_valid(&doc);
+    // An MGET's keys live on several masters: refused, one line, exit 2.
+    let out = run(&["run", &url, "--batch", "10", "-n", "10"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
