@@ -629,11 +629,18 @@ fn cmd_prepare(a: PrepareArgs) -> Result<Exit, Error> {
         p.seconds,
         loadgen::report::text::thousands((p.rows as f64 / p.seconds.max(1e-9)) as u64)
     );
-    println!(
-        "ids 1..{} hold the data set's rows and nothing outside them is left (rows a write run \
-         inserted are gone): a write run starts from here; to reset after one, prepare again",
-        a.rows
-    );
+    match p.pruned {
+        true => println!(
+            "ids 1..{} hold the data set's rows and nothing outside them is left (rows a write run \
+             inserted are gone): a write run starts from here; to reset after one, prepare again",
+            a.rows
+        ),
+        false => println!(
+            "ids 1..{} hold the data set's rows; keys of other ids were left as they are (a Redis \
+             Cluster is not pruned)",
+            a.rows
+        ),
+    }
     Ok(Exit::Clean)
 }
 

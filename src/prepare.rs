@@ -12,6 +12,8 @@ use crate::url::{redact_text, TargetUrl};
 pub struct Prepared {
     pub rows: u64,
     pub seconds: f64,
+    /// Keys outside the loaded ids were removed (false on a Redis Cluster, which is not pruned).
+    pub pruned: bool,
 }
 
 /// `key_format`: `--key-format`, for memcached and Redis keys.
@@ -54,5 +56,6 @@ pub async fn prepare(
     Ok(Prepared {
         rows,
         seconds: start.elapsed().as_secs_f64(),
+        pruned: url.param("cluster") != Some("1"),
     })
 }

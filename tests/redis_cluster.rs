@@ -152,6 +152,8 @@ fn a_cluster_gets_each_key_from_its_slots_master() {
         assert!(*n > 1000, "{seen:?}");
     }
     assert_eq!(r["server_observed"]["matches"], true, "{r}");
+    // No one master's CPU stands for the cluster's.
+    assert!(r["server_cpu"]["pid"].is_null(), "{}", r["server_cpu"]);
     assert_schema_valid(&doc);
     // An MGET's keys live on several masters: refused, one line, exit 2.
     let out = run(&["run", &url, "--batch", "10", "-n", "10"]);

@@ -94,8 +94,12 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// The driver that runs it, where the protocol has a choice (`?driver=`): the result
-    /// names the one that ran, which is not always the one asked for (MySQL's auth fallback).
+    /// A set of servers (a memcached pool, a Redis Cluster): no one process's CPU is the
+    /// server's, so none is read.
+    fn is_set(&self) -> bool {
+        false
+    }
+
     /// A trace's keys go out as written (memcached, Redis); false: as ids (`trace::key_id`).
     fn named_keys(&self) -> bool {
         false
@@ -107,6 +111,8 @@ pub trait Target: Send + Sync + 'static {
         crate::decimal::push(out, id)
     }
 
+    /// The driver that runs it, where the protocol has a choice (`?driver=`): the result
+    /// names the one that ran, which is not always the one asked for (MySQL's auth fallback).
     fn driver(&self) -> Option<&'static str> {
         None
     }

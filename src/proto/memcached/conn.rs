@@ -177,6 +177,10 @@ impl Target for McTarget {
         &self.endpoint
     }
 
+    fn is_set(&self) -> bool {
+        self.ring.is_some()
+    }
+
     /// A connection to each server of a pool.
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let mut conns = Vec::with_capacity(self.members.len());

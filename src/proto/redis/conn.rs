@@ -136,6 +136,10 @@ impl Target for RedisTarget {
         true
     }
 
+    fn is_set(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
         self.login.keys.write(id, out)
     }
