@@ -298,3 +298,65 @@ fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
         servers(&["down", &format!("memcached_{p}")]);
     }
 }
+
+/// A pool server that dies mid-run fails only its own keys: the other servers' gets go on
+/// every second, and once it is started again (empty) its connections come back, so the last
+/// seconds have no errors and its keys miss instead.
+#[test]
+fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let first: u16 = url.rsplit_once(':').unwrap().1.parse().unwrap();
+    let ports: Vec<u16> = (11..14).map(|i| first + i).collect();
+    for p in &ports {
+        servers(&["up", &format!("memcached_{p}")]);
+    }
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let pool = format!("memcache://{}?prefix=deadtest:", addrs.join(","));
+    let out = run(&["prepare", &pool, "--rows", "600"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child = std::process::Command::new(bin())
+        .args([
+            "run", &pool, "-d", "7s", "-c", "4", "--keys", "1-600", "--warmup", "0s",
+        ])
+        .args(["--format", "json", "-o", "-", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loadgen runs");
+    let dead = format!("memcached_{}", ports[1]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    servers(&["down", &dead]);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    servers(&["up", &dead]);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let r = &doc["runs"][0];
+    assert!(
+        u(r, "errors.connect") > 0,
+        "the dead server's keys fail: {r}"
+    );
+    let seconds = r["timeline"].as_array().unwrap();
+    assert!(seconds.len() >= 6, "{seconds:?}");
+    // The two live servers answer every second, the one without its third server too.
+    for s in seconds.iter().take(6) {
+        assert!(
+            u(s, "hits") > 500,
+            "a second without the live servers' hits: {s}"
+        );
+    }
+    // Back (and empty) well before the end: no errors, and its keys miss.
+    let last = &seconds[5];
+    assert_eq!(u(last, "errors"), 0, "{last}");
+    assert!(u(last, "misses") > 0, "{last}");
+    for p in &ports {
+        servers(&["down", &format!("memcached_{p}")]);
+    }
+}

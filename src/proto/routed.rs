@@ -3,14 +3,20 @@
 //! Redis Cluster (`redis://h:p?cluster=1`, keys placed by hash slot). Every request goes to the
 //! server its key's [`Router`] names; replies are taken in the order the requests went out:
 //! the servers each request went to are kept in that order.
+//!
+//! In a set, a server whose connection breaks is dropped alone: its keys fail at once (as
+//! connect errors, never sent) while the other servers' keys go on, and it is opened again at
+//! most every [`RETRY`] until it answers, as a libmemcached client treats a dead server.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::key_format::KeyFormat;
-use crate::outcome::{LookupError, Outcome};
+use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::proto::codec::{Codec, Request, Tally};
 use crate::proto::pipelined::StreamConn;
 use crate::proto::target::Conn;
@@ -23,24 +29,46 @@ pub trait Router: Send + Sync {
 /// A set's router and the run's count of requests routed to each server.
 pub type Route = (Arc<dyn Router>, Arc<[AtomicU64]>);
 
+/// Opens the connection to server `i` of a set again.
+pub type Reopen<C> =
+    Box<dyn Fn(usize) -> Pin<Box<dyn Future<Output = Result<StreamConn<C>, LookupError>>>>>;
+
+/// How often a lane tries a server of its set that is down.
+pub const RETRY: Duration = Duration::from_millis(500);
+
 pub struct Routed<C: Codec> {
-    /// One connection per server, in the set's order.
-    conns: Vec<StreamConn<C>>,
+    /// One connection per server, in the set's order; None while that server is down.
+    conns: Vec<Option<StreamConn<C>>>,
     /// None: one server.
     pool: Option<Route>,
     keys: KeyFormat,
     /// The server of each request in flight, oldest first.
     sent: VecDeque<usize>,
+    /// A set's way to open one server again, and when each down server may be tried next.
+    reopen: Option<(Reopen<C>, Vec<Instant>)>,
+    /// Each server's address, for messages.
+    names: Vec<String>,
 }
 
 impl<C: Codec> Routed<C> {
     pub fn new(conns: Vec<StreamConn<C>>, pool: Option<Route>, keys: KeyFormat) -> Self {
         Routed {
-            conns,
+            conns: conns.into_iter().map(Some).collect(),
             pool,
             keys,
             sent: VecDeque::with_capacity(16),
+            reopen: None,
+            names: Vec::new(),
         }
+    }
+
+    /// A set that opens a server again after its connection broke (see the module); `names`
+    /// are the servers' addresses, in the set's order.
+    pub fn reopening(mut self, reopen: Reopen<C>, names: Vec<String>) -> Self {
+        let now = Instant::now();
+        self.reopen = Some((reopen, vec![now; self.conns.len()]));
+        self.names = names;
+        self
     }
 
     /// The server of `key`, counted as routed there.
@@ -66,6 +94,29 @@ impl<C: Codec> Routed<C> {
             }
         }
     }
+
+    /// Server `i` is down: the request that found it so fails, and the server is tried again
+    /// once [`RETRY`] has passed since the last try.
+    async fn down(&mut self, i: usize, why: &str) -> LookupError {
+        if let Some((reopen, next)) = &mut self.reopen {
+            if Instant::now() >= next[i] {
+                next[i] = Instant::now() + RETRY;
+                if let Ok(c) = reopen(i).await {
+                    self.conns[i] = Some(c);
+                }
+            }
+        }
+        LookupError::new(
+            ErrorKind::Connect,
+            false,
+            format!(
+                "{} is down ({why}): its keys fail until it is back",
+                self.names
+                    .get(i)
+                    .map_or("a server of the set", String::as_str)
+            ),
+        )
+    }
 }
 
 impl<C: Codec + 'static> Conn for Routed<C> {
@@ -73,13 +124,17 @@ impl<C: Codec + 'static> Conn for Routed<C> {
     fn send(&mut self, req: &Request) {
         let i = self.owner_of(req.key);
         self.sent.push_back(i);
-        self.conns[i].send(req);
+        if let Some(c) = &mut self.conns[i] {
+            c.send(req);
+        }
     }
 
     fn send_named(&mut self, req: &Request, key: &[u8]) {
         let i = self.owner(key);
         self.sent.push_back(i);
-        self.conns[i].send_named(req, key);
+        if let Some(c) = &mut self.conns[i] {
+            c.send_named(req, key);
+        }
     }
 
     /// Cancel-safe as the server's own connection is: the request's server is dropped from
@@ -87,25 +142,41 @@ impl<C: Codec + 'static> Conn for Routed<C> {
     #[inline]
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
         let i = self.sent.front().copied().unwrap_or(0);
-        let r = self.conns[i].recv(req).await;
+        let Some(c) = &mut self.conns[i] else {
+            self.sent.pop_front();
+            return Err(self.down(i, "not connected").await);
+        };
+        let r = c.recv(req).await;
         self.sent.pop_front();
-        r
+        match r {
+            // In a set only this server's connection is lost; the lane goes on with the others.
+            Err(e) if e.fatal && self.reopen.is_some() => {
+                self.conns[i] = None;
+                Err(self.down(i, &e.message).await)
+            }
+            r => r,
+        }
     }
 
     /// Multi-gets go to one server (`Target::batch` refuses them on a set).
     fn send_batch(&mut self, keys: &[u64]) {
         self.sent.push_back(0);
-        self.conns[0].send_batch(keys);
+        if let Some(c) = &mut self.conns[0] {
+            c.send_batch(keys);
+        }
     }
 
     async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
-        let r = self.conns[0].recv_batch(keys).await;
+        let Some(c) = &mut self.conns[0] else {
+            return Err(LookupError::io("not connected"));
+        };
+        let r = c.recv_batch(keys).await;
         self.sent.pop_front();
         r
     }
 
     async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
-        for c in &mut self.conns {
+        for c in self.conns.iter_mut().flatten() {
             c.settle(grace).await?;
         }
         Ok(())

@@ -18,7 +18,7 @@ use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
 use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
-use crate::proto::routed::{Route, Routed};
+use crate::proto::routed::{Reopen, Route, Routed};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
@@ -188,8 +188,22 @@ impl Target for McTarget {
             let c = StreamConn::connect(ep, self.connect_timeout, None, self.codec(), self.verify);
             conns.push(c.await?);
         }
-        let pool: Option<Route> = self.ring.clone().map(|r| (r as _, self.routed.clone()));
-        Ok(Routed::new(conns, pool, self.keys.clone()))
+        let Some(ring) = self.ring.clone() else {
+            return Ok(Routed::new(conns, None, self.keys.clone()));
+        };
+        let route: Route = (ring, self.routed.clone());
+        let (members, timeout, codec, verify) = (
+            self.members.clone(),
+            self.connect_timeout,
+            self.codec(),
+            self.verify,
+        );
+        let reopen: Reopen<McCodec> = Box::new(move |i| {
+            let (ep, codec) = (members[i].clone(), codec.clone());
+            Box::pin(async move { StreamConn::connect(&ep, timeout, None, codec, verify).await })
+        });
+        let names = self.members.iter().map(|m| m.to_string()).collect();
+        Ok(Routed::new(conns, Some(route), self.keys.clone()).reopening(reopen, names))
     }
 
     const MAX_PIPELINE: usize = usize::MAX;

@@ -13,7 +13,7 @@ use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::count::calls;
 use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
-use crate::proto::routed::{Route, Routed};
+use crate::proto::routed::{Reopen, Route, Routed};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
@@ -162,7 +162,13 @@ impl Target for RedisTarget {
             conns.push(l.open(self.verify).await?);
         }
         let route: Route = (c.map.clone(), c.routed.clone());
-        Ok(Routed::new(conns, Some(route), keys))
+        let (logins, verify) = (c.logins.clone(), self.verify);
+        let reopen: Reopen<RedisCodec> = Box::new(move |i| {
+            let login = logins[i].clone();
+            Box::pin(async move { login.open(verify).await })
+        });
+        let names = c.logins.iter().map(|l| l.addr.clone()).collect();
+        Ok(Routed::new(conns, Some(route), keys).reopening(reopen, names))
     }
 
     /// On a cluster the replies come from several servers and are taken in order: one request
