@@ -84,8 +84,8 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
         "--mix read=9,update=1 writes: use --mix read=100",
     ),
     (
-        &["run", "--batch", "10", "-n", "10"],
-        "--batch 10: this embedded target has no multi-get",
+        &["run", "http://127.0.0.1:1/kv?id={key}", "--batch", "10", "-n", "10"],
+        "--batch 10 on HTTP sends GET /PATH?ids=",
     ),
     (&["merge", "/no/such/file.json"], "file.json"),
 ];
