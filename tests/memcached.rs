@@ -307,19 +307,7 @@ fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let first: u16 = url.rsplit_once(':').unwrap().1.parse().unwrap();
-    let ports: Vec<u16> = (11..14).map(|i| first + i).collect();
-    for p in &ports {
-        servers(&["up", &format!("memcached_{p}")]);
-    }
-    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let pool = format!("memcache://{}?prefix=deadtest:", addrs.join(","));
-    let out = run(&["prepare", &pool, "--rows", "600"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (pool, _, ports) = memcached_pool(&url, 11, "deadtest:", "600");
     let child = std::process::Command::new(bin())
         .args([
             "run", &pool, "-d", "7s", "-c", "4", "--keys", "1-600", "--warmup", "0s",
@@ -356,7 +344,5 @@ fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
     let last = &seconds[5];
     assert_eq!(u(last, "errors"), 0, "{last}");
     assert!(u(last, "misses") > 0, "{last}");
-    for p in &ports {
-        servers(&["down", &format!("memcached_{p}")]);
-    }
+    pool_down(&ports);
 }

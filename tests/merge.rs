@@ -186,3 +186,72 @@ fn pair() -> Option<&'static Pair> {
 
 // ------------------------------------------------------------------ merge semantics
 // Built from one real result file (the embedded target: no server needed), edited per case.
+
+/// Two generators one after the other on a pool of three memcached: `merge` keeps a line per
+/// server, each the sum of what the two routed to it and of what it counted, and the servers'
+/// own cmd_get, read here, sum to every get of both.
+#[test]
+fn merge_keeps_each_pool_servers_line() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let (pool, addrs, ports) = memcached_pool(&url, 21, "mergepool:", "600");
+    let gets = || -> u64 {
+        addrs
+            .iter()
+            .map(|a| memcached_stat(&format!("memcache://{a}"), "cmd_get"))
+            .sum()
+    };
+    let before = gets();
+    let dir = std::env::temp_dir().join(format!("loadgen-mergepool-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("g{i}.json"))).collect();
+    for f in &files {
+        let out = run(&[
+            "run",
+            &pool,
+            "-n",
+            "3000",
+            "-c",
+            "4",
+            "--keys",
+            "1-600",
+            "-q",
+            "--format",
+            "json",
+            "-o",
+            f.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(gets() - before, 6000, "the servers' own cmd_get");
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (code, doc, err) = merge(&paths);
+    assert_eq!(code, 0, "{err}");
+    let doc = doc.unwrap();
+    let so = &doc["runs"][0]["server_observed"];
+    let members = so["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{so}");
+    let each: Vec<Value> = paths
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    let mut total = 0;
+    for (i, m) in members.iter().enumerate() {
+        assert_eq!(m["server"], addrs[i], "{m}");
+        let parts: u64 = each
+            .iter()
+            .map(|d| u(&d["runs"][0]["server_observed"]["members"][i], "delta"))
+            .sum();
+        assert_eq!((u(m, "delta"), u(m, "expected")), (parts, parts), "{m}");
+        assert_eq!(m["matches"], true, "{m}");
+        total += parts;
+    }
+    assert_eq!(total, 6000, "{so}");
+    let _ = std::fs::remove_dir_all(&dir);
+    pool_down(&ports);
+}

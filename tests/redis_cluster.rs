@@ -108,8 +108,10 @@ fn a_cluster_gets_each_key_from_its_slots_master() {
     let Some(redis) = server("LOADGEN_REDIS_URL") else {
         return;
     };
-    let base: u16 = redis.rsplit_once(':').unwrap().1.parse().unwrap();
-    let nodes = start_cluster(base + 100);
+    let port: u16 = redis.rsplit_once(':').unwrap().1.parse().unwrap();
+    // Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus
+    // (its port + 10,000) is a port too.
+    let nodes = start_cluster(20_000 + port % 10_000 + 100);
     let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
     // A SET sent to a master that does not own the key's slot is refused with MOVED, so a
     // prepare that succeeds put every key on its owner.

@@ -1,7 +1,7 @@
 //! What the server said of merged runs: its CPU and its own count of the requests, charged
 //! once when the generators shared it, added up when each had its own.
 
-use crate::result::{ClientCpu, OpResult, RunResult, ServerCpu, ServerObserved};
+use crate::result::{ClientCpu, MemberObserved, OpResult, RunResult, ServerCpu, ServerObserved};
 
 /// The server's CPU charged once. Generators that ran together on one server each read all of
 /// its CPU over their own (overlapping) window: the highest reading stands for it, spread over
@@ -110,8 +110,34 @@ pub(super) fn merge_observed(
         after: None,
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
-        members: Vec::new(),
+        members: merge_members(&obs, shared, unsure),
     })
+}
+
+/// Each server of a set (a pool, a cluster) across the generators, by its address: what they
+/// routed to it adds up. Its count adds up too when each counted only its own requests; when
+/// they ran together on the set, each generator's count holds the others' requests, and the
+/// widest reading (the generator whose window held the others') stands for it, checked for
+/// holding every request routed there.
+fn merge_members(obs: &[&ServerObserved], shared: bool, unsure: u64) -> Vec<MemberObserved> {
+    let mut merged: Vec<MemberObserved> = Vec::new();
+    for m in obs.iter().flat_map(|o| &o.members) {
+        match merged.iter_mut().find(|x| x.server == m.server) {
+            Some(x) => {
+                x.expected += m.expected;
+                x.delta = if shared {
+                    x.delta.max(m.delta)
+                } else {
+                    x.delta + m.delta
+                };
+            }
+            None => merged.push(m.clone()),
+        }
+    }
+    for m in &mut merged {
+        m.matches = (shared || m.delta <= m.expected) && m.delta + unsure >= m.expected;
+    }
+    merged
 }
 
 /// The server's counts of one op, summed, when every part read one and each count was the

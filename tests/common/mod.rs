@@ -539,3 +539,35 @@ pub fn multi_get_run(url: &str, n: &str, p: &str) -> (i32, Value, String) {
         "--verify",
     ])
 }
+
+/// Three memcached of our own (servers.sh `memcached_PORT`, ports `offset`.. above
+/// servers.sh's memcached) as a pool URL with keys `PREFIX<id>`, prepared with `rows` rows:
+/// (the pool's URL, its members' `host:port`, their ports). Stop them with [`pool_down`].
+pub fn memcached_pool(
+    mc_url: &str,
+    offset: u16,
+    prefix: &str,
+    rows: &str,
+) -> (String, Vec<String>, Vec<u16>) {
+    let first: u16 = mc_url.rsplit_once(':').unwrap().1.parse().unwrap();
+    let ports: Vec<u16> = (offset..offset + 3).map(|i| first + i).collect();
+    for p in &ports {
+        servers(&["up", &format!("memcached_{p}")]);
+    }
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let pool = format!("memcache://{}?prefix={prefix}", addrs.join(","));
+    let out = run(&["prepare", &pool, "--rows", rows]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (pool, addrs, ports)
+}
+
+/// Stops the memcached of [`memcached_pool`].
+pub fn pool_down(ports: &[u16]) {
+    for p in ports {
+        servers(&["down", &format!("memcached_{p}")]);
+    }
+}
