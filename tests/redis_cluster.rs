@@ -35,7 +35,7 @@ fn cli(port: u16, args: &[&str]) -> String {
 }
 
 fn start_cluster(first: u16) -> Nodes {
-    let dir = std::env::temp_dir().join(format!("loadgen-cluster-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("loadgen-cluster-{}-{first}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ports: Vec<u16> = (first..first + 3).collect();
     let mut nodes = Nodes {
@@ -103,15 +103,19 @@ fn gets(port: u16) -> u64 {
         .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
 }
 
+/// Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus (its
+/// port + 10,000) is a port too.
+fn cluster_ports(redis_url: &str) -> u16 {
+    let port: u16 = redis_url.rsplit_once(':').unwrap().1.parse().unwrap();
+    20_000 + port % 10_000 + 100
+}
+
 #[test]
 fn a_cluster_gets_each_key_from_its_slots_master() {
     let Some(redis) = server("LOADGEN_REDIS_URL") else {
         return;
     };
-    let port: u16 = redis.rsplit_once(':').unwrap().1.parse().unwrap();
-    // Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus
-    // (its port + 10,000) is a port too.
-    let nodes = start_cluster(20_000 + port % 10_000 + 100);
+    let nodes = start_cluster(cluster_ports(&redis));
     let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
     // A SET sent to a master that does not own the key's slot is refused with MOVED, so a
     // prepare that succeeds put every key on its owner.
@@ -162,4 +166,77 @@ fn a_cluster_gets_each_key_from_its_slots_master() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Slots moved from one master to another mid-run (`redis-cli --cluster reshard`): requests
+/// for keys already moved get ASK (during the migration) or MOVED (after it), and loadgen
+/// follows both, so no lookup is lost: every request of the run is a hit.
+#[test]
+fn a_reshard_mid_run_loses_no_lookup() {
+    let Some(redis) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let nodes = start_cluster(cluster_ports(&redis) + 10);
+    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
+    let out = run(&["prepare", &url, "--rows", "20000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child = Command::new(bin())
+        .args([
+            "run", &url, "-d", "10s", "-c", "4", "--keys", "1-20000", "--verify",
+        ])
+        .args(["--warmup", "0s", "--format", "json", "-o", "-", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadgen runs");
+    let started = Instant::now();
+    let size = |p: u16| -> u64 { cli(p, &["dbsize"]).parse().unwrap() };
+    let moved_to = size(nodes.ports[1]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let id = |p: u16| cli(p, &["cluster", "myid"]);
+    let (from, to) = (id(nodes.ports[0]), id(nodes.ports[1]));
+    let reshard = Command::new("redis-cli")
+        .args([
+            "--cluster",
+            "reshard",
+            &format!("127.0.0.1:{}", nodes.ports[0]),
+        ])
+        .args([
+            "--cluster-from",
+            &from,
+            "--cluster-to",
+            &to,
+            "--cluster-slots",
+            "1000",
+        ])
+        .args(["--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster reshard runs");
+    assert!(
+        reshard.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reshard.stdout)
+    );
+    // The keys moved, and the run went on for a while after: its requests for them were
+    // redirected (MOVED), not only the ones during the migration (ASK).
+    assert!(
+        size(nodes.ports[1]) > moved_to + 300,
+        "the reshard moved no keys"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the reshard took too long to test"
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+    assert_eq!(u(r, "hits"), u(r, "requests"), "{r}");
+    assert!(u(r, "requests") > 10_000, "{r}");
 }

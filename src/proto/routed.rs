@@ -24,6 +24,19 @@ use crate::proto::target::Conn;
 /// Which server of a set owns a key (its index in the set's order).
 pub trait Router: Send + Sync {
     fn owner(&self, key: &[u8]) -> usize;
+
+    /// Where a server's error reply that is a redirect (a Redis Cluster's `MOVED slot
+    /// host:port` or `ASK slot host:port`) sends its request: the server, and whether only
+    /// this request goes there (ASK) rather than the key's slot from now on (MOVED).
+    fn redirect(&self, _message: &str) -> Option<(usize, bool)> {
+        None
+    }
+
+    /// What to send before a request redirected for itself alone (Redis's `ASKING`), and the
+    /// start of the reply it gets.
+    fn asking(&self) -> (&'static [u8], &'static [u8]) {
+        (b"", b"")
+    }
 }
 
 /// A set's router and the run's count of requests routed to each server.
@@ -50,7 +63,7 @@ pub struct Routed<C: Codec> {
     names: Vec<String>,
 }
 
-impl<C: Codec> Routed<C> {
+impl<C: Codec + 'static> Routed<C> {
     pub fn new(conns: Vec<StreamConn<C>>, pool: Option<Route>, keys: KeyFormat) -> Self {
         Routed {
             conns: conns.into_iter().map(Some).collect(),
@@ -93,6 +106,41 @@ impl<C: Codec> Routed<C> {
                 self.owner(&key[..n])
             }
         }
+    }
+
+    /// Sends `req`, which server `from` redirected, to server `to` (after `asking` for a
+    /// redirect of this request alone) and takes its reply: the request counts as `to`'s.
+    async fn follow(
+        &mut self,
+        from: usize,
+        to: usize,
+        ask: bool,
+        req: &Request,
+    ) -> Result<Outcome, LookupError> {
+        let Some((router, routed)) = &self.pool else {
+            return Err(LookupError::protocol("a redirect outside a set of servers"));
+        };
+        routed[from].fetch_sub(1, Ordering::Relaxed);
+        routed[to].fetch_add(1, Ordering::Relaxed);
+        let (asking, ok) = router.asking();
+        let Some(c) = &mut self.conns[to] else {
+            return Err(self.down(to, "not connected").await);
+        };
+        if ask {
+            // One reply line; it must start with `ok`.
+            let line = |b: &[u8]| {
+                Ok(b.iter()
+                    .position(|&x| x == b'\n')
+                    .map(|n| (n + 1, b.starts_with(ok))))
+            };
+            if !c.round_trip(asking, line).await? {
+                return Err(LookupError::protocol(
+                    "the redirect's server did not accept ASKING",
+                ));
+            }
+        }
+        c.send(req);
+        c.recv(req).await
     }
 
     /// Server `i` is down: the request that found it so fails, and the server is tried again
@@ -154,6 +202,10 @@ impl<C: Codec + 'static> Conn for Routed<C> {
                 self.conns[i] = None;
                 Err(self.down(i, &e.message).await)
             }
+            Err(e) => match self.pool.as_ref().and_then(|(r, _)| r.redirect(&e.message)) {
+                Some((to, ask)) => self.follow(i, to, ask, req).await,
+                None => Err(e),
+            },
             r => r,
         }
     }

@@ -3,6 +3,8 @@
 //! CRC16 (XMODEM) of the key, or of its hash tag (the part between the first `{` and the next
 //! `}`, when not empty), modulo 16,384, as the cluster specification defines it.
 
+use std::sync::atomic::{AtomicU16, Ordering};
+
 use crate::outcome::LookupError;
 use crate::proto::redis::login::{Answer, Login};
 use crate::proto::routed::Router;
@@ -16,7 +18,8 @@ type Node = (String, u16);
 #[derive(Debug)]
 pub struct SlotMap {
     pub nodes: Vec<Node>,
-    owner: Vec<u16>,
+    /// Each slot's master; a MOVED reply moves its slot for the rest of the run.
+    owner: Vec<AtomicU16>,
 }
 
 impl SlotMap {
@@ -82,13 +85,41 @@ impl SlotMap {
                 "{addr}: the cluster serves no master for slot {slot}: is `cluster_state` ok?"
             )));
         }
+        let owner = owner.into_iter().map(AtomicU16::new).collect();
         Ok(SlotMap { nodes, owner })
     }
 }
 
 impl Router for SlotMap {
     fn owner(&self, key: &[u8]) -> usize {
-        usize::from(self.owner[slot(key)])
+        usize::from(self.owner[slot(key)].load(Ordering::Relaxed))
+    }
+
+    /// `MOVED <slot> <host:port>` (the slot is that master's from now on) or `ASK <slot>
+    /// <host:port>` (this request only, during a slot's migration), anywhere in `message`;
+    /// None for any other error, or a master not in the map.
+    fn redirect(&self, message: &str) -> Option<(usize, bool)> {
+        let (ask, rest) = match (message.find("MOVED "), message.find("ASK ")) {
+            (Some(i), _) => (false, &message[i + 6..]),
+            (None, Some(i)) => (true, &message[i + 4..]),
+            _ => return None,
+        };
+        let mut f = rest.split_whitespace();
+        let slot: usize = f.next()?.parse().ok().filter(|&s| s < SLOTS)?;
+        let (host, port) = f.next()?.rsplit_once(':')?;
+        let port: u16 = port.parse().ok()?;
+        let to = self
+            .nodes
+            .iter()
+            .position(|(h, p)| h == host && *p == port)?;
+        if !ask {
+            self.owner[slot].store(to as u16, Ordering::Relaxed);
+        }
+        Some((to, ask))
+    }
+
+    fn asking(&self) -> (&'static [u8], &'static [u8]) {
+        (b"*1\r\n$6\r\nASKING\r\n", b"+OK")
     }
 }
 
@@ -157,10 +188,21 @@ mod tests {
                 ("127.0.0.1".into(), 7009)
             ]
         );
+        let owner = |s: usize| m.owner[s].load(Ordering::Relaxed);
         assert_eq!(
-            (m.owner[0], m.owner[5461], m.owner[10923], m.owner[16383]),
+            (owner(0), owner(5461), owner(10923), owner(16383)),
             (2, 0, 1, 1)
         );
+        // MOVED moves the slot for good, ASK only the one request; unknown masters are None.
+        assert_eq!(
+            m.redirect("redis: MOVED 5461 127.0.0.1:7009"),
+            Some((2, false))
+        );
+        assert_eq!(owner(5461), 2);
+        assert_eq!(m.redirect("redis: ASK 0 127.0.0.1:7001"), Some((0, true)));
+        assert_eq!(owner(0), 2);
+        assert_eq!(m.redirect("redis: MOVED 1 10.0.0.9:7000"), None);
+        assert_eq!(m.redirect("redis: ERR nope"), None);
         let e = SlotMap::parse(&text.replace("10923-16383", "10923-16000"), "x").unwrap_err();
         assert!(e.message.contains("slot 16001"), "{}", e.message);
     }
