@@ -14,8 +14,9 @@
 #
 # Every run is closed-loop with no warm-up on either side (loadgen gets --warmup 0: the peers
 # have none), and the client's CPU is user+sys of its whole process from GNU time, divided by the
-# lookups it completed. Tables show medians over the pairs; "ratio" is the median of the per-pair
-# ratios loadgen/peer. The machine is shared and noisy: compare ratios, not absolute numbers.
+# lookups it completed; the server's CPU per lookup (its process tree, from /proc) sits next to
+# it. Tables show medians over the pairs; "ratio" is the median of the per-pair ratios
+# loadgen/peer. The machine is shared and noisy: compare ratios, not absolute numbers.
 # Method and caveats: docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
