@@ -170,6 +170,10 @@ impl<C: Codec + 'static> Routed<C> {
 impl<C: Codec + 'static> Conn for Routed<C> {
     #[inline]
     fn send(&mut self, req: &Request) {
+        // One server: its own connection, with no queue of servers to keep.
+        if let (None, Some(c)) = (&self.pool, &mut self.conns[0]) {
+            return c.send(req);
+        }
         let i = self.owner_of(req.key);
         self.sent.push_back(i);
         if let Some(c) = &mut self.conns[i] {
@@ -178,6 +182,9 @@ impl<C: Codec + 'static> Conn for Routed<C> {
     }
 
     fn send_named(&mut self, req: &Request, key: &[u8]) {
+        if let (None, Some(c)) = (&self.pool, &mut self.conns[0]) {
+            return c.send_named(req, key);
+        }
         let i = self.owner(key);
         self.sent.push_back(i);
         if let Some(c) = &mut self.conns[i] {
@@ -189,6 +196,9 @@ impl<C: Codec + 'static> Conn for Routed<C> {
     /// `sent` only once its reply is taken.
     #[inline]
     async fn recv(&mut self, req: &Request) -> Result<Outcome, LookupError> {
+        if let (None, Some(c)) = (&self.pool, &mut self.conns[0]) {
+            return c.recv(req).await;
+        }
         let i = self.sent.front().copied().unwrap_or(0);
         let Some(c) = &mut self.conns[i] else {
             self.sent.pop_front();
@@ -210,21 +220,19 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         }
     }
 
-    /// Multi-gets go to one server (`Target::batch` refuses them on a set).
+    /// Multi-gets go to one server: `Target::batch` refuses them on a set, whose connections
+    /// are the only ones that can be down.
     fn send_batch(&mut self, keys: &[u64]) {
-        self.sent.push_back(0);
         if let Some(c) = &mut self.conns[0] {
             c.send_batch(keys);
         }
     }
 
     async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
-        let Some(c) = &mut self.conns[0] else {
-            return Err(LookupError::io("not connected"));
-        };
-        let r = c.recv_batch(keys).await;
-        self.sent.pop_front();
-        r
+        match &mut self.conns[0] {
+            Some(c) => c.recv_batch(keys).await,
+            None => Err(LookupError::io("not connected")),
+        }
     }
 
     async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
