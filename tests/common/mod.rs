@@ -540,8 +540,9 @@ pub fn multi_get_run(url: &str, n: &str, p: &str) -> (i32, Value, String) {
     ])
 }
 
-/// Three memcached of our own (servers.sh `memcached_PORT`, ports `offset`.. above
-/// servers.sh's memcached) as a pool URL with keys `PREFIX<id>`, prepared with `rows` rows:
+/// Three memcached of our own (servers.sh `memcached_PORT`, ports `offset`.. above 20,000 +
+/// servers.sh's memcached port % 10,000: below the kernel's ephemeral range, so no client
+/// connection of an earlier test can hold one) as a pool URL with keys `PREFIX<id>`, prepared with `rows` rows:
 /// (the pool's URL, its members' `host:port`, their ports). Stop them with [`pool_down`].
 pub fn memcached_pool(
     mc_url: &str,
@@ -550,7 +551,9 @@ pub fn memcached_pool(
     rows: &str,
 ) -> (String, Vec<String>, Vec<u16>) {
     let first: u16 = mc_url.rsplit_once(':').unwrap().1.parse().unwrap();
-    let ports: Vec<u16> = (offset..offset + 3).map(|i| first + i).collect();
+    let ports: Vec<u16> = (offset..offset + 3)
+        .map(|i| 20_000 + first % 10_000 + i)
+        .collect();
     for p in &ports {
         servers(&["up", &format!("memcached_{p}")]);
     }

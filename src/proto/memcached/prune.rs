@@ -62,15 +62,29 @@ async fn listed_outside(
     format: &KeyFormat,
     keys: (u64, u64),
 ) -> Result<Vec<Vec<u8>>, SetupError> {
-    sock.write_all(b"lru_crawler metadump all\r\n")
-        .await
-        .map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(sock);
     let mut doomed = Vec::new();
+    let busy_until = tokio::time::Instant::now() + BUSY_WAIT;
+    reader
+        .get_mut()
+        .write_all(b"lru_crawler metadump all\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
     loop {
         let line = next_line(&mut reader).await?;
         if line == b"END" {
             return Ok(doomed);
+        }
+        // A memcached that has just started runs its own crawl for a moment and says BUSY
+        // (one line, nothing listed yet): ask again once it is done.
+        if line.starts_with(b"BUSY") && tokio::time::Instant::now() < busy_until {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            reader
+                .get_mut()
+                .write_all(b"lru_crawler metadump all\r\n")
+                .await
+                .map_err(|e| e.to_string())?;
+            continue;
         }
         let Some(rest) = line.strip_prefix(b"key=") else {
             return Err(SetupError(format!(
@@ -88,6 +102,9 @@ async fn listed_outside(
         }
     }
 }
+
+/// How long a BUSY crawler is waited for before the listing gives up.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// One reply line without its line end.
 async fn next_line(reader: &mut BufReader<&mut Stream>) -> Result<Vec<u8>, SetupError> {
