@@ -75,6 +75,8 @@ pub struct MyCodec {
     writes: [u32; Op::COUNT],
     /// `--txn N` above 1: the writes' transaction groups.
     groups: Option<Groups>,
+    /// A multi-get's keys, sorted ([`KeyRows`]).
+    sorted: Vec<u64>,
 }
 
 impl MyCodec {
@@ -98,6 +100,7 @@ impl MyCodec {
             types: types.to_vec(),
             writes: [0; Op::COUNT],
             groups: None,
+            sorted: Vec::new(),
         }
     }
 
@@ -258,7 +261,8 @@ impl Codec for MyCodec {
         keys: &[u64],
         verify: bool,
     ) -> Result<DecodedBatch, LookupError> {
-        let mut rows = KeyRows::new(keys);
+        let mut sorted = std::mem::take(&mut self.sorted);
+        let mut rows = KeyRows::new(keys, &mut sorted);
         let types = &self.types;
         let walked = self.walk(buf, |row, columns| {
             let cells = MyCells::new(row, columns, types);
@@ -269,6 +273,7 @@ impl Codec for MyCodec {
             })
         });
         let tally = rows.end();
+        self.sorted = sorted;
         let Some((n, ended)) = walked? else {
             if buf.len() >= MAX_FRAME {
                 return Err(LookupError::protocol(

@@ -115,6 +115,8 @@ pub struct PgCodec {
     done: u32,
     /// A request of the oldest batch failed: the server skips the rest of it up to the Sync.
     aborted: bool,
+    /// A multi-get's keys, sorted ([`KeyRows`]).
+    sorted: Vec<u64>,
 }
 
 impl PgCodec {
@@ -152,6 +154,7 @@ impl PgCodec {
             batches: VecDeque::with_capacity(64),
             done: 0,
             aborted: false,
+            sorted: Vec::new(),
         }
     }
 
@@ -394,7 +397,8 @@ impl Codec for PgCodec {
     ) -> Result<DecodedBatch, LookupError> {
         // The rows are read with the column types while `walk` holds the codec.
         let columns = std::mem::take(&mut self.columns);
-        let mut rows = KeyRows::new(keys);
+        let mut sorted = std::mem::take(&mut self.sorted);
+        let mut rows = KeyRows::new(keys, &mut sorted);
         let walked = self.walk(buf, |row| {
             let first = multi_get::first_cell(row);
             rows.add(first.map(|f| f.0), |key| {
@@ -404,6 +408,7 @@ impl Codec for PgCodec {
             })
         });
         let tally = rows.end();
+        self.sorted = sorted;
         self.columns = columns;
         let Some((n, ended)) = walked? else {
             return Ok(None);
