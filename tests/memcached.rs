@@ -237,19 +237,8 @@ fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let first: u16 = url.rsplit_once(':').unwrap().1.parse().unwrap();
-    let members: Vec<(String, u16)> = (0..3).map(|i| ("127.0.0.1".into(), first + i)).collect();
-    for (_, p) in &members[1..] {
-        servers(&["up", &format!("memcached_{p}")]);
-    }
-    let addrs: Vec<String> = members.iter().map(|(h, p)| format!("{h}:{p}")).collect();
-    let pool = format!("memcache://{}?prefix=pooltest:", addrs.join(","));
-    let out = run(&["prepare", &pool, "--rows", "600"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (pool, addrs, ports) = memcached_pool(&url, 1, "pooltest:", "600");
+    let members: Vec<(String, u16)> = ports.iter().map(|p| ("127.0.0.1".into(), *p)).collect();
     let ring = loadgen::proto::memcached::ketama::Ring::new(&members);
     let mut per = [0u32; 3];
     for id in 1..=600 {
@@ -289,14 +278,40 @@ fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
         "{}",
         r["server_observed"]
     );
+    // A multi-get is one `get` per server with the keys it owns: every key is found, and each
+    // server's own get_hits+get_misses equals the keys routed to it.
+    let before = gets();
+    let (code, doc, err) = run_json(&[
+        &pool, "-n", "2000", "-c", "4", "--batch", "10", "--keys", "1-600", "--verify", "--warmup",
+        "0s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!((u(r, "requests"), u(r, "error_total")), (2000, 0), "{r}");
+    assert_eq!((u(r, "keys.hits"), u(r, "keys.misses")), (20_000, 0), "{r}");
+    let moved: Vec<u64> = gets().iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(moved.iter().sum::<u64>(), 20_000, "{moved:?}");
+    let so = &r["server_observed"];
+    assert_eq!(
+        (u(so, "delta"), u(so, "expected")),
+        (20_000, 20_000),
+        "{so}"
+    );
+    for (m, n) in so["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .zip(&moved)
+    {
+        assert_eq!((u(m, "delta"), u(m, "expected")), (*n, *n), "{m}");
+        assert!(*n > 3000, "keys per server {moved:?}");
+    }
     // Replies from several servers are taken in order: one request in flight per connection.
     let out = run(&["run", &pool, "-n", "10", "-p", "8"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    for (_, p) in &members[1..] {
-        servers(&["down", &format!("memcached_{p}")]);
-    }
+    pool_down(&ports);
 }
 
 /// A pool server that dies mid-run fails only its own keys: the other servers' gets go on

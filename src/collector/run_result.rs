@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::proto::target::MemberCount;
-use crate::result::MemberObserved;
+use crate::result::{MemberObserved, Redirects};
 
 impl Collector<'_> {
     /// The run's result, once every worker has stopped: `wall_ns` is when they had,
@@ -246,6 +246,7 @@ fn observed(
         after: None,
         shared: false,
         members: Vec::new(),
+        redirects: None,
     }
 }
 
@@ -277,6 +278,7 @@ fn server_observed(
             after: None,
             shared,
             members: Vec::new(),
+            redirects: None,
         });
     }
     match (before, after) {
@@ -289,6 +291,10 @@ fn server_observed(
             let (expected, unsure) = (expected * per, unsure * per);
             let mut o = observed(a.source, delta, (&totals.counts, &totals.warm), what, per);
             o.members = members;
+            o.redirects = b
+                .redirects
+                .zip(a.redirects)
+                .map(|(b, a)| Redirects::between(b, a));
             (o.before, o.after) = (Some(b.value), Some(a.value));
             if shared {
                 o.shared = true;
@@ -315,6 +321,7 @@ fn server_observed(
             shared,
             not_comparable: false,
             members: Vec::new(),
+            redirects: None,
         }),
     }
 }

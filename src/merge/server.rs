@@ -111,6 +111,10 @@ pub(super) fn merge_observed(
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
         members: merge_members(&obs, shared, unsure),
+        redirects: obs
+            .iter()
+            .filter_map(|o| o.redirects)
+            .reduce(|a, b| a + b),
     })
 }
 
@@ -181,6 +185,7 @@ pub(super) fn sum_observed(
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
         members: Vec::new(),
+        redirects: None,
     })
 }
 

@@ -4,6 +4,10 @@
 //! server its key's [`Router`] names; replies are taken in the order the requests went out:
 //! the servers each request went to are kept in that order.
 //!
+//! A multi-get (`--batch N`) on a set is split by owner: one `get k1 .. kn` (memcached) per
+//! server, one `MGET` per hash slot (Redis Cluster: an MGET's keys must share a slot), sent
+//! together and their replies taken in turn, so a request costs each server one request.
+//!
 //! In a set, a server whose connection breaks is dropped alone: its keys fail at once (as
 //! connect errors, never sent) while the other servers' keys go on, and it is opened again at
 //! most every [`RETRY`] until it answers, as a libmemcached client treats a dead server.
@@ -25,10 +29,16 @@ use crate::proto::target::Conn;
 pub trait Router: Send + Sync {
     fn owner(&self, key: &[u8]) -> usize;
 
-    /// Where a server's error reply that is a redirect (a Redis Cluster's `MOVED slot
-    /// host:port` or `ASK slot host:port`) sends its request: the server, and whether only
-    /// this request goes there (ASK) rather than the key's slot from now on (MOVED).
-    fn redirect(&self, _message: &str) -> Option<(usize, bool)> {
+    /// The key's owner, and the group of keys one multi-get may read together there: the
+    /// owner itself, or on a Redis Cluster the key's hash slot.
+    fn place(&self, key: &[u8]) -> (usize, usize) {
+        let owner = self.owner(key);
+        (owner, owner)
+    }
+
+    /// What a server's error reply asks for when it is a redirect (a Redis Cluster's `MOVED`,
+    /// `ASK` or `TRYAGAIN`); None for any other error.
+    fn redirect(&self, _message: &str) -> Option<Redirect> {
         None
     }
 
@@ -37,6 +47,32 @@ pub trait Router: Send + Sync {
     fn asking(&self) -> (&'static [u8], &'static [u8]) {
         (b"", b"")
     }
+}
+
+/// Where a redirected request goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redirect {
+    /// To this server, as its key's slot does from now on.
+    Moved(usize),
+    /// To this server, this request alone, after `asking` (a slot being migrated).
+    Ask(usize),
+    /// To the same server again after [`TRYAGAIN_PAUSE`]: a multi-key request whose keys a
+    /// migration has split.
+    TryAgain,
+}
+
+/// How long a request answered `TRYAGAIN` waits before it is sent again.
+pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
+
+/// How many redirects one request follows before its last error stands.
+const MAX_HOPS: usize = 8;
+
+/// One server's part of a multi-get on a set: the keys `from..to` of `Routed::part_keys`.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    server: usize,
+    from: usize,
+    to: usize,
 }
 
 /// A set's router and the run's count of requests routed to each server.
@@ -61,6 +97,13 @@ pub struct Routed<C: Codec> {
     reopen: Option<(Reopen<C>, Vec<Instant>)>,
     /// Each server's address, for messages.
     names: Vec<String>,
+    /// The multi-get in flight on a set: its parts in the order sent, their keys, and the
+    /// first part whose reply is not taken yet (one request in flight on a set).
+    parts: Vec<Part>,
+    part_keys: Vec<u64>,
+    next_part: usize,
+    /// Scratch for splitting a multi-get: (group, server, key).
+    placed: Vec<(usize, usize, u64)>,
 }
 
 impl<C: Codec + 'static> Routed<C> {
@@ -72,6 +115,10 @@ impl<C: Codec + 'static> Routed<C> {
             sent: VecDeque::with_capacity(16),
             reopen: None,
             names: Vec::new(),
+            parts: Vec::new(),
+            part_keys: Vec::new(),
+            next_part: 0,
+            placed: Vec::new(),
         }
     }
 
@@ -108,20 +155,20 @@ impl<C: Codec + 'static> Routed<C> {
         }
     }
 
-    /// Sends `req`, which server `from` redirected, to server `to` (after `asking` for a
-    /// redirect of this request alone) and takes its reply: the request counts as `to`'s.
-    async fn follow(
+    /// Moves a redirected request of `n` keys from server `from` to `to` in the routed counts,
+    /// and on `to` sends `asking` first when the redirect is for this request alone.
+    async fn redirected(
         &mut self,
         from: usize,
         to: usize,
         ask: bool,
-        req: &Request,
-    ) -> Result<Outcome, LookupError> {
+        n: u64,
+    ) -> Result<(), LookupError> {
         let Some((router, routed)) = &self.pool else {
             return Err(LookupError::protocol("a redirect outside a set of servers"));
         };
-        routed[from].fetch_sub(1, Ordering::Relaxed);
-        routed[to].fetch_add(1, Ordering::Relaxed);
+        routed[from].fetch_sub(n, Ordering::Relaxed);
+        routed[to].fetch_add(n, Ordering::Relaxed);
         let (asking, ok) = router.asking();
         let Some(c) = &mut self.conns[to] else {
             return Err(self.down(to, "not connected").await);
@@ -139,8 +186,101 @@ impl<C: Codec + 'static> Routed<C> {
                 ));
             }
         }
-        c.send(req);
-        c.recv(req).await
+        Ok(())
+    }
+
+    /// Where a redirect error sends its request next: the server, and whether it must be
+    /// asked for this request alone; None when `e` is no redirect.
+    async fn next_hop(&self, at: usize, e: &LookupError) -> Option<(usize, bool)> {
+        let (router, _) = self.pool.as_ref()?;
+        match router.redirect(&e.message)? {
+            Redirect::Moved(to) => Some((to, false)),
+            Redirect::Ask(to) => Some((to, true)),
+            Redirect::TryAgain => {
+                tokio::time::sleep(TRYAGAIN_PAUSE).await;
+                Some((at, false))
+            }
+        }
+    }
+
+    /// Takes the reply to `req` from server `i`, following redirects: the request counts as
+    /// the server that answered it.
+    async fn recv_at(&mut self, mut i: usize, req: &Request) -> Result<Outcome, LookupError> {
+        let Some(c) = &mut self.conns[i] else {
+            return Err(self.down(i, "not connected").await);
+        };
+        let mut r = c.recv(req).await;
+        for _ in 0..MAX_HOPS {
+            let e = match r {
+                Err(e) => e,
+                ok => return ok,
+            };
+            // In a set only this server's connection is lost; the lane goes on with the others.
+            if e.fatal && self.reopen.is_some() {
+                self.conns[i] = None;
+                return Err(self.down(i, &e.message).await);
+            }
+            let Some((to, ask)) = self.next_hop(i, &e).await else {
+                return Err(e);
+            };
+            self.redirected(i, to, ask, 1).await?;
+            i = to;
+            let Some(c) = &mut self.conns[i] else {
+                return Err(self.down(i, "not connected").await);
+            };
+            c.send(req);
+            r = c.recv(req).await;
+        }
+        r
+    }
+
+    /// The first reply to multi-get part `p`, from the server it was sent to.
+    async fn take_part(&mut self, p: Part) -> Result<Tally, LookupError> {
+        let i = p.server;
+        let Some(c) = &mut self.conns[i] else {
+            return Err(self.down(i, "not connected").await);
+        };
+        match c.recv_batch(&self.part_keys[p.from..p.to]).await {
+            Ok((_, tally)) => Ok(tally),
+            Err(e) if e.fatal && self.reopen.is_some() => {
+                self.conns[i] = None;
+                Err(self.down(i, &e.message).await)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Follows part `p`'s error reply `e` from server `i` when it is a redirect (and any
+    /// redirect after it); otherwise `e` stands. Called once every part's first reply is
+    /// taken: with the connections idle, an `ASKING` and the part sent again cannot meet
+    /// another part's reply.
+    async fn follow_part(
+        &mut self,
+        p: Part,
+        mut i: usize,
+        mut e: LookupError,
+    ) -> Result<Tally, LookupError> {
+        for _ in 0..MAX_HOPS {
+            let Some((to, ask)) = self.next_hop(i, &e).await else {
+                return Err(e);
+            };
+            self.redirected(i, to, ask, (p.to - p.from) as u64).await?;
+            i = to;
+            let Some(c) = &mut self.conns[i] else {
+                return Err(self.down(i, "not connected").await);
+            };
+            let keys = &self.part_keys[p.from..p.to];
+            c.send_batch(keys);
+            match c.recv_batch(keys).await {
+                Ok((_, tally)) => return Ok(tally),
+                Err(x) if x.fatal && self.reopen.is_some() => {
+                    self.conns[i] = None;
+                    return Err(self.down(i, &x.message).await);
+                }
+                Err(x) => e = x,
+            }
+        }
+        Err(e)
     }
 
     /// Server `i` is down: the request that found it so fails, and the server is tried again
@@ -200,38 +340,85 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             return c.recv(req).await;
         }
         let i = self.sent.front().copied().unwrap_or(0);
-        let Some(c) = &mut self.conns[i] else {
-            self.sent.pop_front();
-            return Err(self.down(i, "not connected").await);
-        };
-        let r = c.recv(req).await;
+        let r = self.recv_at(i, req).await;
         self.sent.pop_front();
-        match r {
-            // In a set only this server's connection is lost; the lane goes on with the others.
-            Err(e) if e.fatal && self.reopen.is_some() => {
-                self.conns[i] = None;
-                Err(self.down(i, &e.message).await)
-            }
-            Err(e) => match self.pool.as_ref().and_then(|(r, _)| r.redirect(&e.message)) {
-                Some((to, ask)) => self.follow(i, to, ask, req).await,
-                None => Err(e),
-            },
-            r => r,
-        }
+        r
     }
 
-    /// Multi-gets go to one server: `Target::batch` refuses them on a set, whose connections
-    /// are the only ones that can be down.
+    /// On a set, one request per server (per slot on a Redis Cluster) with the keys it owns.
     fn send_batch(&mut self, keys: &[u64]) {
-        if let Some(c) = &mut self.conns[0] {
-            c.send_batch(keys);
+        let Some((router, routed)) = &self.pool else {
+            if let Some(c) = &mut self.conns[0] {
+                c.send_batch(keys);
+            }
+            return;
+        };
+        self.placed.clear();
+        for &id in keys {
+            let (key, n) = self.keys.on_stack(id);
+            let (server, group) = router.place(&key[..n]);
+            self.placed.push((group, server, id));
+        }
+        // Stable: each part keeps its keys in the order drawn.
+        self.placed.sort_by_key(|p| p.0);
+        self.parts.clear();
+        self.part_keys.clear();
+        self.next_part = 0;
+        for run in self.placed.chunk_by(|a, b| a.0 == b.0) {
+            let from = self.part_keys.len();
+            self.part_keys.extend(run.iter().map(|p| p.2));
+            let part = Part {
+                server: run[0].1,
+                from,
+                to: self.part_keys.len(),
+            };
+            self.parts.push(part);
+            routed[part.server].fetch_add(run.len() as u64, Ordering::Relaxed);
+            if let Some(c) = &mut self.conns[part.server] {
+                c.send_batch(&self.part_keys[from..part.to]);
+            }
         }
     }
 
+    /// On a set the parts' replies, in the order sent, summed; a part that fails fails the
+    /// request, and the parts after it are still read, so every connection stays in step.
     async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
-        match &mut self.conns[0] {
-            Some(c) => c.recv_batch(keys).await,
-            None => Err(LookupError::io("not connected")),
+        if self.pool.is_none() {
+            return match &mut self.conns[0] {
+                Some(c) => c.recv_batch(keys).await,
+                None => Err(LookupError::io("not connected")),
+            };
+        }
+        let mut tally = Tally::default();
+        let mut failed = Vec::new();
+        while let Some(&p) = self.parts.get(self.next_part) {
+            let r = self.take_part(p).await;
+            self.next_part += 1;
+            match r {
+                Ok(t) => {
+                    (tally.hits, tally.misses) = (tally.hits + t.hits, tally.misses + t.misses)
+                }
+                Err(e) if e.fatal => failed.push((p, None, e)),
+                Err(e) => failed.push((p, Some(p.server), e)),
+            }
+        }
+        // Redirects are followed once every first reply is in (see `follow_part`).
+        let mut first = None;
+        for (p, at, e) in failed {
+            let r = match at {
+                Some(i) => self.follow_part(p, i, e).await,
+                None => Err(e),
+            };
+            match r {
+                Ok(t) => {
+                    (tally.hits, tally.misses) = (tally.hits + t.hits, tally.misses + t.misses)
+                }
+                Err(e) => first = first.or(Some(e)),
+            }
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok((tally.outcome(), tally)),
         }
     }
 

@@ -24,6 +24,8 @@ pub struct ServerCount {
     /// What one request adds to `value`: 1, or with `--batch N` N where the server counts
     /// the keys a multi-get read (memcached's get_hits+get_misses, Handler_read_key).
     pub per_request: u64,
+    /// A Redis Cluster: the redirects loadgen followed so far (MOVED, ASK, TRYAGAIN).
+    pub redirects: Option<[u64; 3]>,
 }
 
 /// One server of a pool as `ServerCount` reads it.
@@ -56,6 +58,7 @@ impl ServerCount {
             epoch: None,
             members: Vec::new(),
             per_request: 1,
+            redirects: None,
         }
     }
 }

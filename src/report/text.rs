@@ -4,28 +4,7 @@ use std::fmt::Write;
 
 use crate::result::{Percentiles, ResultFile, RunResult, SweepResult, TimelineRow};
 
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// 87.3µs, 1.24ms, 2.10s
-pub fn micros(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{:.2}s", us / 1e6)
-    } else if us >= 1000.0 {
-        format!("{:.2}ms", us / 1e3)
-    } else {
-        format!("{us:.1}µs")
-    }
-}
+pub use number::{micros, thousands};
 
 /// The progress line of one interval (stderr). `errors` and `reconnects` are the interval's,
 /// warm-up included; `len_s` is its length.
@@ -463,57 +442,6 @@ fn connect_lines(out: &mut String, r: &RunResult) {
     }
 }
 
-/// What the server's own counter saw, against what loadgen sent.
-fn server_line(out: &mut String, so: &crate::result::ServerObserved) {
-    match so.delta {
-        Some(d) => {
-            let _ = writeln!(
-                out,
-                "server     {} = {} (loadgen sent {}){}",
-                so.source,
-                thousands(d),
-                thousands(so.expected),
-                if so.matches && so.shared {
-                    ", includes the other generators' (--instance)"
-                } else if so.matches {
-                    ", matches"
-                } else {
-                    "  WARNING: counts differ"
-                }
-            );
-        }
-        None if so.not_comparable => {
-            let _ = writeln!(
-                out,
-                "server     {} NOT COMPARABLE: {}",
-                so.source,
-                so.note.as_deref().unwrap_or("")
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "server     counter unavailable: {}",
-                so.note.clone().unwrap_or_default()
-            );
-        }
-    }
-    for m in &so.members {
-        let _ = writeln!(
-            out,
-            "  {:<24} {} (loadgen sent {}){}",
-            m.server,
-            thousands(m.delta),
-            thousands(m.expected),
-            if m.matches {
-                ", matches"
-            } else {
-                "  WARNING: counts differ"
-            }
-        );
-    }
-}
-
 /// The error kinds that happened, with their counts: ` (duplicate 3, timeout 1)`, or nothing.
 fn by_kind(errors: &std::collections::BTreeMap<String, u64>) -> String {
     let kinds: Vec<String> = errors
@@ -693,6 +621,10 @@ pub fn verdict_line(v: &crate::result::Verdict) -> String {
         format!("verdict    NOT VALID: {}", v.reasons.join("; "))
     }
 }
+
+mod number;
+mod server_line;
+use server_line::server_line;
 
 #[cfg(test)]
 mod tests;

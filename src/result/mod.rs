@@ -17,7 +17,7 @@ pub use file::{Machine, ResultFile, Settings, TraceSettings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
 pub use percentiles::Percentiles;
 pub use run::{
-    ClientCpu, KeysResult, MemberObserved, OpResult, RateResult, RunResult, ServerCpu,
+    ClientCpu, KeysResult, MemberObserved, OpResult, RateResult, Redirects, RunResult, ServerCpu,
     ServerObserved, TlsUsed,
 };
 pub use slo::{SloResult, SloStep};

@@ -264,6 +264,45 @@ pub struct ServerObserved {
     /// A pool's servers, each its own count against what loadgen sent it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<MemberObserved>,
+    /// A Redis Cluster: the redirects loadgen followed over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<Redirects>,
+}
+
+/// The redirects a Redis Cluster answered and loadgen followed (warm-up included): a request
+/// redirected counts once, as the server that answered it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redirects {
+    /// The key's slot had moved: it is the named master's from then on.
+    pub moved: u64,
+    /// The slot was being migrated: that one request went to the named master.
+    pub ask: u64,
+    /// A multi-get's keys were split by a migration: sent again after a pause.
+    pub tryagain: u64,
+}
+
+impl Redirects {
+    /// The redirects between two reads of the followed counts.
+    pub fn between(before: [u64; 3], after: [u64; 3]) -> Redirects {
+        let d = |i: usize| after[i].saturating_sub(before[i]);
+        Redirects {
+            moved: d(0),
+            ask: d(1),
+            tryagain: d(2),
+        }
+    }
+}
+
+impl std::ops::Add for Redirects {
+    type Output = Redirects;
+
+    fn add(self, o: Redirects) -> Redirects {
+        Redirects {
+            moved: self.moved + o.moved,
+            ask: self.ask + o.ask,
+            tryagain: self.tryagain + o.tryagain,
+        }
+    }
 }
 
 /// One server of a pool: the change of its own counter over the run against the requests

@@ -284,6 +284,7 @@ impl Target for HsTarget {
             ops,
             members: Vec::new(),
             per_request: 1,
+            redirects: None,
         }))
     }
 }

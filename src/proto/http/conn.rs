@@ -164,6 +164,7 @@ impl Target for HttpTarget {
                 members: Vec::new(),
                 // The embedded server counts each key of a multi-get.
                 per_request: self.batch as u64,
+                redirects: None,
             }
         }))
     }

@@ -221,13 +221,9 @@ impl Target for McTarget {
         Ok(())
     }
 
-    fn batch(&self, n: usize) -> Result<(), SetupError> {
-        match (n > 1, &self.ring) {
-            (true, Some(_)) => Err(SetupError(
-                "--batch on a memcached pool: a multi-get's keys live on several servers, which is not built yet; run --batch against one server".into(),
-            )),
-            _ => Ok(()),
-        }
+    /// On a pool a multi-get is one `get` per server of its keys ([`Routed`]).
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
     }
 
     /// Reads are get_hits + get_misses; with a writing mix, deletes are delete_hits +
@@ -269,6 +265,7 @@ impl Target for McTarget {
             ops,
             members,
             per_request: 1,
+            redirects: None,
         }))
     }
 }

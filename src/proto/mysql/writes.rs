@@ -182,6 +182,7 @@ pub fn server_count(
         ops,
         members: Vec::new(),
         per_request: 1,
+        redirects: None,
     }
 }
 

@@ -69,6 +69,7 @@ impl PgCounter {
                     source: format!("pg_stat_user_indexes.idx_scan ({name})"),
                     members: Vec::new(),
                     per_request: 1,
+                    redirects: None,
                 })
                 .map_err(|e| explain(&e, "counter query").into()),
             Ok(Source::Unavailable(why)) => Err(SetupError(format!("{label}: {why}"))),
@@ -227,6 +228,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         source: CALLS.into(),
         members: Vec::new(),
         per_request: 1,
+        redirects: None,
     })
     .map_err(|e| explain(&e, "counter query").into())
 }

@@ -10,7 +10,7 @@ use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::redis::codec::RedisCodec;
-use crate::proto::redis::count::calls;
+use crate::proto::redis::count::{calls, lookups};
 use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{Reopen, Route, Routed};
@@ -190,19 +190,36 @@ impl Target for RedisTarget {
         Ok(())
     }
 
-    fn batch(&self, n: usize) -> Result<(), SetupError> {
-        match (n > 1, &self.cluster) {
-            (true, Some(_)) => Err(SetupError(
-                "--batch on a Redis Cluster: an MGET's keys live on several masters, which is not built yet; run --batch against one server".into(),
-            )),
-            _ => Ok(()),
-        }
+    /// On a cluster a multi-get is one MGET per hash slot of its keys ([`Routed`]).
+    fn batch(&self, _n: usize) -> Result<(), SetupError> {
+        Ok(())
     }
 
     /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
     /// `cmdstat_del`, and updates and upserts `cmdstat_set` (inserts too, with `--ttl`): the
     /// count of whichever of them is in the mix, of none when several are.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
+        let cluster = self.cluster().await.map_err(|e| e.message)?;
+        let redirects = cluster.map(|c| c.map.followed());
+        if let (Some(c), true) = (cluster, self.batch > 1) {
+            // One MGET per slot of a request's keys: the masters count keys, not requests.
+            let mut members = Vec::with_capacity(c.logins.len());
+            let mut epochs = Vec::with_capacity(c.logins.len());
+            for (l, sent) in c.logins.iter().zip(c.routed.iter()) {
+                let (n, epoch) = lookups(l).await.map_err(|e| e.message)?;
+                epochs.push(epoch.unwrap_or_default());
+                members.push(MemberCount {
+                    server: l.addr.clone(),
+                    value: n,
+                    sent: sent.load(Ordering::Relaxed),
+                });
+            }
+            let sum = members.iter().map(|m| m.value).sum();
+            let mut count = ServerCount::reads(sum, "INFO stats keyspace_hits+keyspace_misses");
+            (count.epoch, count.members) = (Some(epochs.join(",")), members);
+            (count.per_request, count.redirects) = (self.batch as u64, redirects);
+            return Ok(Some(count));
+        }
         if self.batch > 1 {
             // One MGET per request, whatever its keys.
             let (c, epoch) = calls(&self.login, &["mget"]).await.map_err(|e| e.message)?;
@@ -216,7 +233,7 @@ impl Target for RedisTarget {
         let epochs: Option<Vec<String>> = each.iter().map(|(_, e)| e.clone()).collect();
         let epoch = epochs.map(|e| e.join(","));
         // A cluster's masters one by one: each one's requests against what was routed to it.
-        let members = match self.cluster().await.map_err(|e| e.message)? {
+        let members = match cluster {
             None => Vec::new(),
             Some(c) => (c.routed.iter().zip(&each).zip(&c.map.nodes))
                 .map(|((sent, (n, _)), (host, port))| MemberCount {
@@ -228,7 +245,7 @@ impl Target for RedisTarget {
         };
         if self.mix.read_only() {
             let mut count = ServerCount::reads(get, "INFO commandstats cmdstat_get.calls");
-            (count.epoch, count.members) = (epoch, members);
+            (count.epoch, count.members, count.redirects) = (epoch, members, redirects);
             return Ok(Some(count));
         }
         // With `--ttl` an insert is a SET too (SETNX takes no expiry): counted with the others.
@@ -253,6 +270,7 @@ impl Target for RedisTarget {
             ops,
             members,
             per_request: 1,
+            redirects,
         }))
     }
 }

@@ -3,11 +3,11 @@
 //! CRC16 (XMODEM) of the key, or of its hash tag (the part between the first `{` and the next
 //! `}`, when not empty), modulo 16,384, as the cluster specification defines it.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 use crate::outcome::LookupError;
 use crate::proto::redis::login::{Answer, Login};
-use crate::proto::routed::Router;
+use crate::proto::routed::{Redirect, Router};
 
 pub const SLOTS: usize = 16384;
 
@@ -20,6 +20,8 @@ pub struct SlotMap {
     pub nodes: Vec<Node>,
     /// Each slot's master; a MOVED reply moves its slot for the rest of the run.
     owner: Vec<AtomicU16>,
+    /// The redirects followed so far: MOVED, ASK, TRYAGAIN.
+    pub redirects: [AtomicU64; 3],
 }
 
 impl SlotMap {
@@ -86,7 +88,18 @@ impl SlotMap {
             )));
         }
         let owner = owner.into_iter().map(AtomicU16::new).collect();
-        Ok(SlotMap { nodes, owner })
+        Ok(SlotMap {
+            nodes,
+            owner,
+            redirects: Default::default(),
+        })
+    }
+}
+
+impl SlotMap {
+    /// The redirects followed so far: MOVED, ASK, TRYAGAIN.
+    pub fn followed(&self) -> [u64; 3] {
+        self.redirects.each_ref().map(|r| r.load(Ordering::Relaxed))
     }
 }
 
@@ -95,13 +108,23 @@ impl Router for SlotMap {
         usize::from(self.owner[slot(key)].load(Ordering::Relaxed))
     }
 
-    /// `MOVED <slot> <host:port>` (the slot is that master's from now on) or `ASK <slot>
-    /// <host:port>` (this request only, during a slot's migration), anywhere in `message`;
-    /// None for any other error, or a master not in the map.
-    fn redirect(&self, message: &str) -> Option<(usize, bool)> {
+    fn place(&self, key: &[u8]) -> (usize, usize) {
+        let slot = slot(key);
+        (usize::from(self.owner[slot].load(Ordering::Relaxed)), slot)
+    }
+
+    /// `MOVED <slot> <host:port>` (the slot is that master's from now on), `ASK <slot>
+    /// <host:port>` (this request only, during a slot's migration) or `TRYAGAIN` (a multi-key
+    /// request whose keys a migration split), anywhere in `message`; None for any other error,
+    /// or a master not in the map. Each one returned is counted.
+    fn redirect(&self, message: &str) -> Option<Redirect> {
         let (ask, rest) = match (message.find("MOVED "), message.find("ASK ")) {
             (Some(i), _) => (false, &message[i + 6..]),
             (None, Some(i)) => (true, &message[i + 4..]),
+            _ if message.contains("TRYAGAIN") => {
+                self.redirects[2].fetch_add(1, Ordering::Relaxed);
+                return Some(Redirect::TryAgain);
+            }
             _ => return None,
         };
         let mut f = rest.split_whitespace();
@@ -112,10 +135,12 @@ impl Router for SlotMap {
             .nodes
             .iter()
             .position(|(h, p)| h == host && *p == port)?;
-        if !ask {
-            self.owner[slot].store(to as u16, Ordering::Relaxed);
+        self.redirects[usize::from(ask)].fetch_add(1, Ordering::Relaxed);
+        if ask {
+            return Some(Redirect::Ask(to));
         }
-        Some((to, ask))
+        self.owner[slot].store(to as u16, Ordering::Relaxed);
+        Some(Redirect::Moved(to))
     }
 
     fn asking(&self) -> (&'static [u8], &'static [u8]) {
@@ -196,10 +221,18 @@ mod tests {
         // MOVED moves the slot for good, ASK only the one request; unknown masters are None.
         assert_eq!(
             m.redirect("redis: MOVED 5461 127.0.0.1:7009"),
-            Some((2, false))
+            Some(Redirect::Moved(2))
         );
         assert_eq!(owner(5461), 2);
-        assert_eq!(m.redirect("redis: ASK 0 127.0.0.1:7001"), Some((0, true)));
+        assert_eq!(
+            m.redirect("redis: ASK 0 127.0.0.1:7001"),
+            Some(Redirect::Ask(0))
+        );
+        assert_eq!(
+            m.redirect("redis: TRYAGAIN Multiple keys request during rehashing of slot"),
+            Some(Redirect::TryAgain)
+        );
+        assert_eq!(m.followed(), [1, 1, 1]);
         assert_eq!(owner(0), 2);
         assert_eq!(m.redirect("redis: MOVED 1 10.0.0.9:7000"), None);
         assert_eq!(m.redirect("redis: ERR nope"), None);

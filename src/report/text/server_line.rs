@@ -1,0 +1,66 @@
+//! The `server` line: what the server's own counter saw against what loadgen sent, with a
+//! set's redirects and each of its servers on lines of their own.
+
+use std::fmt::Write;
+
+use super::number::thousands;
+
+/// What the server's own counter saw, against what loadgen sent.
+pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) {
+    match so.delta {
+        Some(d) => {
+            let _ = writeln!(
+                out,
+                "server     {} = {} (loadgen sent {}){}",
+                so.source,
+                thousands(d),
+                thousands(so.expected),
+                if so.matches && so.shared {
+                    ", includes the other generators' (--instance)"
+                } else if so.matches {
+                    ", matches"
+                } else {
+                    "  WARNING: counts differ"
+                }
+            );
+        }
+        None if so.not_comparable => {
+            let _ = writeln!(
+                out,
+                "server     {} NOT COMPARABLE: {}",
+                so.source,
+                so.note.as_deref().unwrap_or("")
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "server     counter unavailable: {}",
+                so.note.clone().unwrap_or_default()
+            );
+        }
+    }
+    if let Some(r) = so.redirects {
+        let _ = writeln!(
+            out,
+            "  redirects followed: {} MOVED, {} ASK, {} TRYAGAIN",
+            thousands(r.moved),
+            thousands(r.ask),
+            thousands(r.tryagain)
+        );
+    }
+    for m in &so.members {
+        let _ = writeln!(
+            out,
+            "  {:<24} {} (loadgen sent {}){}",
+            m.server,
+            thousands(m.delta),
+            thousands(m.expected),
+            if m.matches {
+                ", matches"
+            } else {
+                "  WARNING: counts differ"
+            }
+        );
+    }
+}
