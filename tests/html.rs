@@ -309,6 +309,18 @@ fn assert_runs_shown(dom: &str, doc: &Value) {
                 "{tag}"
             );
         }
+        // A set's servers, each on its own line with its count.
+        for (k, m) in so["members"].as_array().into_iter().flatten().enumerate() {
+            let (tag, text) = element(dom, &format!("server-{i}-member-{k}"));
+            assert_eq!(attr(tag, "data-value"), m["delta"].to_string(), "{tag}");
+            assert!(text.contains(m["server"].as_str().unwrap()), "{text}");
+            let (tag, text) = element(dom, &format!("server-{i}-member-{k}-latency"));
+            assert_eq!(attr(tag, "data-value"), m["latency"]["p99"].to_string());
+            assert!(
+                text.contains("share ") && text.contains("%, p50 "),
+                "{text}"
+            );
+        }
     }
 }
 

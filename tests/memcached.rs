@@ -278,6 +278,16 @@ fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
         "{}",
         r["server_observed"]
     );
+    // Each server's own line: its share of the requests and the latency of those it answered.
+    let members = r["server_observed"]["members"].as_array().expect("members");
+    let mut shares = 0.0;
+    for (m, n) in members.iter().zip(&moved) {
+        assert_eq!(u(m, "latency.count"), *n, "{m}");
+        assert!(f(m, "latency.p50") > 0.0, "{m}");
+        assert!((f(m, "share") - *n as f64 / 6000.0).abs() < 0.001, "{m}");
+        shares += f(m, "share");
+    }
+    assert!((shares - 1.0).abs() < 0.003, "{members:?}");
     // A multi-get is one `get` per server with the keys it owns: every key is found, and each
     // server's own get_hits+get_misses equals the keys routed to it.
     let before = gets();
@@ -323,25 +333,41 @@ fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
         return;
     };
     let (pool, _, ports) = memcached_pool(&url, 11, "deadtest:", "600");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run", &pool, "-d", "7s", "-c", "4", "--keys", "1-600", "--warmup", "0s",
-        ])
-        .args(["--format", "json", "-o", "-", "-q"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("loadgen runs");
+    // A run of gets and one of 4-key multi-gets (a get per server), side by side.
+    let spawn = |batch: &str| {
+        std::process::Command::new(bin())
+            .args([
+                "run", &pool, "-d", "7s", "-c", "2", "--keys", "1-600", "--warmup", "0s",
+            ])
+            .args(["--batch", batch, "--format", "json", "-o", "-", "-q"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("loadgen runs")
+    };
+    let children = [spawn("1"), spawn("4")];
     let dead = format!("memcached_{}", ports[1]);
     std::thread::sleep(std::time::Duration::from_secs(2));
     servers(&["down", &dead]);
     std::thread::sleep(std::time::Duration::from_secs(1));
     servers(&["up", &dead]);
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
-    let r = &doc["runs"][0];
+    let [gets, multi] = children.map(|child| {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+        doc["runs"][0].clone()
+    });
+    // A multi-get with a key on the dead server fails; the others go on; it comes back.
+    assert!(u(&multi, "errors.connect") > 0, "{multi}");
+    let seconds = multi["timeline"].as_array().unwrap();
+    assert!(seconds.len() >= 6, "{seconds:?}");
+    assert!(
+        seconds.iter().take(6).all(|s| u(s, "hits") > 100),
+        "{seconds:?}"
+    );
+    assert_eq!(u(&seconds[5], "errors"), 0, "{}", seconds[5]);
+    let r = &gets;
     assert!(
         u(r, "errors.connect") > 0,
         "the dead server's keys fail: {r}"

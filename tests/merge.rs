@@ -249,6 +249,8 @@ fn merge_keeps_each_pool_servers_line() {
             .sum();
         assert_eq!((u(m, "delta"), u(m, "expected")), (parts, parts), "{m}");
         assert_eq!(m["matches"], true, "{m}");
+        // Its latency is both generators' histograms added: one sample per request it answered.
+        assert_eq!(u(m, "latency.count"), parts, "{m}");
         total += parts;
     }
     assert_eq!(total, 6000, "{so}");

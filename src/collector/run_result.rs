@@ -333,17 +333,30 @@ fn members_observed(
     after: &[MemberCount],
     unsure: u64,
 ) -> Vec<MemberObserved> {
+    let sent = |(a, b): (&MemberCount, &MemberCount)| a.sent.saturating_sub(b.sent);
+    let total: u64 = after.iter().zip(before).map(sent).sum();
     after
         .iter()
         .zip(before)
         .map(|(a, b)| {
             let delta = a.value.saturating_sub(b.value);
-            let expected = a.sent.saturating_sub(b.sent);
+            let expected = sent((a, b));
+            // The latencies between the two reads.
+            let latency = a.latency.as_ref().map(|h| {
+                let mut h = h.clone();
+                if let Some(b) = &b.latency {
+                    let _ = h.subtract(b);
+                }
+                h
+            });
             MemberObserved {
                 server: a.server.clone(),
                 delta,
                 expected,
                 matches: delta <= expected && delta + unsure >= expected,
+                share: MemberObserved::share_of(expected, total),
+                latency: latency.as_ref().map(Percentiles::of),
+                histogram: latency.as_ref().map(encode_histogram),
             }
         })
         .collect()

@@ -1,7 +1,10 @@
 //! What the server said of merged runs: its CPU and its own count of the requests, charged
 //! once when the generators shared it, added up when each had its own.
 
-use crate::result::{ClientCpu, MemberObserved, OpResult, RunResult, ServerCpu, ServerObserved};
+use crate::result::{
+    decode_histogram, encode_histogram, ClientCpu, MemberObserved, OpResult, Percentiles,
+    RunResult, ServerCpu, ServerObserved,
+};
 
 /// The server's CPU charged once. Generators that ran together on one server each read all of
 /// its CPU over their own (overlapping) window: the highest reading stands for it, spread over
@@ -138,8 +141,28 @@ fn merge_members(obs: &[&ServerObserved], shared: bool, unsure: u64) -> Vec<Memb
             None => merged.push(m.clone()),
         }
     }
+    let total: u64 = merged.iter().map(|m| m.expected).sum();
     for m in &mut merged {
         m.matches = (shared || m.delta <= m.expected) && m.delta + unsure >= m.expected;
+        m.share = MemberObserved::share_of(m.expected, total);
+        // Each server's latency over every generator: their histograms added.
+        let parts = obs.iter().flat_map(|o| &o.members);
+        let hists: Option<Vec<_>> = parts
+            .filter(|x| x.server == m.server)
+            .map(|x| {
+                x.histogram
+                    .as_deref()
+                    .and_then(|h| decode_histogram(h).ok())
+            })
+            .collect();
+        let sum = hists.and_then(|h| {
+            h.into_iter().reduce(|mut a, b| {
+                let _ = a.add(&b);
+                a
+            })
+        });
+        m.latency = sum.as_ref().map(Percentiles::of);
+        m.histogram = sum.as_ref().map(encode_histogram);
     }
     merged
 }

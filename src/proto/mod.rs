@@ -12,6 +12,7 @@ pub mod pipelined;
 pub mod postgres;
 pub mod redis;
 pub mod routed;
+pub mod server_latency;
 pub mod table;
 pub mod target;
 #[cfg(test)]

@@ -19,10 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::join_all;
+
 use crate::key_format::KeyFormat;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::proto::codec::{Codec, Request, Tally};
 use crate::proto::pipelined::StreamConn;
+use crate::proto::server_latency::{LocalLatency, ServerLatency};
 use crate::proto::target::Conn;
 
 /// Which server of a set owns a key (its index in the set's order).
@@ -67,6 +70,9 @@ pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
 /// How many redirects one request follows before its last error stands.
 const MAX_HOPS: usize = 8;
 
+/// A part's reply: the request's outcome and its keys' tally.
+type PartReply = Result<(Outcome, Tally), LookupError>;
+
 /// One server's part of a multi-get on a set: the keys `from..to` of `Routed::part_keys`.
 #[derive(Clone, Copy, Debug)]
 struct Part {
@@ -91,19 +97,22 @@ pub struct Routed<C: Codec> {
     /// None: one server.
     pool: Option<Route>,
     keys: KeyFormat,
-    /// The server of each request in flight, oldest first.
-    sent: VecDeque<usize>,
+    /// The server of each request in flight and when it was sent, oldest first.
+    sent: VecDeque<(usize, Instant)>,
     /// A set's way to open one server again, and when each down server may be tried next.
     reopen: Option<(Reopen<C>, Vec<Instant>)>,
     /// Each server's address, for messages.
     names: Vec<String>,
-    /// The multi-get in flight on a set: its parts in the order sent, their keys, and the
-    /// first part whose reply is not taken yet (one request in flight on a set).
+    /// The multi-get in flight on a set (one request in flight on a set): its parts in the
+    /// order sent, and their keys.
     parts: Vec<Part>,
     part_keys: Vec<u64>,
-    next_part: usize,
     /// Scratch for splitting a multi-get: (group, server, key).
     placed: Vec<(usize, usize, u64)>,
+    /// When the multi-get in flight was sent.
+    batch_sent: Instant,
+    /// Each server's latencies, when the set's are kept ([`Self::timed`]).
+    latency: Option<LocalLatency>,
 }
 
 impl<C: Codec + 'static> Routed<C> {
@@ -117,8 +126,9 @@ impl<C: Codec + 'static> Routed<C> {
             names: Vec::new(),
             parts: Vec::new(),
             part_keys: Vec::new(),
-            next_part: 0,
             placed: Vec::new(),
+            batch_sent: Instant::now(),
+            latency: None,
         }
     }
 
@@ -129,6 +139,20 @@ impl<C: Codec + 'static> Routed<C> {
         self.reopen = Some((reopen, vec![now; self.conns.len()]));
         self.names = names;
         self
+    }
+
+    /// Records each server's latencies into `shared` (a set's report lines).
+    pub fn timed(mut self, shared: Arc<ServerLatency>) -> Self {
+        self.latency = Some(LocalLatency::new(shared));
+        self
+    }
+
+    /// A reply from server `i` to a request sent at `since`.
+    #[inline]
+    fn took(&mut self, i: usize, since: Instant) {
+        if let Some(l) = &mut self.latency {
+            l.record(i, since.elapsed().as_nanos() as u64);
+        }
     }
 
     /// The server of `key`, counted as routed there.
@@ -205,7 +229,12 @@ impl<C: Codec + 'static> Routed<C> {
 
     /// Takes the reply to `req` from server `i`, following redirects: the request counts as
     /// the server that answered it.
-    async fn recv_at(&mut self, mut i: usize, req: &Request) -> Result<Outcome, LookupError> {
+    async fn recv_at(
+        &mut self,
+        mut i: usize,
+        since: Instant,
+        req: &Request,
+    ) -> Result<Outcome, LookupError> {
         let Some(c) = &mut self.conns[i] else {
             return Err(self.down(i, "not connected").await);
         };
@@ -213,7 +242,10 @@ impl<C: Codec + 'static> Routed<C> {
         for _ in 0..MAX_HOPS {
             let e = match r {
                 Err(e) => e,
-                ok => return ok,
+                Ok(o) => {
+                    self.took(i, since);
+                    return Ok(o);
+                }
             };
             // In a set only this server's connection is lost; the lane goes on with the others.
             if e.fatal && self.reopen.is_some() {
@@ -234,20 +266,31 @@ impl<C: Codec + 'static> Routed<C> {
         r
     }
 
-    /// The first reply to multi-get part `p`, from the server it was sent to.
-    async fn take_part(&mut self, p: Part) -> Result<Tally, LookupError> {
-        let i = p.server;
-        let Some(c) = &mut self.conns[i] else {
-            return Err(self.down(i, "not connected").await);
-        };
-        match c.recv_batch(&self.part_keys[p.from..p.to]).await {
-            Ok((_, tally)) => Ok(tally),
-            Err(e) if e.fatal && self.reopen.is_some() => {
-                self.conns[i] = None;
-                Err(self.down(i, &e.message).await)
+    /// The first reply to each part of the multi-get in flight (by its index in `parts`), and
+    /// how long after the send it was taken. Each server's connection is read on its own, all
+    /// at once, so a part's latency is its server's, not the servers' read before it.
+    async fn first_replies(&mut self) -> Vec<(usize, PartReply, u64)> {
+        let (parts, keys, since) = (&self.parts, &self.part_keys, self.batch_sent);
+        let each = self.conns.iter_mut().enumerate().filter_map(|(i, c)| {
+            let c = c.as_mut().filter(|_| parts.iter().any(|p| p.server == i))?;
+            Some(async move {
+                let mut got = Vec::with_capacity(1);
+                for (k, p) in parts.iter().enumerate().filter(|(_, p)| p.server == i) {
+                    let r = c.recv_batch(&keys[p.from..p.to]).await;
+                    got.push((k, r, since.elapsed().as_nanos() as u64));
+                }
+                got
+            })
+        });
+        let mut replies: Vec<_> = join_all(each).await.into_iter().flatten().collect();
+        // A part whose server is down: not sent, it fails as that server's.
+        for (k, p) in self.parts.iter().enumerate() {
+            if self.conns[p.server].is_none() {
+                let e = LookupError::new(ErrorKind::Connect, false, "not connected");
+                replies.push((k, Err(e), 0));
             }
-            Err(e) => Err(e),
         }
+        replies
     }
 
     /// Follows part `p`'s error reply `e` from server `i` when it is a redirect (and any
@@ -272,7 +315,10 @@ impl<C: Codec + 'static> Routed<C> {
             let keys = &self.part_keys[p.from..p.to];
             c.send_batch(keys);
             match c.recv_batch(keys).await {
-                Ok((_, tally)) => return Ok(tally),
+                Ok((_, tally)) => {
+                    self.took(i, self.batch_sent);
+                    return Ok(tally);
+                }
                 Err(x) if x.fatal && self.reopen.is_some() => {
                     self.conns[i] = None;
                     return Err(self.down(i, &x.message).await);
@@ -315,7 +361,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             return c.send(req);
         }
         let i = self.owner_of(req.key);
-        self.sent.push_back(i);
+        self.sent.push_back((i, Instant::now()));
         if let Some(c) = &mut self.conns[i] {
             c.send(req);
         }
@@ -326,7 +372,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             return c.send_named(req, key);
         }
         let i = self.owner(key);
-        self.sent.push_back(i);
+        self.sent.push_back((i, Instant::now()));
         if let Some(c) = &mut self.conns[i] {
             c.send_named(req, key);
         }
@@ -339,8 +385,8 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         if let (None, Some(c)) = (&self.pool, &mut self.conns[0]) {
             return c.recv(req).await;
         }
-        let i = self.sent.front().copied().unwrap_or(0);
-        let r = self.recv_at(i, req).await;
+        let (i, since) = self.sent.front().copied().unwrap_or((0, Instant::now()));
+        let r = self.recv_at(i, since, req).await;
         self.sent.pop_front();
         r
     }
@@ -363,7 +409,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         self.placed.sort_by_key(|p| p.0);
         self.parts.clear();
         self.part_keys.clear();
-        self.next_part = 0;
+        self.batch_sent = Instant::now();
         for run in self.placed.chunk_by(|a, b| a.0 == b.0) {
             let from = self.part_keys.len();
             self.part_keys.extend(run.iter().map(|p| p.2));
@@ -373,8 +419,9 @@ impl<C: Codec + 'static> Conn for Routed<C> {
                 to: self.part_keys.len(),
             };
             self.parts.push(part);
-            routed[part.server].fetch_add(run.len() as u64, Ordering::Relaxed);
+            // A part for a server that is down is not sent, nor counted as routed there.
             if let Some(c) = &mut self.conns[part.server] {
+                routed[part.server].fetch_add(run.len() as u64, Ordering::Relaxed);
                 c.send_batch(&self.part_keys[from..part.to]);
             }
         }
@@ -390,15 +437,25 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             };
         }
         let mut tally = Tally::default();
-        let mut failed = Vec::new();
-        while let Some(&p) = self.parts.get(self.next_part) {
-            let r = self.take_part(p).await;
-            self.next_part += 1;
+        let (mut failed, mut broken) = (Vec::new(), Vec::new());
+        for (k, r, took) in self.first_replies().await {
+            let p = self.parts[k];
             match r {
-                Ok(t) => {
+                Ok((_, t)) => {
+                    if let Some(l) = &mut self.latency {
+                        l.record(p.server, took);
+                    }
                     (tally.hits, tally.misses) = (tally.hits + t.hits, tally.misses + t.misses)
                 }
-                Err(e) if e.fatal => failed.push((p, None, e)),
+                // The server's connection broke (once per server, whatever its parts), or it
+                // was down already: its parts fail, and it is tried again in time.
+                Err(e) if e.fatal || self.conns[p.server].is_none() => {
+                    if e.fatal && !broken.contains(&p.server) {
+                        broken.push(p.server);
+                        self.conns[p.server] = None;
+                    }
+                    failed.push((p, None, self.down(p.server, &e.message).await));
+                }
                 Err(e) => failed.push((p, Some(p.server), e)),
             }
         }
@@ -422,7 +479,11 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         }
     }
 
+    /// Also hands this connection's latencies per server in: a run step ends here.
     async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
+        if let Some(l) = &mut self.latency {
+            l.hand_in();
+        }
         for c in self.conns.iter_mut().flatten() {
             c.settle(grace).await?;
         }

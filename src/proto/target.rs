@@ -29,12 +29,15 @@ pub struct ServerCount {
 }
 
 /// One server of a pool as `ServerCount` reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MemberCount {
     pub server: String,
     pub value: u64,
     /// Requests loadgen routed to this server, from the target's start (warm-up included).
     pub sent: u64,
+    /// The latencies of the requests this server answered so far, as the connections handed
+    /// them in ([`crate::proto::server_latency`]).
+    pub latency: Option<hdrhistogram::Histogram<u64>>,
 }
 
 impl ServerCount {

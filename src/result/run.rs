@@ -313,6 +313,26 @@ pub struct MemberObserved {
     pub delta: u64,
     pub expected: u64,
     pub matches: bool,
+    /// This server's part of what loadgen routed to the set (0 to 1).
+    #[serde(default)]
+    pub share: f64,
+    /// The latency of the requests this server answered (a multi-get's part: from the
+    /// request's send to this server's reply), warm-up included, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Percentiles>,
+    /// The same as an HdrHistogram (V2 compressed, base64): merge combines servers exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+impl MemberObserved {
+    /// `part` of `total` (a server's share of what was routed to its set), to 0.001.
+    pub fn share_of(part: u64, total: u64) -> f64 {
+        match total {
+            0 => 0.0,
+            _ => (part as f64 / total as f64 * 1000.0).round() / 1000.0,
+        }
+    }
 }
 
 /// The keys of a run's multi-gets (`--batch N`): each request reads N keys, found or not.

@@ -416,3 +416,31 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(err, "loadgen: cannot write dir.html: is a directory\n");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A memcached pool's report: each server on its own line, with its count, share and latency.
+#[test]
+fn a_pools_report_shows_each_server() {
+    let Some(browser) = chromium() else { return };
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let d = artifacts("pool");
+    let (pool, _, ports) = memcached_pool(&url, 31, "htmlpool:", "600");
+    let json = d.join("pool.json");
+    let line = format!(
+        "run {pool} -n 3000 -c 4 --keys 1-600 -q -o {}",
+        json.display()
+    );
+    let out = lg_line(&d, &line);
+    pool_down(&ports);
+    ok(&out, "run");
+    let doc = read_json(&json);
+    assert_eq!(
+        doc["runs"][0]["server_observed"]["members"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let dom = open(browser, &json.with_extension("html"));
+    assert_runs_shown(&dom, &doc);
+}

@@ -19,6 +19,7 @@ use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT
 use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::routed::{Reopen, Route, Routed};
+use crate::proto::server_latency::ServerLatency;
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
@@ -32,6 +33,8 @@ pub struct McTarget {
     ring: Option<Arc<Ring>>,
     /// Requests routed to each server of a pool (empty without one), for its own count.
     routed: Arc<[AtomicU64]>,
+    /// The latencies each server of a pool answered with.
+    latency: Arc<ServerLatency>,
     mix: Mix,
     keys: KeyFormat,
     verify: bool,
@@ -63,6 +66,7 @@ impl McTarget {
         let pooled = if ring.is_some() { members.len() } else { 0 };
         Ok(McTarget {
             routed: (0..pooled).map(|_| AtomicU64::new(0)).collect(),
+            latency: ServerLatency::new(pooled),
             endpoint: members[0].clone(),
             members,
             ring: ring.map(Arc::new),
@@ -203,7 +207,9 @@ impl Target for McTarget {
             Box::pin(async move { StreamConn::connect(&ep, timeout, None, codec, verify).await })
         });
         let names = self.members.iter().map(|m| m.to_string()).collect();
-        Ok(Routed::new(conns, Some(route), self.keys.clone()).reopening(reopen, names))
+        Ok(Routed::new(conns, Some(route), self.keys.clone())
+            .reopening(reopen, names)
+            .timed(self.latency.clone()))
     }
 
     const MAX_PIPELINE: usize = usize::MAX;
@@ -237,10 +243,12 @@ impl Target for McTarget {
             .iter()
             .zip(each)
             .zip(&self.members)
-            .map(|((sent, value), ep)| MemberCount {
+            .enumerate()
+            .map(|(i, ((sent, value), ep))| MemberCount {
                 server: ep.to_string(),
                 value,
                 sent: sent.load(Ordering::Relaxed),
+                latency: Some(self.latency.of(i)),
             })
             .collect();
         if self.mix.read_only() {

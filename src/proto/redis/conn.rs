@@ -14,6 +14,7 @@ use crate::proto::redis::count::{calls, lookups};
 use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{Reopen, Route, Routed};
+use crate::proto::server_latency::ServerLatency;
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
@@ -36,6 +37,8 @@ pub struct Cluster {
     map: Arc<SlotMap>,
     logins: Vec<Login>,
     routed: Arc<[AtomicU64]>,
+    /// The latencies each master answered with.
+    latency: Arc<ServerLatency>,
 }
 
 impl RedisTarget {
@@ -98,6 +101,7 @@ impl RedisTarget {
                     .collect();
                 Ok::<_, LookupError>(Cluster {
                     routed: map.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
+                    latency: ServerLatency::new(map.nodes.len()),
                     map: Arc::new(map),
                     logins,
                 })
@@ -168,7 +172,9 @@ impl Target for RedisTarget {
             Box::pin(async move { login.open(verify).await })
         });
         let names = c.logins.iter().map(|l| l.addr.clone()).collect();
-        Ok(Routed::new(conns, Some(route), keys).reopening(reopen, names))
+        Ok(Routed::new(conns, Some(route), keys)
+            .reopening(reopen, names)
+            .timed(c.latency.clone()))
     }
 
     /// On a cluster the replies come from several servers and are taken in order: one request
@@ -205,13 +211,14 @@ impl Target for RedisTarget {
             // One MGET per slot of a request's keys: the masters count keys, not requests.
             let mut members = Vec::with_capacity(c.logins.len());
             let mut epochs = Vec::with_capacity(c.logins.len());
-            for (l, sent) in c.logins.iter().zip(c.routed.iter()) {
+            for (i, (l, sent)) in c.logins.iter().zip(c.routed.iter()).enumerate() {
                 let (n, epoch) = lookups(l).await.map_err(|e| e.message)?;
                 epochs.push(epoch.unwrap_or_default());
                 members.push(MemberCount {
                     server: l.addr.clone(),
                     value: n,
                     sent: sent.load(Ordering::Relaxed),
+                    latency: Some(c.latency.of(i)),
                 });
             }
             let sum = members.iter().map(|m| m.value).sum();
@@ -236,10 +243,12 @@ impl Target for RedisTarget {
         let members = match cluster {
             None => Vec::new(),
             Some(c) => (c.routed.iter().zip(&each).zip(&c.map.nodes))
-                .map(|((sent, (n, _)), (host, port))| MemberCount {
+                .enumerate()
+                .map(|(i, ((sent, (n, _)), (host, port)))| MemberCount {
                     server: format!("{host}:{port}"),
                     value: n.iter().sum(),
                     sent: sent.load(Ordering::Relaxed),
+                    latency: Some(c.latency.of(i)),
                 })
                 .collect(),
         };

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::number::thousands;
+use super::number::{micros, thousands};
 
 /// What the server's own counter saw, against what loadgen sent.
 pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) {
@@ -50,9 +50,19 @@ pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) 
         );
     }
     for m in &so.members {
+        // Each server's share and latency: a slow one shows here, not as the total's tail.
+        let latency = m.latency.as_ref().map_or(String::new(), |l| {
+            format!(
+                "  share {:>4.1}%, p50 {} p99 {} max {}",
+                m.share * 100.0,
+                micros(l.p50),
+                micros(l.p99),
+                micros(l.max)
+            )
+        });
         let _ = writeln!(
             out,
-            "  {:<24} {} (loadgen sent {}){}",
+            "  {:<24} {} (loadgen sent {}){}{latency}",
             m.server,
             thousands(m.delta),
             thousands(m.expected),

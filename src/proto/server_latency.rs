@@ -1,0 +1,98 @@
+//! A set's servers one by one (a memcached pool, a Redis Cluster's masters): the latency of
+//! the requests each answered. A connection records without a lock and adds its histograms
+//! to the set's when a run step ends on it ([`Conn::settle`](crate::proto::target::Conn)) or
+//! it closes, so one slow server shows as its own line, not as a tail of the total.
+
+use std::sync::{Arc, Mutex};
+
+use hdrhistogram::Histogram;
+
+/// Nanoseconds, 3 significant digits, up to 100 s: as the run's own histograms.
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Every server's latencies so far, from the connections that handed theirs in.
+pub struct ServerLatency {
+    each: Vec<Mutex<Histogram<u64>>>,
+}
+
+impl ServerLatency {
+    pub fn new(servers: usize) -> Arc<ServerLatency> {
+        Arc::new(ServerLatency {
+            each: (0..servers).map(|_| Mutex::new(histogram())).collect(),
+        })
+    }
+
+    /// Server `i`'s latencies so far.
+    pub fn of(&self, i: usize) -> Histogram<u64> {
+        self.each[i]
+            .lock()
+            .map_or_else(|_| histogram(), |h| h.clone())
+    }
+}
+
+/// One connection's latencies per server, not yet handed in.
+pub struct LocalLatency {
+    shared: Arc<ServerLatency>,
+    each: Vec<Histogram<u64>>,
+    recorded: bool,
+}
+
+impl LocalLatency {
+    pub fn new(shared: Arc<ServerLatency>) -> LocalLatency {
+        let each = shared.each.iter().map(|_| histogram()).collect();
+        LocalLatency {
+            shared,
+            each,
+            recorded: false,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, server: usize, ns: u64) {
+        if let Some(h) = self.each.get_mut(server) {
+            h.saturating_record(ns.max(1));
+            self.recorded = true;
+        }
+    }
+
+    /// Adds what this connection recorded to the set's, and starts again.
+    pub fn hand_in(&mut self) {
+        if !std::mem::take(&mut self.recorded) {
+            return;
+        }
+        for (mine, theirs) in self.each.iter_mut().zip(&self.shared.each) {
+            if let Ok(mut t) = theirs.lock() {
+                let _ = t.add(&*mine);
+            }
+            mine.reset();
+        }
+    }
+}
+
+impl Drop for LocalLatency {
+    fn drop(&mut self) {
+        self.hand_in();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_hands_in_each_servers_latencies() {
+        let shared = ServerLatency::new(2);
+        let mut a = LocalLatency::new(shared.clone());
+        a.record(1, 5_000);
+        a.record(1, 7_000);
+        assert_eq!(shared.of(1).len(), 0);
+        a.hand_in();
+        let mut b = LocalLatency::new(shared.clone());
+        b.record(0, 1_000);
+        drop(b);
+        assert_eq!((shared.of(0).len(), shared.of(1).len()), (1, 2));
+        assert!((7_000..7_010).contains(&shared.of(1).max()));
+    }
+}
