@@ -283,3 +283,57 @@ fn a_reshard_mid_run_loses_no_lookup() {
         );
     }
 }
+
+/// A master killed mid-run (SIGKILL, no replica to take over): the requests for its slots fail
+/// as connect errors, counted; the other masters' keys go on every second, for GETs and for
+/// multi-gets alike.
+#[test]
+fn a_killed_master_fails_only_its_slots() {
+    let Some(redis) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let mut nodes = start_cluster(cluster_ports(&redis) + 20);
+    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
+    let out = run(&["prepare", &url, "--rows", "3000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spawn = |batch: &str| {
+        Command::new(bin())
+            .args(["run", &url, "-d", "5s", "-c", "2", "--keys", "1-3000"])
+            .args([
+                "--batch", batch, "--warmup", "0s", "--format", "json", "-o", "-", "-q",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("loadgen runs")
+    };
+    let children = [spawn("1"), spawn("2")];
+    std::thread::sleep(Duration::from_millis(1500));
+    // The last master in address order: the URL's node stays up.
+    let victim = nodes.children.last_mut().unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+        let r = &doc["runs"][0];
+        assert!(u(r, "errors.connect") > 0, "its slots fail: {r}");
+        let seconds = r["timeline"].as_array().unwrap();
+        assert!(seconds.len() >= 5, "{seconds:?}");
+        // Every second, killed master or not, the two others answer.
+        assert!(
+            seconds.iter().take(5).all(|s| u(s, "hits") > 100),
+            "{seconds:?}"
+        );
+        // After the kill, about a third of the requests (more for multi-gets) fail, not all.
+        let last = &seconds[4];
+        let (ok, failed) = (u(last, "hits") + u(last, "misses"), u(last, "errors"));
+        assert!(failed > 0 && ok > failed / 4, "{last}");
+    }
+}
