@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadgen against the usual peer tools, on the local servers of scripts/servers.sh.
 #
-#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|mget|all|soak|writes]...   (default: all)
+#   scripts/bench.sh [pg|mysql|hs|memcache|redis|unix|tls|embedded|rss|mget|proxy|all|soak|writes]...   (default: all)
 #
 #   BENCH_PAIRS=3     runs per cell and tool; loadgen and the peer alternate (A B, B A, A B, ...)
 #   BENCH_SECONDS=10  length of every measured run
@@ -25,7 +25,7 @@ PAIRS=${BENCH_PAIRS:-3}
 SECS=${BENCH_SECONDS:-10}
 B=scripts/bench
 LIB="python3 $B/benchlib.py"
-ALL=(pg mysql hs memcache redis unix tls embedded rss mget)
+ALL=(pg mysql hs memcache redis unix tls embedded rss mget proxy)
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $PAIRS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_PAIRS and BENCH_SECONDS: positive integers" >&2; exit 2; }
@@ -33,7 +33,7 @@ SECTIONS=("$@")
 [[ ${#SECTIONS[@]} -eq 0 || ${SECTIONS[0]} == all ]] && SECTIONS=("${ALL[@]}")
 for s in "${SECTIONS[@]}"; do
   case $s in
-    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | mget | soak | writes) ;;
+    pg | mysql | hs | memcache | redis | unix | tls | embedded | rss | mget | proxy | soak | writes) ;;
     -h | --help) usage ;;
     *) echo "bench: unknown section: $s" >&2; usage 2 >&2 ;;
   esac
@@ -50,7 +50,7 @@ for s in "${SECTIONS[@]}"; do
   case $s in
     pg | rss | tls) servers+=(postgres) ;;
     mysql | hs) servers+=(mariadb) ;;
-    memcache | soak) servers+=(memcached) ;;
+    memcache | soak | proxy) servers+=(memcached) ;;
     redis) servers+=(redis) ;;
     mget) servers+=(memcached redis postgres mariadb) ;;
     unix) servers+=(postgres mariadb) ;;
@@ -280,6 +280,39 @@ bench_mget() {
   $LIB pairs "$tsv" "multi-get: memcached keys/s, loadgen --batch N -c 16 -t 2 vs memaslap --division N -c 16 -T 2 (qps columns are keys/s; p99 is per request for loadgen, per get for memaslap; CPU ms per 1k keys)" \
     loadgen memaslap "median ratio >= 1.0 at every N" "keys/req"
   $LIB solo "$all" "multi-get: keys/s of Redis MGET, HandlerSocket IN, PostgreSQL = ANY(\$1), MariaDB IN (?, ...) and the embedded server's GET /usr?ids=, loadgen --batch N -c 16 -t 2 over 1,000,000 keys (qps column is keys/s; p99 per request)" cells
+}
+
+# A proxy against the set it fronts: three memcached of our own, read directly as a pool
+# (loadgen's ketama) and through twemproxy (Debian's nutcracker, ketama over md5, the same
+# placement: `prepare` loads the pool, and every get through the proxy must hit), alternating.
+bench_proxy() {
+  SERVER_PID=""
+  have nutcracker || { skip "proxy" "nutcracker (twemproxy) not installed"; return; }
+  local tsv=$WORK/proxy.tsv base=$((20000 + LOADGEN_MC_PORT % 10000 + 51)) p c i names=() addrs=()
+  for i in 0 1 2; do names+=("memcached_$((base + i))"); addrs+=("127.0.0.1:$((base + i))"); done
+  scripts/servers.sh up "${names[@]}" >&2
+  UNDO+=("scripts/servers.sh down ${names[*]} >&2")
+  local pool="memcache://$(IFS=,; echo "${addrs[*]}")" proxy="127.0.0.1:$((base + 3))"
+  printf 'pool:\n  listen: %s\n  hash: md5\n  distribution: ketama\n  timeout: 2000\n  servers:\n' "$proxy" >"$WORK/nc.yml"
+  for i in "${addrs[@]}"; do printf '   - %s:1\n' "$i" >>"$WORK/nc.yml"; done
+  nutcracker -c "$WORK/nc.yml" -d -p "$WORK/nc.pid" -o "$WORK/nc.log" -s $((base + 4)) -a 127.0.0.1 ||
+    { skip "proxy" "nutcracker did not start: $(tail -n 1 "$WORK/nc.log")"; undo; return; }
+  sleep 0.5
+  UNDO+=("kill $(cat "$WORK/nc.pid")")
+  "$LOADGEN_BIN" prepare "$pool" --rows 100000 >/dev/null 2>&1 || { skip "proxy" "prepare $pool failed"; undo; return; }
+  for c in 4 16; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv 'c$c' lg $p '$pool' -c $c -t 2 --keys 1-100000 --verify" \
+        "lg $tsv 'c$c' peer $p 'memcache://$proxy' -c $c -t 2 --keys 1-100000 --verify"
+    done
+  done
+  for ((p = 1; p <= PAIRS; p++)); do
+    rotate "$p" "lg $tsv 'c16 N=10' lg $p '$pool' -c 16 -t 2 --keys 1-100000 --batch 10 --verify" \
+      "lg $tsv 'c16 N=10' peer $p 'memcache://$proxy' -c 16 -t 2 --keys 1-100000 --batch 10 --verify"
+  done
+  undo
+  $LIB pairs "$tsv" "proxy: three memcached, loadgen -t 2 straight to the pool (ketama in the client) vs through twemproxy (ketama in the proxy); every get verified and a hit on both sides (N=10: --batch 10, qps columns are requests/s; ratio = direct/proxy)" \
+    direct twemproxy "" "conns"
 }
 
 # Unix sockets at 16 connections: loadgen over each SQL server's socket vs over TCP, per driver

@@ -103,7 +103,7 @@ packages_for() {
   case $1 in
     postgres) echo postgresql postgresql-contrib sysbench sysstat openssl ;;  # sysstat: pidstat, the server-CPU check
     mariadb) echo mariadb-server mariadb-client sysbench openssl ;;
-    memcached | memcached_unix) echo memcached libmemcached-tools ;;
+    memcached | memcached_unix) echo memcached libmemcached-tools nutcracker ;;  # nutcracker: twemproxy, the proxy bench
     redis) echo redis-server redis-tools openssl ;;
     prometheus) echo prometheus python3-yaml ;;
   esac

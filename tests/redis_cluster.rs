@@ -269,7 +269,13 @@ fn a_reshard_mid_run_loses_no_lookup() {
         let doc: serde_json::Value =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
         let r = &doc["runs"][0];
-        assert_eq!(u(r, "error_total"), 0, "{}", r["error_samples"]);
+        let batch = &doc["settings"]["batch"];
+        assert_eq!(
+            u(r, "error_total"),
+            0,
+            "batch {batch}: {}",
+            r["error_samples"]
+        );
         assert_eq!(u(r, "hits"), u(r, "requests"), "{r}");
         assert!(u(r, "requests") > 5_000, "{r}");
         if r["keys"].is_object() {

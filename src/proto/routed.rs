@@ -19,14 +19,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
-
 use crate::key_format::KeyFormat;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::proto::codec::{Codec, Request, Tally};
 use crate::proto::pipelined::StreamConn;
 use crate::proto::server_latency::{LocalLatency, ServerLatency};
 use crate::proto::target::Conn;
+
+mod multi_get;
+mod parts;
+use parts::MultiGet;
 
 /// Which server of a set owns a key (its index in the set's order).
 pub trait Router: Send + Sync {
@@ -70,17 +72,6 @@ pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
 /// How many redirects one request follows before its last error stands.
 const MAX_HOPS: usize = 8;
 
-/// A part's reply: the request's outcome and its keys' tally.
-type PartReply = Result<(Outcome, Tally), LookupError>;
-
-/// One server's part of a multi-get on a set: the keys `from..to` of `Routed::part_keys`.
-#[derive(Clone, Copy, Debug)]
-struct Part {
-    server: usize,
-    from: usize,
-    to: usize,
-}
-
 /// A set's router and the run's count of requests routed to each server.
 pub type Route = (Arc<dyn Router>, Arc<[AtomicU64]>);
 
@@ -103,14 +94,8 @@ pub struct Routed<C: Codec> {
     reopen: Option<(Reopen<C>, Vec<Instant>)>,
     /// Each server's address, for messages.
     names: Vec<String>,
-    /// The multi-get in flight on a set (one request in flight on a set): its parts in the
-    /// order sent, and their keys.
-    parts: Vec<Part>,
-    part_keys: Vec<u64>,
-    /// Scratch for splitting a multi-get: (group, server, key).
-    placed: Vec<(usize, usize, u64)>,
-    /// When the multi-get in flight was sent.
-    batch_sent: Instant,
+    /// The multi-get in flight on a set.
+    multi: MultiGet,
     /// Each server's latencies, when the set's are kept ([`Self::timed`]).
     latency: Option<LocalLatency>,
 }
@@ -124,10 +109,7 @@ impl<C: Codec + 'static> Routed<C> {
             sent: VecDeque::with_capacity(16),
             reopen: None,
             names: Vec::new(),
-            parts: Vec::new(),
-            part_keys: Vec::new(),
-            placed: Vec::new(),
-            batch_sent: Instant::now(),
+            multi: MultiGet::default(),
             latency: None,
         }
     }
@@ -155,17 +137,22 @@ impl<C: Codec + 'static> Routed<C> {
         }
     }
 
-    /// The server of `key`, counted as routed there.
+    /// The server of `key`.
     #[inline]
     fn owner(&self, key: &[u8]) -> usize {
-        match &self.pool {
-            None => 0,
-            Some((ring, routed)) => {
-                let i = ring.owner(key);
-                routed[i].fetch_add(1, Ordering::Relaxed);
-                i
-            }
+        self.pool.as_ref().map_or(0, |(ring, _)| ring.owner(key))
+    }
+
+    /// A request for server `i` goes out: counted as routed there when its connection is up
+    /// (a request for a server that is down is never sent, and fails as a connect error).
+    #[inline]
+    fn route(&mut self, i: usize) -> Option<&mut StreamConn<C>> {
+        self.sent.push_back((i, Instant::now()));
+        let c = self.conns[i].as_mut()?;
+        if let Some((_, routed)) = &self.pool {
+            routed[i].fetch_add(1, Ordering::Relaxed);
         }
+        Some(c)
     }
 
     #[inline]
@@ -191,12 +178,13 @@ impl<C: Codec + 'static> Routed<C> {
         let Some((router, routed)) = &self.pool else {
             return Err(LookupError::protocol("a redirect outside a set of servers"));
         };
+        // The server that redirected counted no read; the one it names counts it, if it is up.
         routed[from].fetch_sub(n, Ordering::Relaxed);
-        routed[to].fetch_add(n, Ordering::Relaxed);
         let (asking, ok) = router.asking();
         let Some(c) = &mut self.conns[to] else {
             return Err(self.down(to, "not connected").await);
         };
+        routed[to].fetch_add(n, Ordering::Relaxed);
         if ask {
             // One reply line; it must start with `ok`.
             let line = |b: &[u8]| {
@@ -257,6 +245,10 @@ impl<C: Codec + 'static> Routed<C> {
             };
             self.redirected(i, to, ask, 1).await?;
             i = to;
+            // A `recv` dropped and called again takes the reply from where it was sent last.
+            if let Some(front) = self.sent.front_mut() {
+                front.0 = to;
+            }
             let Some(c) = &mut self.conns[i] else {
                 return Err(self.down(i, "not connected").await);
             };
@@ -264,69 +256,6 @@ impl<C: Codec + 'static> Routed<C> {
             r = c.recv(req).await;
         }
         r
-    }
-
-    /// The first reply to each part of the multi-get in flight (by its index in `parts`), and
-    /// how long after the send it was taken. Each server's connection is read on its own, all
-    /// at once, so a part's latency is its server's, not the servers' read before it.
-    async fn first_replies(&mut self) -> Vec<(usize, PartReply, u64)> {
-        let (parts, keys, since) = (&self.parts, &self.part_keys, self.batch_sent);
-        let each = self.conns.iter_mut().enumerate().filter_map(|(i, c)| {
-            let c = c.as_mut().filter(|_| parts.iter().any(|p| p.server == i))?;
-            Some(async move {
-                let mut got = Vec::with_capacity(1);
-                for (k, p) in parts.iter().enumerate().filter(|(_, p)| p.server == i) {
-                    let r = c.recv_batch(&keys[p.from..p.to]).await;
-                    got.push((k, r, since.elapsed().as_nanos() as u64));
-                }
-                got
-            })
-        });
-        let mut replies: Vec<_> = join_all(each).await.into_iter().flatten().collect();
-        // A part whose server is down: not sent, it fails as that server's.
-        for (k, p) in self.parts.iter().enumerate() {
-            if self.conns[p.server].is_none() {
-                let e = LookupError::new(ErrorKind::Connect, false, "not connected");
-                replies.push((k, Err(e), 0));
-            }
-        }
-        replies
-    }
-
-    /// Follows part `p`'s error reply `e` from server `i` when it is a redirect (and any
-    /// redirect after it); otherwise `e` stands. Called once every part's first reply is
-    /// taken: with the connections idle, an `ASKING` and the part sent again cannot meet
-    /// another part's reply.
-    async fn follow_part(
-        &mut self,
-        p: Part,
-        mut i: usize,
-        mut e: LookupError,
-    ) -> Result<Tally, LookupError> {
-        for _ in 0..MAX_HOPS {
-            let Some((to, ask)) = self.next_hop(i, &e).await else {
-                return Err(e);
-            };
-            self.redirected(i, to, ask, (p.to - p.from) as u64).await?;
-            i = to;
-            let Some(c) = &mut self.conns[i] else {
-                return Err(self.down(i, "not connected").await);
-            };
-            let keys = &self.part_keys[p.from..p.to];
-            c.send_batch(keys);
-            match c.recv_batch(keys).await {
-                Ok((_, tally)) => {
-                    self.took(i, self.batch_sent);
-                    return Ok(tally);
-                }
-                Err(x) if x.fatal && self.reopen.is_some() => {
-                    self.conns[i] = None;
-                    return Err(self.down(i, &x.message).await);
-                }
-                Err(x) => e = x,
-            }
-        }
-        Err(e)
     }
 
     /// Server `i` is down: the request that found it so fails, and the server is tried again
@@ -361,8 +290,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             return c.send(req);
         }
         let i = self.owner_of(req.key);
-        self.sent.push_back((i, Instant::now()));
-        if let Some(c) = &mut self.conns[i] {
+        if let Some(c) = self.route(i) {
             c.send(req);
         }
     }
@@ -372,8 +300,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
             return c.send_named(req, key);
         }
         let i = self.owner(key);
-        self.sent.push_back((i, Instant::now()));
-        if let Some(c) = &mut self.conns[i] {
+        if let Some(c) = self.route(i) {
             c.send_named(req, key);
         }
     }
@@ -391,91 +318,24 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         r
     }
 
-    /// On a set, one request per server (per slot on a Redis Cluster) with the keys it owns.
+    /// On a set, one request per server (per slot on a Redis Cluster) with the keys it owns
+    /// ([`multi_get`]).
     fn send_batch(&mut self, keys: &[u64]) {
-        let Some((router, routed)) = &self.pool else {
-            if let Some(c) = &mut self.conns[0] {
-                c.send_batch(keys);
-            }
-            return;
-        };
-        self.placed.clear();
-        for &id in keys {
-            let (key, n) = self.keys.on_stack(id);
-            let (server, group) = router.place(&key[..n]);
-            self.placed.push((group, server, id));
-        }
-        // Stable: each part keeps its keys in the order drawn.
-        self.placed.sort_by_key(|p| p.0);
-        self.parts.clear();
-        self.part_keys.clear();
-        self.batch_sent = Instant::now();
-        for run in self.placed.chunk_by(|a, b| a.0 == b.0) {
-            let from = self.part_keys.len();
-            self.part_keys.extend(run.iter().map(|p| p.2));
-            let part = Part {
-                server: run[0].1,
-                from,
-                to: self.part_keys.len(),
-            };
-            self.parts.push(part);
-            // A part for a server that is down is not sent, nor counted as routed there.
-            if let Some(c) = &mut self.conns[part.server] {
-                routed[part.server].fetch_add(run.len() as u64, Ordering::Relaxed);
-                c.send_batch(&self.part_keys[from..part.to]);
+        match &self.pool {
+            Some(_) => self.send_split(keys),
+            None => {
+                if let Some(c) = &mut self.conns[0] {
+                    c.send_batch(keys);
+                }
             }
         }
     }
 
-    /// On a set the parts' replies, in the order sent, summed; a part that fails fails the
-    /// request, and the parts after it are still read, so every connection stays in step.
     async fn recv_batch(&mut self, keys: &[u64]) -> Result<(Outcome, Tally), LookupError> {
-        if self.pool.is_none() {
-            return match &mut self.conns[0] {
-                Some(c) => c.recv_batch(keys).await,
-                None => Err(LookupError::io("not connected")),
-            };
-        }
-        let mut tally = Tally::default();
-        let (mut failed, mut broken) = (Vec::new(), Vec::new());
-        for (k, r, took) in self.first_replies().await {
-            let p = self.parts[k];
-            match r {
-                Ok((_, t)) => {
-                    if let Some(l) = &mut self.latency {
-                        l.record(p.server, took);
-                    }
-                    (tally.hits, tally.misses) = (tally.hits + t.hits, tally.misses + t.misses)
-                }
-                // The server's connection broke (once per server, whatever its parts), or it
-                // was down already: its parts fail, and it is tried again in time.
-                Err(e) if e.fatal || self.conns[p.server].is_none() => {
-                    if e.fatal && !broken.contains(&p.server) {
-                        broken.push(p.server);
-                        self.conns[p.server] = None;
-                    }
-                    failed.push((p, None, self.down(p.server, &e.message).await));
-                }
-                Err(e) => failed.push((p, Some(p.server), e)),
-            }
-        }
-        // Redirects are followed once every first reply is in (see `follow_part`).
-        let mut first = None;
-        for (p, at, e) in failed {
-            let r = match at {
-                Some(i) => self.follow_part(p, i, e).await,
-                None => Err(e),
-            };
-            match r {
-                Ok(t) => {
-                    (tally.hits, tally.misses) = (tally.hits + t.hits, tally.misses + t.misses)
-                }
-                Err(e) => first = first.or(Some(e)),
-            }
-        }
-        match first {
-            Some(e) => Err(e),
-            None => Ok((tally.outcome(), tally)),
+        match (&self.pool, &mut self.conns[0]) {
+            (Some(_), _) => self.recv_split().await,
+            (None, Some(c)) => c.recv_batch(keys).await,
+            (None, None) => Err(LookupError::io("not connected")),
         }
     }
 

@@ -1,0 +1,48 @@
+//! The state of a multi-get in flight on a set ([`super::multi_get`]): its parts and where
+//! each stands, kept across a `recv_batch` the request loop drops and calls again.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::outcome::{LookupError, Outcome};
+use crate::proto::codec::Tally;
+
+/// One server's part of a multi-get: the keys `from..to` of [`MultiGet::keys`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Part {
+    pub server: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
+/// Where a part stands.
+#[derive(Debug)]
+pub(super) enum Stage {
+    /// Sent; its reply not taken yet.
+    Waiting,
+    /// Its first reply, taken this long after the send.
+    Got(Result<(Outcome, Tally), LookupError>, u64),
+    /// Redirected: sent again to this server, its reply not taken yet.
+    Following(usize),
+    /// Counted in the request's tally or error.
+    Done,
+}
+
+/// The multi-get in flight on a set (one request in flight on a set).
+#[derive(Default)]
+pub(super) struct MultiGet {
+    pub parts: Vec<Part>,
+    pub keys: Vec<u64>,
+    /// Each part's stage, in `parts` order; a lock only so that every server's reader may
+    /// write its own parts' replies while the others read theirs.
+    pub stages: Mutex<Vec<Stage>>,
+    /// Scratch for splitting: (group, server, key).
+    pub placed: Vec<(usize, usize, u64)>,
+    pub sent: Option<Instant>,
+    pub tally: Tally,
+    pub failed: Option<LookupError>,
+}
+
+pub(super) fn lock(stages: &Mutex<Vec<Stage>>) -> MutexGuard<'_, Vec<Stage>> {
+    stages.lock().unwrap_or_else(|e| e.into_inner())
+}
