@@ -306,12 +306,14 @@ bench_proxy() {
         "lg $tsv 'c$c' peer $p 'memcache://$proxy' -c $c -t 2 --keys 1-100000 --verify"
     done
   done
-  for ((p = 1; p <= PAIRS; p++)); do
-    rotate "$p" "lg $tsv 'c16 N=10' lg $p '$pool' -c 16 -t 2 --keys 1-100000 --batch 10 --verify" \
-      "lg $tsv 'c16 N=10' peer $p 'memcache://$proxy' -c 16 -t 2 --keys 1-100000 --batch 10 --verify"
+  for n in 10 100; do
+    for ((p = 1; p <= PAIRS; p++)); do
+      rotate "$p" "lg $tsv 'c16 N=$n' lg $p '$pool' -c 16 -t 2 --keys 1-100000 --batch $n --verify" \
+        "lg $tsv 'c16 N=$n' peer $p 'memcache://$proxy' -c 16 -t 2 --keys 1-100000 --batch $n --verify"
+    done
   done
   undo
-  $LIB pairs "$tsv" "proxy: three memcached, loadgen -t 2 straight to the pool (ketama in the client) vs through twemproxy (ketama in the proxy); every get verified and a hit on both sides (N=10: --batch 10, qps columns are requests/s; ratio = direct/proxy)" \
+  $LIB pairs "$tsv" "proxy: three memcached, loadgen -t 2 straight to the pool (ketama in the client) vs through twemproxy (ketama in the proxy); every get verified and a hit on both sides (N=n: --batch n, qps columns are keys/s and CPU is per key; ratio = direct/proxy)" \
     direct twemproxy "" "conns"
 }
 
