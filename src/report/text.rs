@@ -432,9 +432,15 @@ fn connect_lines(out: &mut String, r: &RunResult) {
             r.connect_error.as_deref().unwrap_or("no message")
         );
     } else if r.connected > 0 {
+        // On a set each connection holds one to every server: say how many each server got.
+        let servers = r.server_observed.as_ref().map_or(0, |s| s.members.len());
+        let each = match servers {
+            0 => String::new(),
+            n => format!(" (each to all {n} servers: {} per server)", thousands(r.connected)),
+        };
         let _ = writeln!(
             out,
-            "connect    {} connections opened in {:.2}s{}, before the measured window",
+            "connect    {} connections{each} opened in {:.2}s{}, before the measured window",
             thousands(r.connected),
             r.connect_s,
             over(r)
