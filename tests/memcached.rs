@@ -387,3 +387,42 @@ fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
     assert!(u(last, "misses") > 0, "{last}");
     pool_down(&ports);
 }
+
+/// One slow server of a pool shows as its own line: a memcached stopped (SIGSTOP) for 100 ms
+/// out of every 300 answers some requests late, and only its member line's latency says so.
+#[test]
+fn a_slow_pool_server_shows_on_its_own_line() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let (pool, _, ports) = memcached_pool(&url, 41, "slowtest:", "600");
+    let pid = servers(&["pid", &format!("memcached_{}", ports[2])]);
+    let child = std::process::Command::new(bin())
+        .args(["run", &pool, "-d", "3s", "-c", "4", "--keys", "1-600"])
+        .args(["--warmup", "0s", "--format", "json", "-o", "-", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loadgen runs");
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(2700);
+    while std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        kill("-STOP", &pid);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        kill("-CONT", &pid);
+    }
+    let out = child.wait_with_output().unwrap();
+    pool_down(&ports);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let members = doc["runs"][0]["server_observed"]["members"]
+        .as_array()
+        .expect("members")
+        .clone();
+    // In a closed loop a few requests per pause wait it out (each connection stops sending
+    // meanwhile): the stopped server's max holds the pauses, the two others' do not.
+    let max: Vec<f64> = members.iter().map(|m| f(m, "latency.max")).collect();
+    assert!(max[2] > 50_000.0, "{max:?}");
+    assert!(max[0] < max[2] / 2.0 && max[1] < max[2] / 2.0, "{max:?}");
+}

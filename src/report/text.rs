@@ -436,7 +436,10 @@ fn connect_lines(out: &mut String, r: &RunResult) {
         let servers = r.server_observed.as_ref().map_or(0, |s| s.members.len());
         let each = match servers {
             0 => String::new(),
-            n => format!(" (each to all {n} servers: {} per server)", thousands(r.connected)),
+            n => format!(
+                " (each to all {n} servers: {} per server)",
+                thousands(r.connected)
+            ),
         };
         let _ = writeln!(
             out,
