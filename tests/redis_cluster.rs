@@ -103,6 +103,19 @@ fn gets(port: u16) -> u64 {
         .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
 }
 
+/// A cluster of our own whose rows 1..`rows` are loaded with `prepare`, and its URL.
+fn prepared_cluster(first: u16, rows: &str) -> (Nodes, String) {
+    let nodes = start_cluster(first);
+    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
+    let out = run(&["prepare", &url, "--rows", rows]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (nodes, url)
+}
+
 /// Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus (its
 /// port + 10,000) lies below the kernel's ephemeral range (32768 up), where a client
 /// connection's local port could hold it.
@@ -203,14 +216,7 @@ fn a_reshard_mid_run_loses_no_lookup() {
     let Some(redis) = server("LOADGEN_REDIS_URL") else {
         return;
     };
-    let nodes = start_cluster(cluster_ports(&redis) + 10);
-    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
-    let out = run(&["prepare", &url, "--rows", "20000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (nodes, url) = prepared_cluster(cluster_ports(&redis) + 10, "20000");
     // One run of single GETs and one of multi-gets (an MGET per slot), side by side.
     let spawn = |batch: &str| {
         Command::new(bin())
@@ -298,14 +304,7 @@ fn a_killed_master_fails_only_its_slots() {
     let Some(redis) = server("LOADGEN_REDIS_URL") else {
         return;
     };
-    let mut nodes = start_cluster(cluster_ports(&redis) + 20);
-    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
-    let out = run(&["prepare", &url, "--rows", "3000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (mut nodes, url) = prepared_cluster(cluster_ports(&redis) + 20, "3000");
     let spawn = |batch: &str| {
         Command::new(bin())
             .args(["run", &url, "-d", "5s", "-c", "2", "--keys", "1-3000"])
