@@ -275,8 +275,9 @@ fn parse_sweep(s: &str) -> Result<Counts, String> {
 
 #[derive(Args)]
 struct PrepareArgs {
-    #[arg(help = prepare_target_help())]
-    target: String,
+    /// A sharded SQL target is several URLs, each with its ids: `?keys=FROM-TO`.
+    #[arg(help = prepare_target_help(), required = true, num_args = 1..)]
+    targets: Vec<String>,
     /// Rows to load (ids 1..=N).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
     rows: u64,
@@ -612,12 +613,16 @@ fn cmd_prepare(a: PrepareArgs) -> Result<Exit, Error> {
     if a.rows == 0 {
         return Err("--rows must be at least 1".into());
     }
+    let target = match &loadgen::proto::shards::ranges::group(&a.targets)[..] {
+        [one] => one.clone(),
+        _ => return Err("prepare takes one target at a time (several URLs are one target only as shards, each with ?keys=FROM-TO)".into()),
+    };
     let rt = runtime()?;
     // Ctrl-C / SIGTERM ends a prepare at any step, a hung one included.
     let p = rt.block_on(async {
         let mut signals = loadgen::signals::StopSignals::install();
         tokio::select! {
-            r = loadgen::prepare::prepare(&a.target, (1, a.rows), a.key_format.as_ref()) => r.map_err(|e| e.0),
+            r = loadgen::prepare::prepare(&target, (1, a.rows), a.key_format.as_ref()) => r.map_err(|e| e.0),
             _ = signals.next() => Err(
                 "stopped while preparing: the data set may be partly loaded; prepare again".into()
             ),

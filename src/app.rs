@@ -273,7 +273,8 @@ async fn execute_targets(
         None => None,
     };
     let to_file = dest.as_ref().map_or(true, Dest::is_file);
-    let mut targets = opts.targets.clone();
+    // Shard URLs (`?keys=`) one after another are one sharded target.
+    let mut targets = crate::proto::shards::ranges::group(&opts.targets);
     if targets.is_empty() {
         targets.push("embedded".into());
     }
@@ -455,7 +456,9 @@ fn write_result(file: &ResultFile, opts: &RunOptions, dest: Option<&Dest>, saved
             let kind = match &opts.model {
                 Model::Sweep(_) => "sweep",
                 Model::Slo(_) => "slo",
-                Model::Single if opts.targets.len() > 1 => "compare",
+                Model::Single if crate::proto::shards::ranges::group(&opts.targets).len() > 1 => {
+                    "compare"
+                }
                 Model::Single => file.runs.first().map(|r| r.kind.as_str()).unwrap_or("run"),
             };
             // The default directory is ours to make; a directory the user named is not.

@@ -19,6 +19,9 @@ pub enum ServerProcess {
     /// The embedded server: threads of this process (its CPU is the process's minus the
     /// workers').
     InProcess,
+    /// The processes of a set's servers on this machine, each once (two shards may be two
+    /// databases of one server): their CPU is summed.
+    Set(Vec<(u32, String)>),
     /// Not measured, and why.
     Unknown(String),
 }
@@ -72,10 +75,42 @@ impl ServerProcess {
         }
     }
 
+    /// The servers of a set at `endpoints`: one process when they are all one, else each
+    /// process once; Unknown when any of them is not located.
+    pub fn locate_all(endpoints: &[Endpoint]) -> ServerProcess {
+        let mut found: Vec<(u32, String)> = Vec::new();
+        for ep in endpoints {
+            match ServerProcess::locate(ep) {
+                ServerProcess::Process { pid, name } => {
+                    if !found.iter().any(|(p, _)| *p == pid) {
+                        found.push((pid, name));
+                    }
+                }
+                ServerProcess::Unknown(why) => {
+                    return ServerProcess::Unknown(format!("a server of the set, {ep}: {why}"))
+                }
+                other => return other,
+            }
+        }
+        match found.len() {
+            0 => ServerProcess::default(),
+            1 => {
+                let (pid, name) = found.remove(0);
+                ServerProcess::Process { pid, name }
+            }
+            _ => ServerProcess::Set(found),
+        }
+    }
+
     /// CPU time of the server's processes so far, nanoseconds (None: not a process, or gone).
     pub fn cpu_ns(&self) -> Option<u64> {
         match self {
             ServerProcess::Process { pid, .. } => tree_cpu_ticks(*pid).map(ticks_to_ns),
+            ServerProcess::Set(all) => all
+                .iter()
+                .map(|(pid, _)| tree_cpu_ticks(*pid))
+                .sum::<Option<u64>>()
+                .map(ticks_to_ns),
             _ => None,
         }
     }

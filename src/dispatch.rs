@@ -18,6 +18,8 @@ use crate::proto::mysql::wire_driver::MyWireTarget;
 use crate::proto::postgres::tokio_driver::PgTarget;
 use crate::proto::postgres::wire_driver::PgWireTarget;
 use crate::proto::redis::RedisTarget;
+use crate::proto::shards::ranges::{self, Shard};
+use crate::proto::shards::Shards;
 use crate::proto::table::{self, DriverKind, EMBEDDED};
 use crate::proto::target::SetupError;
 use crate::result::RunResult;
@@ -47,6 +49,9 @@ pub async fn run_target(
             ..control.clone()
         };
         return run(t, plan, &url.redacted(), control).await;
+    }
+    if let Some(shards) = ranges::parse(target)? {
+        return run_shards(&shards, plan, control).await;
     }
     let url = TargetUrl::parse(target)?;
     let label = url.redacted();
@@ -80,6 +85,84 @@ pub async fn run_target(
             run(HttpTarget::new(&url, plan, None)?, plan, &label, control).await
         }
     }
+}
+
+/// A sharded target (`proto::shards`): every shard by the same driver, one that owns its
+/// socket (the wire drivers and HandlerSocket).
+async fn run_shards(
+    shards: &[Shard],
+    plan: &Plan,
+    control: &Control,
+) -> Result<RunResult, SetupError> {
+    let label = shards
+        .iter()
+        .map(|s| s.url.redacted())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut kind = None;
+    for s in shards {
+        let protocol = table::find(&s.url.scheme).ok_or_else(|| {
+            SetupError(format!(
+                "unknown target scheme '{}://' in {}: use one of {}",
+                s.url.scheme,
+                s.url.redacted(),
+                table::schemes()
+            ))
+        })?;
+        let driver = protocol.driver(&s.url, plan.mode == Mode::Simple)?;
+        driver.check_options(&s.url)?;
+        if kind.is_some_and(|k| k != driver.kind) {
+            return Err(SetupError(format!(
+                "{label}: every shard must use the same driver (?driver=)"
+            )));
+        }
+        kind = Some(driver.kind);
+    }
+    let statements = plan.batch > 1;
+    match kind.expect("a sharded target has a shard") {
+        DriverKind::PgWire => {
+            let ts = each(shards, plan, PgWireTarget::new)?;
+            run(Shards::new(shards, ts, statements), plan, &label, control).await
+        }
+        DriverKind::MyWire => {
+            let mut ts = Vec::with_capacity(shards.len());
+            for s in shards {
+                let stop = wait_true(control.stop.clone());
+                match mysql::choose::choose(&s.url, plan, &s.url.redacted(), stop).await? {
+                    Chosen::Wire(t) => ts.push(t),
+                    Chosen::Async(..) => {
+                        return Err(SetupError(format!(
+                            "{}: its user logs in with an auth plugin only ?driver=mysql_async speaks, and shards run on the wire driver",
+                            s.url.redacted()
+                        )))
+                    }
+                }
+            }
+            run(Shards::new(shards, ts, statements), plan, &label, control).await
+        }
+        DriverKind::HsWire => {
+            let ts = each(shards, plan, HsTarget::new)?;
+            run(Shards::new(shards, ts, false), plan, &label, control).await
+        }
+        DriverKind::PgTokio
+        | DriverKind::MyAsync
+        | DriverKind::McWire
+        | DriverKind::RedisWire
+        | DriverKind::HttpWire => {
+            Err(SetupError(format!(
+                "{label}: ?keys= shards are PostgreSQL and MariaDB (wire drivers) and HandlerSocket; memcached pools and Redis Cluster place keys themselves (memcache://h1:p1,h2:p2, redis://h:p?cluster=1)"
+            )))
+        }
+    }
+}
+
+/// One target per shard, each built by `new` from its URL.
+fn each<T>(
+    shards: &[Shard],
+    plan: &Plan,
+    new: impl Fn(&TargetUrl, &Plan) -> Result<T, SetupError>,
+) -> Result<Vec<T>, SetupError> {
+    shards.iter().map(|s| new(&s.url, plan)).collect()
 }
 
 #[cfg(test)]

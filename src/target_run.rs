@@ -33,10 +33,9 @@ pub async fn run<T: Target>(
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
     let server = match &control.server {
-        ServerProcess::Unknown(_) if target.is_set() => ServerProcess::Unknown(
-            "a set of servers: no one process's CPU is the server's (give --server-pid for one)"
-                .into(),
-        ),
+        ServerProcess::Unknown(_) if target.is_set() => {
+            ServerProcess::locate_all(&target.endpoints().await)
+        }
         ServerProcess::Unknown(_) => ServerProcess::locate(target.endpoint()),
         given => given.clone(),
     };

@@ -165,6 +165,10 @@ pub fn is_secret_param(k: &str) -> bool {
 /// A string meant to be one URL, as it may be shown: parsed and `redacted()` when it parses,
 /// otherwise masked as free text (`redact_text`), so the path survives either way.
 pub fn redact_str(s: &str) -> String {
+    // A sharded target is several URLs separated by spaces.
+    if s.contains(' ') {
+        return s.split(' ').map(redact_str).collect::<Vec<_>>().join(" ");
+    }
     match TargetUrl::parse(s) {
         Ok(u) => u.redacted(),
         Err(_) => redact_text(s),

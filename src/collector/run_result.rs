@@ -290,6 +290,16 @@ fn server_observed(
             let what = if per > 1 { "key" } else { "lookup" };
             let (expected, unsure) = (expected * per, unsure * per);
             let mut o = observed(a.source, delta, (&totals.counts, &totals.warm), what, per);
+            // SQL shards under --batch: each part of a split multi-get is a statement counted.
+            if let (Some(pb), Some(pa)) = (b.parts, a.parts) {
+                let parts = pa.saturating_sub(pb);
+                let unsure = unsure * a.members.len().max(1) as u64;
+                o.expected = parts;
+                o.matches = delta <= parts && delta + unsure >= parts;
+                o.note = (!o.matches).then(|| {
+                    format!("the shards counted {delta} statements but loadgen sent {parts} (a multi-get is one per shard it reads; warm-up included)")
+                });
+            }
             o.members = members;
             o.redirects = b
                 .redirects
@@ -387,6 +397,17 @@ fn server_cpu(server: &ServerProcess, ns: Option<u64>, worker_ns: u64, requests:
         ServerProcess::InProcess => (
             Some(std::process::id()),
             Some("loadgen (embedded server)".to_string()),
+            None,
+        ),
+        // A set's processes: the first one's pid, and every one named.
+        ServerProcess::Set(all) => (
+            all.first().map(|p| p.0),
+            Some(
+                all.iter()
+                    .map(|(pid, name)| format!("{name} (pid {pid})"))
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+            ),
             None,
         ),
         ServerProcess::Unknown(why) => (None, None, Some(why.clone())),

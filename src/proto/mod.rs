@@ -13,6 +13,7 @@ pub mod postgres;
 pub mod redis;
 pub mod routed;
 pub mod server_latency;
+pub mod shards;
 pub mod table;
 pub mod target;
 #[cfg(test)]

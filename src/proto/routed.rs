@@ -34,6 +34,18 @@ use parts::MultiGet;
 pub trait Router: Send + Sync {
     fn owner(&self, key: &[u8]) -> usize;
 
+    /// The owner of row `id` where the set places rows by id (SQL shards' key ranges); None:
+    /// by the key's name ([`Self::owner`]).
+    fn owner_id(&self, _id: u64) -> Option<usize> {
+        None
+    }
+
+    /// What a multi-get part of `keys` keys adds to its server's routed count: its keys where
+    /// the server counts keys (memcached, Redis), 1 where it counts statements (SQL shards).
+    fn weight(&self, keys: usize) -> u64 {
+        keys as u64
+    }
+
     /// The key's owner, and the group of keys one multi-get may read together there: the
     /// owner itself, or on a Redis Cluster the key's hash slot.
     fn place(&self, key: &[u8]) -> (usize, usize) {
@@ -159,10 +171,10 @@ impl<C: Codec + 'static> Routed<C> {
     fn owner_of(&self, id: u64) -> usize {
         match &self.pool {
             None => 0,
-            Some(_) => {
+            Some((router, _)) => router.owner_id(id).unwrap_or_else(|| {
                 let (key, n) = self.keys.on_stack(id);
                 self.owner(&key[..n])
-            }
+            }),
         }
     }
 

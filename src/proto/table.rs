@@ -48,9 +48,12 @@ pub enum Options {
 /// Rows loaded, or a message.
 pub type LoadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, SetupError>> + Send + 'a>>;
 
+/// Loads ids `keys.0..=keys.1` into the server of a URL.
+pub type Loader = for<'a> fn(&'a TargetUrl, (u64, u64)) -> LoadFuture<'a>;
+
 /// How `prepare` loads the data set into this protocol's server, or why it does not.
 pub enum Load {
-    By(for<'a> fn(&'a TargetUrl, (u64, u64)) -> LoadFuture<'a>),
+    By(Loader),
     Not(&'static str),
 }
 

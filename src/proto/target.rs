@@ -26,6 +26,10 @@ pub struct ServerCount {
     pub per_request: u64,
     /// A Redis Cluster: the redirects loadgen followed so far (MOVED, ASK, TRYAGAIN).
     pub redirects: Option<[u64; 3]>,
+    /// SQL shards under `--batch`: a split multi-get is one statement per shard, and each is
+    /// counted. The parts loadgen sent so far, which the count is checked against instead of
+    /// requests × `per_request`.
+    pub parts: Option<u64>,
 }
 
 /// One server of a pool as `ServerCount` reads it.
@@ -62,6 +66,7 @@ impl ServerCount {
             members: Vec::new(),
             per_request: 1,
             redirects: None,
+            parts: None,
         }
     }
 }
@@ -100,10 +105,15 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// A set of servers (a memcached pool, a Redis Cluster): no one process's CPU is the
-    /// server's, so none is read.
+    /// A set of servers (a memcached pool, a Redis Cluster, SQL shards): its servers'
+    /// processes are read together ([`Self::endpoints`]).
     fn is_set(&self) -> bool {
         false
+    }
+
+    /// Where each server of a set listens, for their processes' CPU; the one endpoint else.
+    fn endpoints(&self) -> impl Future<Output = Vec<Endpoint>> {
+        async { vec![self.endpoint().clone()] }
     }
 
     /// A trace's keys go out as written (memcached, Redis); false: as ids (`trace::key_id`).

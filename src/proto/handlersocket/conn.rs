@@ -285,6 +285,7 @@ impl Target for HsTarget {
             members: Vec::new(),
             per_request: 1,
             redirects: None,
+            parts: None,
         }))
     }
 }

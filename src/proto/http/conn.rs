@@ -165,6 +165,7 @@ impl Target for HttpTarget {
                 // The embedded server counts each key of a multi-get.
                 per_request: self.batch as u64,
                 redirects: None,
+                parts: None,
             }
         }))
     }

@@ -185,6 +185,10 @@ impl Target for McTarget {
         self.ring.is_some()
     }
 
+    async fn endpoints(&self) -> Vec<Endpoint> {
+        self.members.clone()
+    }
+
     /// A connection to each server of a pool.
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let mut conns = Vec::with_capacity(self.members.len());
@@ -274,6 +278,7 @@ impl Target for McTarget {
             members,
             per_request: 1,
             redirects: None,
+            parts: None,
         }))
     }
 }

@@ -183,6 +183,7 @@ pub fn server_count(
         members: Vec::new(),
         per_request: 1,
         redirects: None,
+        parts: None,
     }
 }
 

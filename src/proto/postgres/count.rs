@@ -70,6 +70,7 @@ impl PgCounter {
                     members: Vec::new(),
                     per_request: 1,
                     redirects: None,
+                    parts: None,
                 })
                 .map_err(|e| explain(&e, "counter query").into()),
             Ok(Source::Unavailable(why)) => Err(SetupError(format!("{label}: {why}"))),
@@ -201,21 +202,22 @@ async fn epoch(client: &Client, calls: bool) -> Option<String> {
     client.query_one(sql, &[]).await.ok().map(|row| row.get(0))
 }
 
-/// pg_stat_statements' calls of the lookup. Why by identifier and not by text:
+/// pg_stat_statements' calls of the lookup in this database (two databases of one server can
+/// be two shards of a target, or two targets). Why by identifier and not by text:
 /// pg_stat_statements keeps the text of the first statement with that identifier, so the same
 /// lookup written differently before (`$1::int4`, other spacing) would count 0.
 pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<ServerCount, SetupError> {
     let r = match id {
         Some(id) => client
             .query_one(
-                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1",
+                "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE queryid = $1 AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[&id],
             )
             .await,
         None => {
             client
                 .query_one(
-                    "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1",
+                    "SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements WHERE query = $1 AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
                     &[&sql],
                 )
                 .await
@@ -229,6 +231,7 @@ pub async fn calls(client: &Client, sql: &str, id: Option<i64>) -> Result<Server
         members: Vec::new(),
         per_request: 1,
         redirects: None,
+        parts: None,
     })
     .map_err(|e| explain(&e, "counter query").into())
 }

@@ -144,6 +144,14 @@ impl Target for RedisTarget {
         self.cluster.is_some()
     }
 
+    /// A cluster's masters, as `CLUSTER NODES` named them (none when it cannot be read).
+    async fn endpoints(&self) -> Vec<Endpoint> {
+        match self.cluster().await {
+            Ok(Some(c)) => c.logins.iter().map(|l| l.endpoint.clone()).collect(),
+            _ => vec![self.endpoint().clone()],
+        }
+    }
+
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
         self.login.keys.write(id, out)
     }
@@ -280,6 +288,7 @@ impl Target for RedisTarget {
             members,
             per_request: 1,
             redirects,
+            parts: None,
         }))
     }
 }

@@ -28,8 +28,13 @@ impl<C: Codec + 'static> Routed<C> {
         let m = &mut self.multi;
         m.placed.clear();
         for &id in keys {
-            let (key, n) = self.keys.on_stack(id);
-            let (server, group) = router.place(&key[..n]);
+            let (server, group) = match router.owner_id(id) {
+                Some(server) => (server, server),
+                None => {
+                    let (key, n) = self.keys.on_stack(id);
+                    router.place(&key[..n])
+                }
+            };
             m.placed.push((group, server, id));
         }
         // Stable: each part keeps its keys in the order drawn.
@@ -46,7 +51,7 @@ impl<C: Codec + 'static> Routed<C> {
             };
             m.parts.push(part);
             if let Some(c) = &mut self.conns[part.server] {
-                routed[part.server].fetch_add(run.len() as u64, Ordering::Relaxed);
+                routed[part.server].fetch_add(router.weight(run.len()), Ordering::Relaxed);
                 c.send_batch(&m.keys[from..part.to]);
             }
         }
