@@ -21,7 +21,7 @@ use crate::proto::redis::RedisTarget;
 use crate::proto::shards::ranges::{self, Shard};
 use crate::proto::shards::Shards;
 use crate::proto::table::{self, DriverKind, EMBEDDED};
-use crate::proto::target::SetupError;
+use crate::proto::target::{SetupError, Target};
 use crate::result::RunResult;
 use crate::server_stats::ServerStats;
 use crate::target_run::run;
@@ -119,7 +119,8 @@ async fn run_shards(
         kind = Some(driver.kind);
     }
     let statements = plan.batch > 1;
-    match kind.expect("a sharded target has a shard") {
+    let kind = kind.expect("a sharded target has a shard");
+    match kind {
         DriverKind::PgWire => {
             let ts = each(shards, plan, PgWireTarget::new)?;
             run(Shards::new(shards, ts, statements), plan, &label, control).await
@@ -138,10 +139,12 @@ async fn run_shards(
                     }
                 }
             }
+            server_each(&ts, shards)?;
             run(Shards::new(shards, ts, statements), plan, &label, control).await
         }
         DriverKind::HsWire => {
             let ts = each(shards, plan, HsTarget::new)?;
+            server_each(&ts, shards)?;
             run(Shards::new(shards, ts, false), plan, &label, control).await
         }
         DriverKind::PgTokio
@@ -154,6 +157,20 @@ async fn run_shards(
             )))
         }
     }
+}
+
+/// MariaDB counts lookups per server (global status), not per database as PostgreSQL does:
+/// two shards on one server would each count both.
+fn server_each<T: Target>(ts: &[T], shards: &[Shard]) -> Result<(), SetupError> {
+    for (i, t) in ts.iter().enumerate() {
+        if ts[..i].iter().any(|o| o.endpoint() == t.endpoint()) {
+            return Err(SetupError(format!(
+                "{}: another shard is on the same server, and MariaDB counts lookups per server, so each shard's count would hold both: give each shard a server of its own",
+                shards[i].url.redacted()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One target per shard, each built by `new` from its URL.

@@ -243,3 +243,18 @@ fn bad_shard_sets_get_one_line_and_exit_2() {
         assert!(one_error_line(&stderr).contains(want), "{all:?}: {stderr}");
     }
 }
+
+#[test]
+fn mariadb_shards_must_be_servers_of_their_own() {
+    let Some(url) = server("LOADGEN_MY_URL") else {
+        return;
+    };
+    let (a, b) = (format!("{url}?keys=1-10"), format!("{url}?keys=11-20"));
+    let out = run(&["run", &a, &b, "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        one_error_line(&stderr).contains("give each shard a server of its own"),
+        "{stderr}"
+    );
+}

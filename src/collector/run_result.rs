@@ -352,13 +352,18 @@ fn members_observed(
             let delta = a.value.saturating_sub(b.value);
             let expected = sent((a, b));
             // The latencies between the two reads.
-            let latency = a.latency.as_ref().map(|h| {
-                let mut h = h.clone();
-                if let Some(b) = &b.latency {
-                    let _ = h.subtract(b);
-                }
-                h
-            });
+            // None when it answered nothing in between: no percentiles of nothing.
+            let latency = a
+                .latency
+                .as_ref()
+                .map(|h| {
+                    let mut h = h.clone();
+                    if let Some(b) = &b.latency {
+                        let _ = h.subtract(b);
+                    }
+                    h
+                })
+                .filter(|h| !h.is_empty());
             MemberObserved {
                 server: a.server.clone(),
                 delta,
