@@ -14,6 +14,7 @@ use crate::error::SetupError;
 use crate::mix::Op;
 use crate::outcome::ErrorKind;
 use crate::plan::{Plan, Stop};
+use crate::proto::server_latency::SetMembers;
 use crate::proto::target::ServerCount;
 use crate::recorder::{Counts, Snapshot};
 use crate::result::{
@@ -93,6 +94,8 @@ pub struct Collector<'a> {
     stopped_early: Option<String>,
     /// The workers' live counters, handed to the hooks.
     cells: Option<Arc<Cells>>,
+    /// A set's servers, for live views.
+    members: Option<SetMembers>,
 }
 
 impl<'a> Collector<'a> {
@@ -132,12 +135,14 @@ impl<'a> Collector<'a> {
             stopped_at: None,
             stopped_early: None,
             cells: None,
+            members: None,
         }
     }
 
     /// The workers' live counters, which the hooks get with every interval.
-    pub fn live(&mut self, cells: Arc<Cells>) {
+    pub fn live(&mut self, cells: Arc<Cells>, members: Option<SetMembers>) {
         self.cells = Some(cells);
+        self.members = members;
     }
 
     /// The end of the warm-up, ns since the start.
@@ -251,6 +256,7 @@ impl<'a> Collector<'a> {
             row: (!warm && !empty_sliver).then_some(&row),
             progress_row: (!sliver).then_some(&row),
             cells: self.cells.as_ref(),
+            members: self.members.as_ref(),
         };
         for f in &self.control.hooks {
             f(&view);

@@ -69,4 +69,6 @@ pub struct IntervalView<'a> {
     pub progress_row: Option<&'a TimelineRow>,
     /// The workers' live counters (None in tests that feed views by hand).
     pub cells: Option<&'a Arc<crate::cells::Cells>>,
+    /// A set's servers one by one, read live (None: one server).
+    pub members: Option<&'a crate::proto::server_latency::SetMembers>,
 }

@@ -233,6 +233,7 @@ mod tests {
             row: None,
             progress_row: None,
             cells: None,
+            members: None,
         }
     }
 

@@ -55,13 +55,15 @@ pub struct MetricsConfig {
 }
 
 /// Labels loadgen sets itself; a `--run-label` may not reuse them.
-const RESERVED: [&str; 6] = [
+const RESERVED: [&str; 8] = [
     "target",
+    "op",
     "outcome",
     "kind",
     "le",
     "version",
     "instance_name",
+    "server",
 ];
 
 /// The running exporter: a listening socket, its accept task and the published numbers.

@@ -53,7 +53,7 @@ pub async fn run<T: Target>(
         workers.nthreads,
         start,
     );
-    collector.live(cells.clone());
+    collector.live(cells.clone(), target.members());
     let (feed, record) = trace_files(plan)?;
     let ctx = Arc::new(Ctx {
         target: target.clone(),

@@ -9,6 +9,8 @@ mod dashboard;
 mod endpoint;
 #[path = "metrics/prometheus.rs"]
 mod prometheus;
+#[path = "metrics/sets.rs"]
+mod sets;
 use common::*;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use crate::cells::Cells;
 use crate::mix::Op;
 use crate::outcome::ErrorKind;
+use crate::proto::server_latency::SetMembers;
 use crate::recorder::Counts;
 use crate::totals::Totals;
 
@@ -40,6 +41,11 @@ impl Cum {
             .map(|o| Cum::of_parts(&o.counts, &o.warm, &o.latency))
             .collect();
         c
+    }
+
+    /// Latencies only (a set's server: its counts are what was routed to it).
+    pub fn of_latency(h: &Histogram<u64>) -> Cum {
+        Cum::of_parts(&Counts::default(), &Counts::default(), h)
     }
 
     fn of_parts(counts: &Counts, warm: &Counts, h: &Histogram<u64>) -> Cum {
@@ -130,6 +136,38 @@ pub(crate) struct Point {
     /// The current run's live blocks: `c` is then read from them at each scrape, and the
     /// samples carry no timestamp (they are current when scraped).
     pub live: Option<Live>,
+    /// A set's servers: earlier runs' (sweep steps), and the current run's read at the scrape.
+    pub servers_base: Vec<ServerCum>,
+    pub members: Option<SetMembers>,
+}
+
+/// One server of a set as a scrape renders it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ServerCum {
+    pub name: String,
+    /// Requests routed to it (keys of multi-gets; statements on SQL shards).
+    pub routed: u64,
+    /// The latencies of its replies.
+    pub latency: Cum,
+}
+
+/// `base` with what `members` hold now added, server by server.
+pub(crate) fn servers(base: &[ServerCum], members: Option<&SetMembers>) -> Vec<ServerCum> {
+    let Some(m) = members else {
+        return base.to_vec();
+    };
+    (0..m.names.len().max(base.len()))
+        .map(|i| {
+            let mut s = base.get(i).cloned().unwrap_or_default();
+            if let Some(name) = m.names.get(i) {
+                let (routed, h) = m.now(i);
+                s.name = name.clone();
+                s.routed += routed;
+                s.latency.add(&Cum::of_latency(&h));
+            }
+            s
+        })
+        .collect()
 }
 
 /// Where a point's current numbers come from while its run is live.
@@ -151,6 +189,11 @@ impl Point {
             p.c = c;
         }
         p
+    }
+
+    /// A set's servers as of now.
+    pub fn servers(&self) -> Vec<ServerCum> {
+        servers(&self.servers_base, self.members.as_ref())
     }
 
     /// The samples' timestamp: none when live (current at the scrape), else the end of the

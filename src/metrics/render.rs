@@ -3,7 +3,7 @@
 
 use std::fmt::{Display, Write};
 
-use super::point::{Cum, Point, BUCKETS};
+use super::point::{Cum, Point, ServerCum, BUCKETS};
 use crate::mix::Op;
 use crate::outcome::ErrorKind;
 
@@ -119,6 +119,17 @@ const TARGET_RATE: Family = Family {
         "The fixed rate asked for with --rate, in requests per second (absent in closed-loop runs).",
 };
 
+const SERVER_REQUESTS: Family = Family {
+    name: "loadgen_server_requests_total",
+    kind: "counter",
+    help: "A set of servers (memcached pool, Redis Cluster, SQL shards): requests routed to each server (label server, its address), warm-up included; a multi-get counts its keys there, on SQL shards its statements.",
+};
+const SERVER_DURATION: Family = Family {
+    name: "loadgen_server_request_duration_seconds",
+    kind: "histogram",
+    help: "A set of servers: latency of each server's replies (label server), from the send to that server's reply, warm-up included, in seconds.",
+};
+
 const RUN_VALID: Family = Family {
     name: "loadgen_run_valid",
     kind: "gauge",
@@ -126,7 +137,7 @@ const RUN_VALID: Family = Family {
 };
 
 /// Every family loadgen exports, in exposition order.
-pub const FAMILIES: [Family; 10] = [
+pub const FAMILIES: [Family; 12] = [
     BUILD_INFO,
     REQUESTS,
     ERRORS,
@@ -136,6 +147,8 @@ pub const FAMILIES: [Family; 10] = [
     IN_FLIGHT,
     CONNECTIONS,
     TARGET_RATE,
+    SERVER_REQUESTS,
+    SERVER_DURATION,
     RUN_VALID,
 ];
 
@@ -232,33 +245,66 @@ fn by_op(c: &Cum) -> Vec<(Option<&'static str>, &Cum)> {
         .collect()
 }
 
-/// The request duration histogram: cumulative buckets, sum and count per target (and op).
+/// The request duration histogram per target (and op).
 fn durations(o: &mut Out, points: &[Point]) {
     o.family(&DURATION);
-    let bucket = format!("{}_bucket", DURATION.name);
     for p in points {
         o.at_ms = p.stamp();
         for (op, c) in by_op(&p.c) {
             let mut labels = vec![("target", p.target.as_str())];
             labels.extend(op.map(|op| ("op", op)));
-            let n = labels.len();
-            let mut acc = 0u64;
-            for (i, (le, _)) in BUCKETS.iter().enumerate() {
-                acc += c.buckets[i];
-                labels.push(("le", le));
-                o.sample(&bucket, &labels, acc);
-                labels.truncate(n);
-            }
-            acc += c.buckets[BUCKETS.len()];
-            labels.push(("le", "+Inf"));
-            o.sample(&bucket, &labels, acc);
-            labels.truncate(n);
-            o.sample(
-                &format!("{}_sum", DURATION.name),
-                &labels,
-                float(c.sum_ns as f64 / 1e9),
-            );
-            o.sample(&format!("{}_count", DURATION.name), &labels, c.count);
+            histogram(o, &DURATION, labels, c);
+        }
+    }
+}
+
+/// One histogram series of `fam`: cumulative buckets, sum and count.
+fn histogram<'a>(o: &mut Out, fam: &Family, mut labels: Vec<(&'a str, &'a str)>, c: &Cum) {
+    let bucket = format!("{}_bucket", fam.name);
+    let n = labels.len();
+    let mut acc = 0u64;
+    for (i, (le, _)) in BUCKETS.iter().enumerate() {
+        acc += c.buckets[i];
+        labels.push(("le", le));
+        o.sample(&bucket, &labels, acc);
+        labels.truncate(n);
+    }
+    acc += c.buckets[BUCKETS.len()];
+    labels.push(("le", "+Inf"));
+    o.sample(&bucket, &labels, acc);
+    labels.truncate(n);
+    o.sample(
+        &format!("{}_sum", fam.name),
+        &labels,
+        float(c.sum_ns as f64 / 1e9),
+    );
+    o.sample(&format!("{}_count", fam.name), &labels, c.count);
+}
+
+/// A set's servers one by one: what was routed to each and its replies' latencies.
+fn servers(o: &mut Out, points: &[Point]) {
+    let sets: Vec<(&Point, Vec<ServerCum>)> = points
+        .iter()
+        .map(|p| (p, p.servers()))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    if sets.is_empty() {
+        return;
+    }
+    o.family(&SERVER_REQUESTS);
+    for (p, servers) in &sets {
+        o.at_ms = p.stamp();
+        for s in servers {
+            let labels = [("target", p.target.as_str()), ("server", s.name.as_str())];
+            o.sample(SERVER_REQUESTS.name, &labels, s.routed);
+        }
+    }
+    o.family(&SERVER_DURATION);
+    for (p, servers) in &sets {
+        o.at_ms = p.stamp();
+        for s in servers {
+            let labels = vec![("target", p.target.as_str()), ("server", s.name.as_str())];
+            histogram(o, &SERVER_DURATION, labels, &s.latency);
         }
     }
 }
@@ -339,6 +385,7 @@ pub(crate) fn render(
                 }
             }
         }
+        servers(&mut o, points);
     }
     if let Some(v) = valid {
         o.at_ms = None;

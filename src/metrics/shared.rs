@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::live::{self, Rows, RunInfo};
 use super::pages::Pages;
-use super::point::{Cum, Live, Point};
+use super::point::{servers, Cum, Live, Point, ServerCum};
 use super::render::{self, Format};
 use crate::cells::Cells;
 use crate::control::{target_tag, IntervalView};
+use crate::proto::server_latency::SetMembers;
 use crate::result::{ResultFile, Settings};
 
 /// One target as the hook tracks it.
@@ -37,6 +38,9 @@ struct Series {
     /// Seconds the current run's rows are moved along that axis (NaN until its first row).
     offset: f64,
     rows: Rows,
+    /// A set's servers: finished runs', and the current run's live view.
+    servers_base: Vec<ServerCum>,
+    members: Option<SetMembers>,
 }
 
 impl Series {
@@ -64,6 +68,8 @@ impl Series {
                 cells: cells.clone(),
                 per_op: self.per_op,
             }),
+            servers_base: self.servers_base.clone(),
+            members: self.members.clone(),
         }
     }
 }
@@ -168,6 +174,8 @@ impl Shared {
                     at_ms: 0,
                     origin: f64::NAN,
                     offset: f64::NAN,
+                    servers_base: Vec::new(),
+                    members: None,
                     rows: Rows {
                         kind: v.kind.to_string(),
                         target: crate::url::redact_str(v.target),
@@ -185,7 +193,9 @@ impl Shared {
             s.cells = None;
             s.run_start = v.run_start_unix;
             s.offset = f64::NAN;
+            s.servers_base = servers(&s.servers_base, s.members.as_ref());
         }
+        s.members = v.members.cloned();
         s.cur = c;
         s.cells = v.cells.cloned();
         s.per_op = !v.totals.ops.is_empty();

@@ -41,6 +41,7 @@ fn view<'a>(
         row: None,
         progress_row: None,
         cells: None,
+        members: None,
     }
 }
 

@@ -3,9 +3,39 @@
 //! to the set's when a run step ends on it ([`Conn::settle`](crate::proto::target::Conn)) or
 //! it closes, so one slow server shows as its own line, not as a tail of the total.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+
+/// How often a connection hands its latencies in while it runs, so that live views (the
+/// metrics endpoint) are at most this old.
+const HAND_IN_EVERY: Duration = Duration::from_secs(1);
+
+/// A set's servers as live views read them while a run goes on: each one's name (its address,
+/// never a URL), what was routed to it and the latencies it answered with.
+#[derive(Clone)]
+pub struct SetMembers {
+    pub names: Vec<String>,
+    pub routed: Arc<[AtomicU64]>,
+    pub latency: Arc<ServerLatency>,
+}
+
+impl std::fmt::Debug for SetMembers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetMembers")
+            .field("names", &self.names)
+            .finish()
+    }
+}
+
+impl SetMembers {
+    /// Server `i`: what was routed to it and its latencies, so far.
+    pub fn now(&self, i: usize) -> (u64, Histogram<u64>) {
+        (self.routed[i].load(Ordering::Relaxed), self.latency.of(i))
+    }
+}
 
 /// Nanoseconds, 3 significant digits, up to 100 s: as the run's own histograms.
 fn histogram() -> Histogram<u64> {
@@ -37,6 +67,9 @@ pub struct LocalLatency {
     shared: Arc<ServerLatency>,
     each: Vec<Histogram<u64>>,
     recorded: bool,
+    /// Records since the clock was last looked at, and when this connection last handed in.
+    since_look: u32,
+    handed: Instant,
 }
 
 impl LocalLatency {
@@ -46,6 +79,8 @@ impl LocalLatency {
             shared,
             each,
             recorded: false,
+            since_look: 0,
+            handed: Instant::now(),
         }
     }
 
@@ -55,10 +90,19 @@ impl LocalLatency {
             h.saturating_record(ns.max(1));
             self.recorded = true;
         }
+        // The clock only every few hundred replies: a live view may lag a second, no more.
+        self.since_look += 1;
+        if self.since_look >= 256 {
+            self.since_look = 0;
+            if self.handed.elapsed() >= HAND_IN_EVERY {
+                self.hand_in();
+            }
+        }
     }
 
     /// Adds what this connection recorded to the set's, and starts again.
     pub fn hand_in(&mut self) {
+        self.handed = Instant::now();
         if !std::mem::take(&mut self.recorded) {
             return;
         }

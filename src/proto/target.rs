@@ -111,6 +111,11 @@ pub trait Target: Send + Sync + 'static {
         false
     }
 
+    /// A set's servers, for live views (the metrics endpoint); None for one server.
+    fn members(&self) -> Option<crate::proto::server_latency::SetMembers> {
+        None
+    }
+
     /// Where each server of a set listens, for their processes' CPU; the one endpoint else.
     fn endpoints(&self) -> impl Future<Output = Vec<Endpoint>> {
         async { vec![self.endpoint().clone()] }

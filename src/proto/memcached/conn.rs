@@ -19,7 +19,7 @@ use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT
 use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::routed::{Reopen, Route, Routed};
-use crate::proto::server_latency::ServerLatency;
+use crate::proto::server_latency::{ServerLatency, SetMembers};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
@@ -187,6 +187,15 @@ impl Target for McTarget {
 
     async fn endpoints(&self) -> Vec<Endpoint> {
         self.members.clone()
+    }
+
+    fn members(&self) -> Option<SetMembers> {
+        self.ring.as_ref()?;
+        Some(SetMembers {
+            names: self.members.iter().map(Endpoint::to_string).collect(),
+            routed: self.routed.clone(),
+            latency: self.latency.clone(),
+        })
     }
 
     /// A connection to each server of a pool.

@@ -14,7 +14,7 @@ use crate::proto::redis::count::{calls, lookups};
 use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{Reopen, Route, Routed};
-use crate::proto::server_latency::ServerLatency;
+use crate::proto::server_latency::{ServerLatency, SetMembers};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
@@ -142,6 +142,16 @@ impl Target for RedisTarget {
 
     fn is_set(&self) -> bool {
         self.cluster.is_some()
+    }
+
+    /// The masters, once the cluster has been read (the run's connections read it first).
+    fn members(&self) -> Option<SetMembers> {
+        let c = self.cluster.as_ref()?.get()?;
+        Some(SetMembers {
+            names: c.logins.iter().map(|l| l.addr.clone()).collect(),
+            routed: c.routed.clone(),
+            latency: c.latency.clone(),
+        })
     }
 
     /// A cluster's masters, as `CLUSTER NODES` named them (none when it cannot be read).

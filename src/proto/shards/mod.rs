@@ -14,7 +14,7 @@ use crate::outcome::LookupError;
 use crate::proto::codec::Codec;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::routed::{Reopen, Route, Routed};
-use crate::proto::server_latency::ServerLatency;
+use crate::proto::server_latency::{ServerLatency, SetMembers};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsInfo};
 use ranges::{Ranges, Shard};
@@ -23,6 +23,8 @@ pub struct Shards<T> {
     shards: Arc<Vec<T>>,
     /// Each shard's redacted URL, for its report line and messages.
     labels: Vec<String>,
+    /// Each shard's address and database (`host:port/db`), a metric label: never a URL.
+    names: Vec<String>,
     router: Arc<Ranges>,
     /// What was routed to each shard: requests, or multi-get parts (`Ranges::weight`).
     routed: Arc<[AtomicU64]>,
@@ -37,6 +39,11 @@ impl<T: Target> Shards<T> {
     pub fn new(shards: &[Shard], targets: Vec<T>, parts: bool) -> Shards<T> {
         Shards {
             labels: shards.iter().map(|s| s.url.redacted()).collect(),
+            names: shards
+                .iter()
+                .zip(&targets)
+                .map(|(s, t)| format!("{}/{}", t.endpoint(), s.url.path))
+                .collect(),
             router: Arc::new(Ranges::new(shards, parts)),
             routed: (0..shards.len()).map(|_| AtomicU64::new(0)).collect(),
             latency: ServerLatency::new(shards.len()),
@@ -108,6 +115,14 @@ where
 
     async fn endpoints(&self) -> Vec<Endpoint> {
         self.shards.iter().map(|s| s.endpoint().clone()).collect()
+    }
+
+    fn members(&self) -> Option<SetMembers> {
+        Some(SetMembers {
+            names: self.names.clone(),
+            routed: self.routed.clone(),
+            latency: self.latency.clone(),
+        })
     }
 
     /// A connection to every shard; a shard whose connection breaks is opened again alone.
