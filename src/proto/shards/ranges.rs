@@ -65,8 +65,12 @@ pub fn parse(target: &str) -> Result<Option<Vec<Shard>>, SetupError> {
     Ok(Some(shards))
 }
 
-/// Whether one URL declares shard keys (`?keys=` in its query).
+/// Whether one URL declares shard keys (`?keys=` in its query). Not an HTTP URL's: its query
+/// is the server's own, which may well name `keys`.
 fn has_keys(url: &str) -> bool {
+    if url.to_ascii_lowercase().starts_with("http") {
+        return false;
+    }
     url.split_once('?').is_some_and(|(_, q)| {
         q.split('&')
             .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == KEYS)
@@ -193,6 +197,16 @@ mod tests {
         );
         let bad = shards("postgres://u@h/a?keys=ten").unwrap_err();
         assert!(bad.contains("?keys=ten"), "{bad}");
+    }
+
+    #[test]
+    fn an_http_query_naming_keys_is_the_servers() {
+        assert!(parse("http://h:1/usr?keys={key}").unwrap().is_none());
+        let t = vec![
+            "http://h/a?keys=1".to_string(),
+            "http://h/b?keys=2".to_string(),
+        ];
+        assert_eq!(group(&t), t);
     }
 
     #[test]
