@@ -350,3 +350,108 @@ fn a_killed_master_fails_only_its_slots() {
         assert!(failed > 0 && ok > failed / 4, "{last}");
     }
 }
+
+/// A multi-get whose keys a slot migration has split is answered `TRYAGAIN`: loadgen sends it
+/// again after a pause, counts every one, and after 8 gives up with the server's error; the
+/// requests whose keys lie on one side are served (an `ASK` for the moved ones). Once the slot
+/// has moved, a run is served in full.
+#[test]
+fn a_multi_get_split_by_a_migration_is_tried_again() {
+    let Some(redis) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    // Every key shares the hash tag {lgt}, so all are in one slot.
+    let format = "{lgt}:%d";
+    let nodes = start_cluster(cluster_ports(&redis) + 30);
+    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
+    let out = run(&["prepare", &url, "--rows", "200", "--key-format", format]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p0 = nodes.ports[0];
+    let slot = cli(p0, &["cluster", "keyslot", "{lgt}:1"]);
+    let count = |p: u16| -> u64 {
+        cli(p, &["cluster", "countkeysinslot", &slot])
+            .parse()
+            .unwrap()
+    };
+    let src = *nodes
+        .ports
+        .iter()
+        .find(|&&p| count(p) == 200)
+        .expect("the slot's master");
+    let dst = *nodes.ports.iter().find(|&&p| p != src).unwrap();
+    let id = |p: u16| cli(p, &["cluster", "myid"]);
+    let (src_id, dst_id) = (id(src), id(dst));
+    assert_eq!(
+        cli(dst, &["cluster", "setslot", &slot, "importing", &src_id]),
+        "OK"
+    );
+    assert_eq!(
+        cli(src, &["cluster", "setslot", &slot, "migrating", &dst_id]),
+        "OK"
+    );
+    let migrate = |ids: std::ops::RangeInclusive<u32>| {
+        let keys: Vec<String> = ids.map(|i| format!("{{lgt}}:{i}")).collect();
+        let mut args = vec!["migrate", "127.0.0.1", "", "", "0", "5000", "keys"];
+        let port = dst.to_string();
+        args[2] = &port;
+        args.extend(keys.iter().map(String::as_str));
+        assert_eq!(cli(src, &args), "OK");
+    };
+    // Half the keys have moved: a 4-key multi-get is split 7 times in 8.
+    migrate(1..=100);
+    let args = [
+        url.as_str(),
+        "--batch",
+        "4",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--warmup",
+        "0s",
+        "--keys",
+        "1-200",
+        "--key-format",
+        format,
+        "--verify",
+    ];
+    let (_, doc, err) = run_json(&args);
+    let r = &doc["runs"][0];
+    let redirects = &r["server_observed"]["redirects"];
+    let failed = u(r, "errors.server");
+    assert!(failed > 0, "split requests fail in the end: {r} {err}");
+    // Only as the server's TRYAGAIN: a pause the request loop cuts short is taken up again,
+    // never a connection given up.
+    assert_eq!(failed, u(r, "error_total"), "{}", r["errors"]);
+    // Each one that failed was sent again 8 times, each time counted.
+    assert!(
+        u(redirects, "tryagain") >= 8 * failed,
+        "{redirects} {failed}"
+    );
+    assert!(
+        u(r, "hits") > 0 && u(redirects, "ask") > 0,
+        "one-sided ones are served: {r}"
+    );
+    assert_eq!(u(r, "errors.verify"), 0, "{r}");
+    // The slot moves for good: every request is served, after a MOVED.
+    migrate(101..=200);
+    for p in &nodes.ports {
+        cli(*p, &["cluster", "setslot", &slot, "node", &dst_id]);
+    }
+    let (code, doc, err) = run_json(&args);
+    let r = &doc["runs"][0];
+    assert_eq!(code, 0, "{err}");
+    assert_eq!((u(r, "error_total"), u(r, "hits")), (0, 200), "{r}");
+    // A new run reads the new slot map: nothing to follow.
+    let redirects = &r["server_observed"]["redirects"];
+    assert_eq!(r["server_observed"]["matches"], true, "{r}");
+    assert_eq!(
+        u(redirects, "tryagain") + u(redirects, "moved"),
+        0,
+        "{redirects}"
+    );
+}

@@ -78,6 +78,15 @@ pub enum Redirect {
     TryAgain,
 }
 
+/// Where a request redirected by `r` from server `at` goes, and whether it must ask first.
+fn hop(at: usize, r: Redirect) -> (usize, bool) {
+    match r {
+        Redirect::Moved(to) => (to, false),
+        Redirect::Ask(to) => (to, true),
+        Redirect::TryAgain => (at, false),
+    }
+}
+
 /// How long a request answered `TRYAGAIN` waits before it is sent again.
 pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
 
@@ -216,15 +225,17 @@ impl<C: Codec + 'static> Routed<C> {
     /// Where a redirect error sends its request next: the server, and whether it must be
     /// asked for this request alone; None when `e` is no redirect.
     async fn next_hop(&self, at: usize, e: &LookupError) -> Option<(usize, bool)> {
-        let (router, _) = self.pool.as_ref()?;
-        match router.redirect(&e.message)? {
-            Redirect::Moved(to) => Some((to, false)),
-            Redirect::Ask(to) => Some((to, true)),
-            Redirect::TryAgain => {
-                tokio::time::sleep(TRYAGAIN_PAUSE).await;
-                Some((at, false))
-            }
+        let r = self.redirect_of(e)?;
+        if r == Redirect::TryAgain {
+            tokio::time::sleep(TRYAGAIN_PAUSE).await;
         }
+        Some(hop(at, r))
+    }
+
+    /// The redirect `e` asks for (counted once here); None when it is none.
+    fn redirect_of(&self, e: &LookupError) -> Option<Redirect> {
+        let (router, _) = self.pool.as_ref()?;
+        router.redirect(&e.message)
     }
 
     /// Takes the reply to `req` from server `i`, following redirects: the request counts as

@@ -13,7 +13,7 @@ use std::time::Instant;
 use futures_util::future::join_all;
 
 use super::parts::{lock, Part, Stage};
-use super::{Routed, MAX_HOPS};
+use super::{hop, Redirect, Routed, MAX_HOPS, TRYAGAIN_PAUSE};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::proto::codec::{Codec, Tally};
 use crate::proto::target::Conn;
@@ -88,7 +88,15 @@ impl<C: Codec + 'static> Routed<C> {
                 }
                 Stage::Got(Err(e), _) => {
                     lock(&self.multi.stages)[k] = Stage::Following(p.server);
-                    let r = self.follow_part(k, p, e).await;
+                    let r = match self.redirect_of(&e) {
+                        Some(r) => self.follow_part(k, p, p.server, r, e).await,
+                        None => Err(e),
+                    };
+                    lock(&self.multi.stages)[k] = Stage::Done;
+                    r
+                }
+                Stage::Pausing(i, e) => {
+                    let r = self.follow_part(k, p, i, Redirect::TryAgain, e).await;
                     lock(&self.multi.stages)[k] = Stage::Done;
                     r
                 }
@@ -154,17 +162,22 @@ impl<C: Codec + 'static> Routed<C> {
     /// Follows part `k`'s error reply `e` when it is a redirect (and any redirect after it);
     /// otherwise `e` stands. Called once every part's first reply is taken: with the
     /// connections idle, an `ASKING` and the part sent again cannot meet another reply.
+    /// `r` is the redirect `e` asked of server `i`, already counted.
     async fn follow_part(
         &mut self,
         k: usize,
         p: Part,
+        mut i: usize,
+        mut r: Redirect,
         mut e: LookupError,
     ) -> Result<Tally, LookupError> {
-        let mut i = p.server;
-        for _ in 0..MAX_HOPS {
-            let Some((to, ask)) = self.next_hop(i, &e).await else {
-                return Err(e);
-            };
+        for hops in 1..=MAX_HOPS {
+            if r == Redirect::TryAgain {
+                // Nothing is outstanding during the pause: cut short, it is taken up again.
+                lock(&self.multi.stages)[k] = Stage::Pausing(i, e.clone());
+                tokio::time::sleep(TRYAGAIN_PAUSE).await;
+            }
+            let (to, ask) = hop(i, r);
             lock(&self.multi.stages)[k] = Stage::Following(to);
             self.redirected(i, to, ask, (p.to - p.from) as u64).await?;
             i = to;
@@ -184,6 +197,13 @@ impl<C: Codec + 'static> Routed<C> {
                     return Err(self.down(i, &x.message).await);
                 }
                 Err(x) => e = x,
+            }
+            if hops == MAX_HOPS {
+                break;
+            }
+            match self.redirect_of(&e) {
+                Some(next) => r = next,
+                None => return Err(e),
             }
         }
         Err(e)

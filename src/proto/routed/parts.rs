@@ -24,6 +24,9 @@ pub(super) enum Stage {
     Got(Result<(Outcome, Tally), LookupError>, u64),
     /// Redirected: sent again to this server, its reply not taken yet.
     Following(usize),
+    /// Answered `TRYAGAIN` by this server (counted), and not sent again yet: it is, after
+    /// the pause, even when the request loop cut the pause short and called again.
+    Pausing(usize, LookupError),
     /// Counted in the request's tally or error.
     Done,
 }
