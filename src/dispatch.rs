@@ -96,7 +96,7 @@ async fn run_shards(
 ) -> Result<RunResult, SetupError> {
     let label = shards
         .iter()
-        .map(|s| s.url.redacted())
+        .map(|s| s.label.as_str())
         .collect::<Vec<_>>()
         .join(" ");
     let mut kind = None;

@@ -92,10 +92,8 @@ fn each_lookup_goes_to_the_shard_that_holds_its_id() {
         let share = m["share"].as_f64().unwrap();
         assert!((0.4..0.6).contains(&share), "shard {i}: {m}");
         assert!(m["latency"]["p50"].as_f64().unwrap() > 0.0, "{m}");
-        assert!(m["server"]
-            .as_str()
-            .unwrap()
-            .ends_with(["lg_shard_t1", "lg_shard_t2"][i]));
+        let want = ["lg_shard_t1?keys=1-5000", "lg_shard_t2?keys=5001-10000"][i];
+        assert!(m["server"].as_str().unwrap().ends_with(want), "{m}");
     }
     // Both shards are databases of one server: its CPU is read once, as the set's.
     let cpu = &r["server_cpu"];
@@ -199,6 +197,33 @@ fn a_shard_that_goes_away_fails_only_its_keys_and_comes_back() {
         "shard 2 served {} lookups after it came back",
         after - back
     );
+}
+
+#[test]
+fn a_repeat_runs_the_same_shards() {
+    let Some(url) = server("LOADGEN_PG_URL") else {
+        return;
+    };
+    let (keyed, _) = shards(&url);
+    let dir = std::env::temp_dir().join(format!("loadgen-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let first = dir.join("first.json");
+    let first = first.to_str().unwrap();
+    let out = run(&[
+        "run", &keyed[0], &keyed[1], "-n", "1000", "--keys", "1-10000", "-q", "-o", first,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, doc, err) = run_json(&["--repeat", first, "-n", "500"]);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "requests"), 500);
+    assert_eq!(r["server_observed"]["matches"], true, "{r}");
+    assert_eq!(members(r).len(), 2, "{r}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -38,7 +38,7 @@ impl<T: Target> Shards<T> {
     /// one statement (SQL under `--batch`), not as its keys (HandlerSocket).
     pub fn new(shards: &[Shard], targets: Vec<T>, parts: bool) -> Shards<T> {
         Shards {
-            labels: shards.iter().map(|s| s.url.redacted()).collect(),
+            labels: shards.iter().map(|s| s.label.clone()).collect(),
             names: shards
                 .iter()
                 .zip(&targets)

@@ -15,6 +15,9 @@ pub const KEYS: &str = "keys";
 #[derive(Clone, Debug)]
 pub struct Shard {
     pub url: TargetUrl,
+    /// The URL as given, redacted, `?keys=` included: results name the shard so, and a
+    /// repeat of the result runs the same shards.
+    pub label: String,
     pub from: u64,
     pub to: u64,
 }
@@ -40,7 +43,12 @@ pub fn parse(target: &str) -> Result<Option<Vec<Shard>>, SetupError> {
         url.query.retain(|(k, _)| k != KEYS);
         url.query_raw
             .retain(|kv| kv.split_once('=').map_or(kv.as_str(), |(k, _)| k) != KEYS);
-        shards.push(Shard { url, from, to });
+        shards.push(Shard {
+            url,
+            label,
+            from,
+            to,
+        });
     }
     for pair in shards.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
