@@ -339,10 +339,15 @@ fn run_targets_help() -> String {
         "Target URLs, run one after another with the same settings and key stream. None: the \
          embedded server.{}\nOptions go in the query (?driver=wire); an unknown one is \
          refused, except on http://, where params other than loadgen's are the server's and \
-         are sent (?format=raw).",
+         are sent (?format=raw).\n{SETS}",
         forms_list(false)
     )
 }
+
+/// Targets that are sets of servers, for both `run` and `prepare`.
+const SETS: &str = "Sets of servers: memcache://h1:p1,h2:p2 (a ketama pool), \
+    redis://h:p?cluster=1 (a Redis Cluster), and SQL shards: consecutive URLs each with the ids \
+    it holds, postgres://h1/db?keys=1-500000 postgres://h2/db?keys=500001-1000000.";
 
 /// The URL forms one protocol a line, its TLS form on the next: a list a person can scan.
 fn forms_list(loadable: bool) -> String {
@@ -366,7 +371,7 @@ fn pipeline_help() -> String {
 
 fn prepare_target_help() -> String {
     format!(
-        "Target URL, one of:{}\nHandlerSocket reads the MySQL table; http:// serves what is there.",
+        "Target URL, one of:{}\nHandlerSocket reads the MySQL table; http:// serves what is there.\n{SETS}",
         forms_list(true)
     )
 }
