@@ -418,6 +418,10 @@ fn a_multi_get_split_by_a_migration_is_tried_again() {
         "--key-format",
         format,
         "--verify",
+        // The request loop's timer, lazily re-armed, fires for answered requests about once
+        // a timeout: a short one cuts pauses and resent parts short many times in the run.
+        "--timeout",
+        "500ms",
     ];
     let (_, doc, err) = run_json(&args);
     let r = &doc["runs"][0];

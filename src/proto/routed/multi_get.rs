@@ -100,6 +100,15 @@ impl<C: Codec + 'static> Routed<C> {
                     lock(&self.multi.stages)[k] = Stage::Done;
                     r
                 }
+                Stage::Resent(i) => {
+                    let r = match self.reply_at(k, p, i, true).await {
+                        Ok(Ok(t)) => Ok(t),
+                        Ok(Err((r, e))) => self.follow_part(k, p, i, r, e).await,
+                        Err(e) => Err(e),
+                    };
+                    lock(&self.multi.stages)[k] = Stage::Done;
+                    r
+                }
                 // A redirect cut short: its reply may yet come on that connection.
                 Stage::Following(i) => {
                     self.conns[i] = None;
@@ -184,28 +193,43 @@ impl<C: Codec + 'static> Routed<C> {
             let Some(c) = &mut self.conns[i] else {
                 return Err(self.down(i, "not connected").await);
             };
-            let keys = &self.multi.keys[p.from..p.to];
-            c.send_batch(keys);
-            match c.recv_batch(keys).await {
-                Ok((_, tally)) => {
-                    let since = self.multi.sent.unwrap_or_else(Instant::now);
-                    self.took(i, since);
-                    return Ok(tally);
-                }
-                Err(x) if x.fatal => {
-                    self.conns[i] = None;
-                    return Err(self.down(i, &x.message).await);
-                }
-                Err(x) => e = x,
-            }
-            if hops == MAX_HOPS {
-                break;
-            }
-            match self.redirect_of(&e) {
-                Some(next) => r = next,
-                None => return Err(e),
-            }
+            c.send_batch(&self.multi.keys[p.from..p.to]);
+            lock(&self.multi.stages)[k] = Stage::Resent(i);
+            (r, e) = match self.reply_at(k, p, i, hops < MAX_HOPS).await? {
+                Ok(tally) => return Ok(tally),
+                Err(next) => next,
+            };
         }
         Err(e)
+    }
+
+    /// The reply of part `k`, sent again to server `i`: its tally, or when `follow` the
+    /// redirect it asks for (counted) with its error; Err for any other error.
+    async fn reply_at(
+        &mut self,
+        k: usize,
+        p: Part,
+        i: usize,
+        follow: bool,
+    ) -> Result<Result<Tally, (Redirect, LookupError)>, LookupError> {
+        debug_assert!(matches!(lock(&self.multi.stages)[k], Stage::Resent(s) if s == i));
+        let Some(c) = &mut self.conns[i] else {
+            return Err(self.down(i, "not connected").await);
+        };
+        match c.recv_batch(&self.multi.keys[p.from..p.to]).await {
+            Ok((_, tally)) => {
+                let since = self.multi.sent.unwrap_or_else(Instant::now);
+                self.took(i, since);
+                Ok(Ok(tally))
+            }
+            Err(x) if x.fatal => {
+                self.conns[i] = None;
+                Err(self.down(i, &x.message).await)
+            }
+            Err(x) => match self.redirect_of(&x).filter(|_| follow) {
+                Some(r) => Ok(Err((r, x))),
+                None => Err(x),
+            },
+        }
     }
 }

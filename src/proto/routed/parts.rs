@@ -22,8 +22,11 @@ pub(super) enum Stage {
     Waiting,
     /// Its first reply, taken this long after the send.
     Got(Result<(Outcome, Tally), LookupError>, u64),
-    /// Redirected: sent again to this server, its reply not taken yet.
+    /// Being redirected to this server (its `ASKING` in flight, or not sent yet).
     Following(usize),
+    /// Sent again to this server, its reply not taken yet: the connection's `recv_batch` is
+    /// cancel-safe, so a call cut short takes it up again.
+    Resent(usize),
     /// Answered `TRYAGAIN` by this server (counted), and not sent again yet: it is, after
     /// the pause, even when the request loop cut the pause short and called again.
     Pausing(usize, LookupError),
