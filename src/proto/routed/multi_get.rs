@@ -101,6 +101,8 @@ impl<C: Codec + 'static> Routed<C> {
                     r
                 }
                 Stage::Resent(i) => {
+                    // Still outstanding until the reply is in: cut short again, taken up again.
+                    lock(&self.multi.stages)[k] = Stage::Resent(i);
                     let r = match self.reply_at(k, p, i, true).await {
                         Ok(Ok(t)) => Ok(t),
                         Ok(Err((r, e))) => self.follow_part(k, p, i, r, e).await,
