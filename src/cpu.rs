@@ -250,6 +250,7 @@ pub fn thread_ticks() -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
 
     #[test]
     fn listening_sockets_are_found_by_port_and_state() {
@@ -312,12 +313,10 @@ mod tests {
 
     #[test]
     fn a_unix_socket_server_is_found_by_its_path() {
-        let dir = std::env::temp_dir().join(format!("loadgen-cpu-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("loadgen-cpu");
         let path = dir.join("s.sock");
         let _l = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let found = ServerProcess::locate(&Endpoint::Unix(path.clone()));
-        std::fs::remove_dir_all(&dir).unwrap();
         match found {
             ServerProcess::Process { pid, .. } => assert_eq!(pid, std::process::id()),
             other => panic!("{other:?}"),

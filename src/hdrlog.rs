@@ -202,6 +202,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
     use crate::totals::Totals;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine;
@@ -249,8 +250,7 @@ mod tests {
 
     #[test]
     fn writes_a_log_the_crate_reads_back() {
-        let dir = std::env::temp_dir().join(format!("loadgen-hdrlog-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("loadgen-hdrlog");
         let path = dir.join("t.hlog");
         let log = IntervalLog::create(&path).unwrap();
         let hook = log.hook(crate::sink::none());
@@ -300,7 +300,6 @@ mod tests {
         assert_eq!(n, 9);
         assert_eq!(tags, ["postgres", "postgres", "memcache"]);
         assert_eq!(starts, [1.0, 2.0, 0.0]);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub mod signals;
 pub mod sink;
 pub mod sweep;
 mod target_run;
+#[cfg(test)]
+mod test_dir;
 mod timeouts;
 mod timer;
 mod totals;

@@ -204,17 +204,11 @@ fn replace(target: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
     use std::os::unix::fs::{symlink, FileTypeExt};
 
-    fn tempdir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "loadgen-output-unit-{tag}-{}-{}",
-            std::process::id(),
-            TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn tempdir(tag: &str) -> TempDir {
+        TempDir::new(&format!("loadgen-output-unit-{tag}"))
     }
 
     fn entries(d: &Path) -> Vec<String> {
@@ -238,7 +232,6 @@ mod tests {
         let d = tempdir("fd");
         symlink("/dev/stdout", d.join("out")).unwrap();
         assert_eq!(Dest::of(&d.join("out")).unwrap(), Dest::Fd(1));
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -260,7 +253,6 @@ mod tests {
         let e = write(&deep, b"x").unwrap_err();
         assert!(e.to_string().contains("a/b does not exist"), "{e}");
         assert!(!d.join("a").exists());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -293,7 +285,6 @@ mod tests {
         symlink("loop2", d.join("loop1")).unwrap();
         symlink("loop1", d.join("loop2")).unwrap();
         assert!(write(&d.join("loop1"), b"x").is_err());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -312,14 +303,12 @@ mod tests {
         assert_eq!(reader.join().unwrap(), b"through");
         assert!(std::fs::symlink_metadata(&f).unwrap().file_type().is_fifo());
         assert_eq!(entries(&d), ["f"]);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_directory_is_refused() {
         let d = tempdir("dir");
         assert!(Dest::of(&d).is_err());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -38,9 +38,8 @@ fn embedded_verify_and_exact_count() {
 
 #[test]
 fn result_file_is_written_atomically_and_valid() {
-    let dir = std::env::temp_dir().join(format!("loadgen-test-{}", std::process::id()));
     // -o refuses a directory that does not exist.
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-test");
     let path = dir.join("r.json");
     let out = run(&[
         "run",
@@ -67,7 +66,6 @@ fn result_file_is_written_atomically_and_valid() {
         .filter(|e| e.path() != path && e.path() != path.with_extension("html"))
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The times of the progress lines on stderr (`[   2.0s]`), the warm-up line left out.
@@ -384,8 +382,7 @@ fn verdict_one_worker_thread_never_idle_is_client_saturated() {
 #[test]
 fn sweep_marks_a_saturated_step() {
     let url = instant_http();
-    let dir = std::env::temp_dir().join(format!("loadgen-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-sweep");
     let path = dir.join("s.json");
     let out = run(&[
         "run",
@@ -407,7 +404,6 @@ fn sweep_marks_a_saturated_step() {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let sw = &doc["sweeps"][0];
     let step = &sw["steps"][1];
     assert_eq!(step["connections"], 8);
@@ -529,8 +525,7 @@ fn verdict_a_server_stopped_mid_run_means_errors() {
 /// error naming the file and line, exit 2.
 #[test]
 fn trace_bench_counts_a_zst_trace_and_names_a_bad_line() {
-    let dir = std::env::temp_dir().join(format!("loadgen-trace-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-trace-bench");
     let text: String = (0..3000)
         .map(|i| {
             format!(
@@ -557,7 +552,6 @@ fn trace_bench_counts_a_zst_trace_and_names_a_bad_line() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("bad.csv line 2: unknown op \"fly\""), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `--batch 10` over HTTP: `GET /usr?ids=k1,...,k10`, answered by a `loadgen serve` of our

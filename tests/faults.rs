@@ -226,8 +226,7 @@ fn pause_and_resume(name: &str, url: &str, source: &str) {
 
 #[test]
 fn sigint_stops_within_a_second_and_keeps_a_valid_result() {
-    let dir = std::env::temp_dir().join(format!("loadgen-sigint-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
+    let dir = TempDir::new("loadgen-sigint"); // -o makes no directory
     let path = dir.join("r.json");
     let child = Command::new(bin())
         .args([
@@ -263,7 +262,6 @@ fn sigint_stops_within_a_second_and_keeps_a_valid_result() {
     assert_eq!(doc["runs"][0]["interrupted"], true);
     assert!(u(&doc["runs"][0], "hits") > 0);
     assert_schema_valid(&doc);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -79,8 +79,7 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
     let Some(pg) = server("LOADGEN_PG_URL") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("loadgen-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
+    let dir = TempDir::new("loadgen-sweep"); // -o makes no directory
     let path = dir.join("sweep.json");
     let out = run(&[
         "run",
@@ -124,15 +123,13 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
     let svg = std::fs::read_to_string(path.with_extension("svg")).unwrap();
     assert_eq!(svg.matches("<polyline").count(), 2);
     assert_schema_valid(&doc);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The seed table on the embedded server: with `-n` each step runs exactly that many requests,
 /// and the text table's per-op columns are the JSON's per-op numbers.
 #[test]
 fn a_writing_sweep_prints_each_write_ops_rate_and_time_per_10k_as_the_json_has_them() {
-    let dir = std::env::temp_dir().join(format!("loadgen-sweep-writes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
+    let dir = TempDir::new("loadgen-sweep-writes"); // -o makes no directory
     let path = dir.join("sweep.json");
     let out = run(&[
         "run",
@@ -214,7 +211,6 @@ fn a_writing_sweep_prints_each_write_ops_rate_and_time_per_10k_as_the_json_has_t
             20000
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The search's own invariants: the answer is a rate that passed, the bracket holds every
@@ -299,8 +295,7 @@ fn slo_search_bisects_when_the_closed_loop_misses_the_bound() {
 fn slo_search_finds_the_capacity_of_a_server_with_a_fixed_delay() {
     let served = Served::start_with(10_000, &["--delay", "10ms"]);
     let url = format!("{}?pipeline=1", served.url);
-    let dir = std::env::temp_dir().join(format!("loadgen-slo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-slo");
     let path = dir.join("slo.json");
     let started = std::time::Instant::now();
     let out = run(&[
@@ -331,7 +326,6 @@ fn slo_search_finds_the_capacity_of_a_server_with_a_fixed_delay() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let slo = &doc["slo"][0];
     let steps = slo["steps"].as_array().unwrap();
     assert_eq!(

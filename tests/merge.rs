@@ -24,11 +24,8 @@ use loadgen::result::encode_histogram;
 use loadgen::result::Percentiles;
 use serde_json::{json, Value};
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loadgen-merge-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new(&format!("loadgen-merge-{name}"))
 }
 
 fn now_unix() -> f64 {
@@ -131,11 +128,24 @@ fn assert_reads(got: &Value, h: &Histogram<u64>) {
 // ------------------------------------------------------------------ two real generators
 
 struct Pair {
-    dir: PathBuf,
+    /// The generators' files (name, bytes): a.json, a.hlog, b.json, b.hlog. A static is never
+    /// dropped, so they are kept here and their temp dir removed once read.
+    files: Vec<(&'static str, Vec<u8>)>,
     start_at: i64,
     a: Value,
     b: Value,
     elapsed: Duration,
+}
+
+impl Pair {
+    /// The generators' files in a temp dir of the caller's own, removed when it is dropped.
+    fn dir(&self, name: &str) -> TempDir {
+        let dir = tmpdir(name);
+        for (file, bytes) in &self.files {
+            std::fs::write(dir.join(file), bytes).unwrap();
+        }
+        dir
+    }
 }
 
 /// Two `loadgen run` processes against the test memcached, both told to start 3 s from now,
@@ -173,8 +183,11 @@ fn pair() -> Option<&'static Pair> {
         let elapsed = t0.elapsed();
         assert_eq!(ca, 0, "generator a: {ea}");
         assert_eq!(cb, 0, "generator b: {eb}");
+        let files = ["a.json", "a.hlog", "b.json", "b.hlog"]
+            .map(|n| (n, std::fs::read(dir.join(n)).unwrap()))
+            .to_vec();
         Some(Pair {
-            dir,
+            files,
             start_at,
             a,
             b,
@@ -203,8 +216,7 @@ fn merge_keeps_each_pool_servers_line() {
             .sum()
     };
     let before = gets();
-    let dir = std::env::temp_dir().join(format!("loadgen-mergepool-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-mergepool");
     let files: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("g{i}.json"))).collect();
     for f in &files {
         let out = run(&[
@@ -254,6 +266,5 @@ fn merge_keeps_each_pool_servers_line() {
         total += parts;
     }
     assert_eq!(total, 6000, "{so}");
-    let _ = std::fs::remove_dir_all(&dir);
     pool_down(&ports);
 }

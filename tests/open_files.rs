@@ -20,8 +20,7 @@ fn hard_limit() -> u64 {
 /// Exit code, stdout and stderr of `loadgen ARGS` under `prlimit --nofile=SOFT:HARD`
 /// (util-linux). A run still going after a minute is killed (by pid) and fails the test.
 fn run_limited(soft: u64, hard: u64, args: &[&str]) -> (Option<i32>, Vec<u8>, String) {
-    let dir = std::env::temp_dir().join(format!("loadgen-nofile-{}-{soft}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new(&format!("loadgen-nofile-{soft}"));
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let mut child = Command::new("prlimit")
         .arg(format!("--nofile={soft}:{hard}"))
@@ -43,13 +42,11 @@ fn run_limited(soft: u64, hard: u64, args: &[&str]) -> (Option<i32>, Vec<u8>, St
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let result = (
+    (
         status.code(),
         std::fs::read(&out).unwrap(),
         std::fs::read_to_string(&err).unwrap(),
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    )
 }
 
 #[test]

@@ -8,18 +8,15 @@ use common::*;
 
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// A fresh, empty directory under the system temp dir.
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loadgen-output-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty directory under the system temp dir, removed when the test ends.
+fn tempdir(tag: &str) -> TempDir {
+    TempDir::new(&format!("loadgen-output-{tag}"))
 }
 
 fn names(d: &Path) -> Vec<String> {
@@ -142,7 +139,6 @@ fn a_fifo_gets_the_json_and_stays_a_fifo() {
     let doc = json_of(&got, "what the FIFO delivered");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
     assert_eq!(names(&d), ["f"], "nothing beside the FIFO");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -158,7 +154,6 @@ fn a_symlink_is_followed_and_stays_a_link() {
     let doc = json_of(&std::fs::read(&target).unwrap(), "the link's target");
     assert_eq!(u(&doc["runs"][0], "hits"), 300);
     assert_eq!(names(&d.join("real")), ["r.json"], "no temp file left");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -174,7 +169,6 @@ fn a_dangling_symlink_creates_its_target() {
         "the link's target",
     );
     assert_eq!(u(&doc["runs"][0], "hits"), 300);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -203,7 +197,6 @@ fn dash_puts_one_json_document_on_stdout_and_the_report_on_stderr() {
     }
     assert_eq!(names(&d), ["stdout"], "no file written");
     assert!(is_link(&d.join("stdout")));
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -226,7 +219,6 @@ fn a_regular_file_is_replaced_atomically_keeping_its_mode() {
     );
     json_of(&std::fs::read(&p).unwrap(), "r.json");
     assert_eq!(names(&d), ["r.html", "r.json"], "no temp file left");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -241,12 +233,10 @@ fn a_device_node_is_written_through_and_gets_no_chart() {
             "skipped: mknod needs root with CAP_MKNOD ({})",
             std::io::Error::last_os_error()
         );
-        let _ = std::fs::remove_dir_all(&d);
         return;
     }
     if let Err(e) = std::fs::OpenOptions::new().write(true).open(&dev) {
         eprintln!("skipped: device nodes cannot be opened here (nodev mount?): {e}");
-        let _ = std::fs::remove_dir_all(&d);
         return;
     }
     let out = lg(&d, &run_args(true, &["-o", "null"]));
@@ -259,7 +249,6 @@ fn a_device_node_is_written_through_and_gets_no_chart() {
     );
     assert_eq!(names(&d), ["null"], "no chart or temp file beside a device");
     assert!(err.contains("result written to null\n"), "{err}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -298,7 +287,6 @@ fn merge_writes_through_a_fifo_and_follows_a_symlink() {
         names(&d),
         ["a.html", "a.json", "f", "link.html", "link.json", "m.json"]
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -344,7 +332,6 @@ fn hdr_log_follows_symlinks_writes_through_fifos_and_refuses_stdout() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert_eq!(names(&d), before, "no file named '-'");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Default names say what the document holds, and the "written to" line names the HTML report
@@ -399,7 +386,6 @@ fn default_names_say_compare_sweep_or_slo_and_name_the_chart() {
             format!("loadgen: result written to results/{} ({beside})", json[0])
         );
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// `-o` into a directory that does not exist is refused before the run, in one line naming the
@@ -424,5 +410,4 @@ fn a_missing_directory_is_refused_not_created() {
     let out = lg(&d, &run_args(false, &[]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert!(d.join("results").is_dir());
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -198,9 +198,10 @@ fn connect_phase_failures_are_reported() {
     let hostpart = url.rsplit('@').next().expect("url has a host part");
     let limited = format!("postgres://{role}:{secret}@{hostpart}");
     let (code, doc, err) = run_json(&[&limited, "-c", "8", "-t", "1", "-d", "1s", "--warmup", "0"]);
-    // Text report too: the warning line names the failure. The result goes to a temp file
-    // (never a path under /dev).
-    let json = std::env::temp_dir().join(format!("loadgen-connect-{}.json", std::process::id()));
+    // Text report too: the warning line names the failure. The result goes to a temp dir
+    // (never a path under /dev), which also takes the report written beside it.
+    let dir = TempDir::new("loadgen-connect");
+    let json = dir.join("r.json");
     let text = run(&[
         "run",
         &limited,
@@ -216,7 +217,6 @@ fn connect_phase_failures_are_reported() {
         "-o",
         json.to_str().unwrap(),
     ]);
-    let _ = std::fs::remove_file(&json);
     psql(
         &url,
         &format!("REVOKE ALL ON usr FROM {role}; DROP ROLE {role}"),
@@ -307,8 +307,7 @@ fn without_pg_stat_statements_the_lookup_index_counts_exactly() {
     assert!(u(&doc["runs"][0], "misses") > 0);
     seen.assert_saw(&doc["runs"][0], 5000, "pipelined");
     // The text report's server line names the source.
-    let dir = std::env::temp_dir().join(format!("loadgen-noext-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-noext");
     let out = run(&[
         "run",
         &noext,
@@ -325,7 +324,6 @@ fn without_pg_stat_statements_the_lookup_index_counts_exactly() {
             && l.contains("matches")),
         "{stdout}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -243,19 +243,19 @@ fn prepare_loads_rows_into_a_database() {
 struct OwnRedis {
     child: Child,
     addr: String,
-    dir: std::path::PathBuf,
+    /// Held for its Drop, which runs after `drop` below has stopped the server.
+    _dir: TempDir,
 }
 
 impl OwnRedis {
     fn start() -> OwnRedis {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("loadgen-redis-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("loadgen-redis");
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -268,7 +268,7 @@ impl OwnRedis {
         OwnRedis {
             child,
             addr: format!("127.0.0.1:{port}"),
-            dir,
+            _dir: dir,
         }
     }
 }
@@ -277,7 +277,6 @@ impl Drop for OwnRedis {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -6,10 +6,8 @@ use common::*;
 
 use std::path::PathBuf;
 
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lg-repeat-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(tag: &str) -> TempDir {
+    TempDir::new(&format!("lg-repeat-{tag}"))
 }
 
 /// Runs `args` writing the result to `out`; the result and stderr.
@@ -111,7 +109,8 @@ fn a_postgres_result_repeats_and_the_server_counts_it() {
 
 #[test]
 fn a_file_that_is_no_result_is_one_line_exit_2() {
-    let p = dir("bad").join("x.json");
+    let d = dir("bad");
+    let p = d.join("x.json");
     std::fs::write(&p, "{}").unwrap();
     let o = run(&["run", "--repeat", p.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);

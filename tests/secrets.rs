@@ -10,7 +10,7 @@ use common::*;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -113,13 +113,6 @@ fn assert_clean(outputs: &[(String, String)], secrets: &[&str]) {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("loadgen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
     let Some(env) = setup() else { return };
@@ -147,7 +140,7 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         HTTP_TOKEN,
         env.hs_secret.as_str(),
     ];
-    let dir = temp_dir("secrets");
+    let dir = TempDir::new("loadgen-secrets");
     let json = dir.join("r.json");
     let hdr = dir.join("r.hlog");
     let port = free_port();
@@ -316,7 +309,6 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
     // r.json, r.svg, r.html, r.hlog, s.json, s.svg, s.html, m.json, m.html, old.html
     assert_eq!(files, 10, "{outputs:?}");
     assert_clean(&outputs, &secrets);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The form loadgen shows: parsed, secrets masked, the rest kept.

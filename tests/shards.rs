@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{one_error_line, psql, run, run_json, server, u};
+use common::{one_error_line, psql, run, run_json, server, u, TempDir};
 use serde_json::Value;
 
 const LOOKUP: &str = "SELECT user_name, user_email, created FROM usr WHERE user_id = $1";
@@ -205,8 +205,7 @@ fn a_repeat_runs_the_same_shards() {
         return;
     };
     let (keyed, _) = shards(&url);
-    let dir = std::env::temp_dir().join(format!("loadgen-shards-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-shards");
     let first = dir.join("first.json");
     let first = first.to_str().unwrap();
     let out = run(&[
@@ -223,7 +222,6 @@ fn a_repeat_runs_the_same_shards() {
     assert_eq!(u(r, "requests"), 500);
     assert_eq!(r["server_observed"]["matches"], true, "{r}");
     assert_eq!(members(r).len(), 2, "{r}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

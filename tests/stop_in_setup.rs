@@ -48,10 +48,11 @@ fn exits_within(mut child: Child, limit: Duration, what: &str) -> (Option<i32>, 
     }
 }
 
-fn temp_json(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadgen-stop-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("r.json")
+/// A result path in a temp dir of its own; the dir comes first, to be held until the test ends.
+fn temp_json(name: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new(&format!("loadgen-stop-{name}"));
+    let json = dir.join("r.json");
+    (dir, json)
 }
 
 /// Accepts the next connection within `limit` (the listener never answers it).
@@ -75,7 +76,7 @@ fn sigterm_right_after_a_zipf_start_over_four_billion_keys() {
     // Set-up over 4e9 zipf keys used to sum zeta term by term (minutes) with the signal
     // unheard; now it is instant and the stop ends the run with its result.
     let served = Served::start(1000);
-    let out = temp_json("zipf");
+    let (_dir, out) = temp_json("zipf");
     let child = spawn(&[
         "run",
         &served.url,
@@ -100,7 +101,6 @@ fn sigterm_right_after_a_zipf_start_over_four_billion_keys() {
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(doc["interrupted"], true);
     assert!(u(&doc["runs"][0], "requests") > 0, "no lookup was made");
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn sigterm_during_the_connect_phase() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/usr/{{key}}");
-    let out = temp_json("connect");
+    let (_dir, out) = temp_json("connect");
     let child = spawn(&[
         "run",
         &url,
@@ -170,7 +170,6 @@ fn sigterm_during_the_connect_phase() {
         "all {connected} connections opened: no hang to stop"
     );
     drop(l);
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 /// Runs loadgen to its end (killing it past `limit`); exit code, stderr, seconds taken.

@@ -272,8 +272,7 @@ fn no_key_material_in_any_output() {
     let key = env("LOADGEN_TLS_SERVER_KEY");
     let body = key_body(&key);
     assert!(body.len() > 40, "{key} is a PEM key");
-    let dir = std::env::temp_dir().join(format!("loadgen-tls-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-tls-test");
     let json = dir.join("r.json");
     let html = dir.join("r.html");
     let mut seen = String::new();
@@ -302,7 +301,6 @@ fn no_key_material_in_any_output() {
     for f in [&json, &html] {
         seen += &std::fs::read_to_string(f).unwrap_or_default();
     }
-    let _ = std::fs::remove_dir_all(&dir);
     for chunk in body.as_bytes().chunks(16) {
         let chunk = std::str::from_utf8(chunk).unwrap();
         assert!(!seen.contains(chunk), "key material '{chunk}' in an output");
@@ -317,8 +315,7 @@ fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
         return;
     };
     let ca = env("LOADGEN_TLS_CA");
-    let dir = std::env::temp_dir().join(format!("loadgen-v1-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-v1");
     let (crt, key) = client_cert(&dir, "loadgen_tls", &ca);
     let with_cert = with(&url, &format!("sslcert={crt}&sslkey={key}"));
     for driver in ["wire", "tokio"] {
@@ -327,7 +324,6 @@ fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
         assert_eq!(code, 0, "{driver}: {err}");
         assert_eq!(u(&doc["runs"][0], "hits"), 500, "{driver}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A passphrase-protected client key (what `openssl req` writes without -nodes) is refused
@@ -335,8 +331,7 @@ fn postgres_takes_an_x509_v1_client_certificate_on_both_drivers() {
 /// every scheme that takes a client key; neither the key nor its passphrase is shown.
 #[test]
 fn an_encrypted_client_key_says_how_to_decrypt_it() {
-    let dir = std::env::temp_dir().join(format!("loadgen-enc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-enc");
     let (key, crt) = (dir.join("c.key"), dir.join("c.crt"));
     let (key, crt) = (key.to_str().unwrap(), crt.to_str().unwrap());
     let o = std::process::Command::new("openssl")
@@ -378,7 +373,6 @@ fn an_encrypted_client_key_says_how_to_decrypt_it() {
             assert!(!err.contains(std::str::from_utf8(chunk).unwrap()), "{err}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A v1 client certificate for `cn` signed by the CA `ca` (its key beside it as *.key), made in
@@ -443,8 +437,7 @@ fn postgres_client_certificate_refusals_are_one_line_each() {
     };
     let url = url.replace("loadgen_tls@", "loadgen_cert@");
     let (ca, wrong) = (env("LOADGEN_TLS_CA"), env("LOADGEN_TLS_WRONG_CA"));
-    let dir = std::env::temp_dir().join(format!("loadgen-cc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-cc");
     let (good, good_key) = client_cert(&dir, "loadgen_cert", &ca);
     let (other, other_key) = client_cert(&dir, "someone_else", &ca);
     std::fs::create_dir_all(dir.join("foreign")).unwrap();
@@ -478,5 +471,4 @@ fn postgres_client_certificate_refusals_are_one_line_each() {
             ],
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,10 +18,8 @@ struct Counts {
     delete: u64,
 }
 
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lg-trace-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(tag: &str) -> TempDir {
+    TempDir::new(&format!("lg-trace-{tag}"))
 }
 
 /// `secs` whole seconds of `per_sec` requests on keys `<prefix><n>`: gets, sets of sizes
@@ -80,15 +78,22 @@ fn mc_stat(url: &str, name: &str) -> u64 {
     memcached_stat(url, name)
 }
 
-/// A trace of `secs` seconds in a temp file of its own (`tag`), on keys no other test uses.
-fn trace_file(tag: &str, secs: u64, per_sec: u64, deletes: bool) -> (PathBuf, String, Counts) {
-    let path = dir(tag).join("t.csv");
+/// A trace of `secs` seconds in a temp file of its own (`tag`), on keys no other test uses; its
+/// directory comes first, to be held until the test ends.
+fn trace_file(
+    tag: &str,
+    secs: u64,
+    per_sec: u64,
+    deletes: bool,
+) -> (TempDir, PathBuf, String, Counts) {
+    let d = dir(tag);
+    let path = d.join("t.csv");
     let prefix = match deletes {
         true => format!("lg{tag}{}:", std::process::id()),
         false => String::new(),
     };
     let want = write_trace(&path, &prefix, secs, per_sec, deletes);
-    (path, prefix, want)
+    (d, path, prefix, want)
 }
 
 /// Replays `path` on `url` (with `extra`): exit 0, no error; the result document.
@@ -107,7 +112,7 @@ fn memcached_replays_a_trace_at_its_pace_with_its_ops_sizes_and_ttls() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let (path, prefix, want) = trace_file("mc", 3, 400, true);
+    let (_dir, path, prefix, want) = trace_file("mc", 3, 400, true);
     let stat = |n| mc_stat(&url, n);
     let before = [
         stat("cmd_get"),
@@ -158,7 +163,7 @@ fn speed_5_replays_in_a_fifth_of_the_time() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let (path, _, _) = trace_file("speed", 5, 200, true);
+    let (_dir, path, _, _) = trace_file("speed", 5, 200, true);
     let doc = replay(&url, &path, &["--speed", "5"]);
     let took = doc["runs"][0]["duration_s"].as_f64().unwrap();
     assert!((0.9..1.2).contains(&took), "took {took}s");
@@ -169,7 +174,7 @@ fn redis_counts_each_op_of_the_trace() {
     let Some(url) = server("LOADGEN_REDIS_URL") else {
         return;
     };
-    let (path, prefix, want) = trace_file("redis", 2, 300, true);
+    let (_dir, path, prefix, want) = trace_file("redis", 2, 300, true);
     let calls = || [redis_calls("get"), redis_calls("set"), redis_calls("del")];
     let before = calls();
     replay(&url, &path, &["-c", "4"]);
@@ -189,7 +194,7 @@ fn postgres_counts_each_op_of_the_trace() {
     let Some(url) = server("LOADGEN_PG_URL") else {
         return;
     };
-    let (path, _, want) = trace_file("pg", 2, 300, false);
+    let (_dir, path, _, want) = trace_file("pg", 2, 300, false);
     let ops = OwnOps::before(&url).unwrap();
     let reads = pg_lookup_calls();
     let doc = replay(&url, &path, &["-c", "4"]);
@@ -238,7 +243,8 @@ fn a_recorded_run_replays_to_the_same_counts() {
 
 #[test]
 fn a_bad_trace_is_one_line_exit_2_before_anything_is_sent() {
-    let path = dir("bad").join("t.csv");
+    let d = dir("bad");
+    let path = d.join("t.csv");
     std::fs::write(&path, "1,k,1,5,1,get,0\n2,k,1,five,1,get,0\n").unwrap();
     let out = run(&["run", "--trace", path.to_str().unwrap(), "-q"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -106,24 +106,6 @@ fn redis_over_its_socket_prepared_there() {
     conserve(&plain, source, &socket, &[]);
 }
 
-/// A temp dir of this test's own, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("loadgen-unix-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `loadgen serve --unix PATH`, stopped on drop.
 struct ServedUnix(Child);
 
@@ -164,8 +146,8 @@ fn served_lookups(path: &Path) -> u64 {
 
 #[test]
 fn http_over_the_socket_of_loadgen_serve() {
-    let dir = TempDir::new("http");
-    let path = dir.0.join("app.sock");
+    let dir = TempDir::new("loadgen-unix-http");
+    let path = dir.join("app.sock");
     let _served = ServedUnix::start(&path, 100_000);
     let url = format!(
         "http+unix://{}/usr/{{key}}",
@@ -255,23 +237,23 @@ fn refused(path: &str, cause: &str) {
 
 #[test]
 fn a_missing_socket_is_named() {
-    let dir = TempDir::new("missing");
-    let path = dir.0.join(".s.PGSQL.5432");
+    let dir = TempDir::new("loadgen-unix-missing");
+    let path = dir.join(".s.PGSQL.5432");
     refused(path.to_str().unwrap(), "does not exist");
 }
 
 #[test]
 fn a_regular_file_is_not_a_socket() {
-    let dir = TempDir::new("file");
-    let path = dir.0.join(".s.PGSQL.5432");
+    let dir = TempDir::new("loadgen-unix-file");
+    let path = dir.join(".s.PGSQL.5432");
     std::fs::write(&path, b"not a socket").unwrap();
     refused(path.to_str().unwrap(), "is not a socket (a regular file)");
 }
 
 #[test]
 fn a_socket_nobody_listens_on_is_named() {
-    let dir = TempDir::new("stale");
-    let path = dir.0.join(".s.PGSQL.5432");
+    let dir = TempDir::new("loadgen-unix-stale");
+    let path = dir.join(".s.PGSQL.5432");
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     refused(path.to_str().unwrap(), "nothing is listening");
 }
@@ -285,9 +267,9 @@ fn a_socket_loadgen_may_not_open_is_named() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    let dir = TempDir::new("perm");
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let path = dir.0.join("mc.sock");
+    let dir = TempDir::new("loadgen-unix-perm");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let path = dir.join("mc.sock");
     let _listening = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let url = format!("memcache://{}", path.display());
     let out = Command::new("setpriv")

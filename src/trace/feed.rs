@@ -137,16 +137,12 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dir(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("lg-feed-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::test_dir::TempDir;
 
     #[test]
     fn a_trace_comes_out_in_order_with_its_keys_and_due_times() {
-        let path = dir("order").join("t.csv");
+        let dir = TempDir::new("lg-feed-order");
+        let path = dir.join("t.csv");
         let mut text = String::new();
         for i in 0..10 {
             text += &format!(
@@ -177,7 +173,8 @@ mod tests {
 
     #[test]
     fn an_empty_or_bad_trace_is_refused_before_the_run() {
-        let path = dir("bad").join("t.csv");
+        let dir = TempDir::new("lg-feed-bad");
+        let path = dir.join("t.csv");
         std::fs::write(&path, "# nothing\n").unwrap();
         assert!(Survey::read(&path)
             .unwrap_err()

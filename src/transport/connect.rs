@@ -117,6 +117,7 @@ fn unix_cause(path: &Path, e: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
 
     fn fails(ep: &Endpoint) -> String {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -131,8 +132,7 @@ mod tests {
 
     #[test]
     fn each_unix_failure_names_its_cause() {
-        let dir = std::env::temp_dir().join(format!("loadgen-transport-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("loadgen-transport");
         let at = |name: &str| Endpoint::unix(dir.join(name).to_str().unwrap(), "t").unwrap();
 
         assert!(fails(&at("missing.sock")).contains("does not exist"));
@@ -150,6 +150,5 @@ mod tests {
             m.contains("cannot connect to 127.0.0.1:1") && m.contains("running on that port"),
             "{m}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,6 +15,11 @@ pub mod fake_setup;
 mod own_counts;
 pub use own_counts::*;
 
+#[path = "../../src/test_dir.rs"]
+mod temp_dir;
+#[allow(unused_imports)] // not every test binary makes a temp dir
+pub(crate) use temp_dir::TempDir;
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_loadgen")
 }
@@ -474,7 +479,7 @@ pub fn error_kinds_sum(r: &Value) -> u64 {
 }
 
 /// The ops of `--mix`, as the result JSON names them.
-pub const OPS: [&str; 5] = ["read", "update", "insert", "delete", "upsert"];
+pub const OPS: [&str; 6] = ["read", "update", "insert", "delete", "upsert", "mget"];
 
 /// Every op of the run: the server's count of it moved by exactly loadgen's count, read by the
 /// test itself (`own`, where there is a server to ask) and by loadgen; the error kinds add up,
@@ -516,6 +521,25 @@ pub fn multi_get_seq_run(url: &str, keys: &str) -> (i32, Value, String) {
     run_json(&[
         url, "--batch", "10", "-n", "2000", "-c", "4", "--warmup", "0s", "--keys", keys, "--dist",
         "seq", "--verify",
+    ])
+}
+
+/// `mget:10` next to one-key reads (`--mix read=50,mget:10=50`), 2,000 requests on 4
+/// connections with `--verify`, over `keys`.
+pub fn mget_mix_run(url: &str, keys: &str) -> (i32, Value, String) {
+    run_json(&[
+        url,
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--mix",
+        "read=50,mget:10=50",
+        "--keys",
+        keys,
+        "--verify",
+        "--warmup",
+        "0s",
     ])
 }
 

@@ -421,10 +421,11 @@ fn interval_log_reads_in_javas_histogram_log_processor() {
         eprintln!("skipped: {why}");
         return;
     }
-    let out_prefix = p.dir.join("a-java");
+    let dir = p.dir("pair-java");
+    let out_prefix = dir.join("a-java");
     let out = Command::new("java")
         .args(["-cp", &jar, "org.HdrHistogram.HistogramLogProcessor", "-i"])
-        .arg(p.dir.join("a.hlog"))
+        .arg(dir.join("a.hlog"))
         .args(["-tag", "memcache", "-outputValueUnitRatio", "1000", "-o"])
         .arg(&out_prefix)
         .output()

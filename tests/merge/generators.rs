@@ -30,7 +30,8 @@ fn merged_counts_and_p99_come_from_one_histogram_of_all_samples() {
     let (ra, rb) = (&p.a["runs"][0], &p.b["runs"][0]);
     assert_eq!(u(ra, "requests"), 20000);
     assert_eq!(u(rb, "requests"), 40000);
-    let (code, merged, err) = merge(&[&p.dir.join("a.json"), &p.dir.join("b.json")]);
+    let dir = p.dir("pair-merge");
+    let (code, merged, err) = merge(&[&dir.join("a.json"), &dir.join("b.json")]);
     assert_eq!(code, 0, "{err}");
     let merged = merged.expect("merge printed JSON");
     assert_schema_valid(&merged);
@@ -84,9 +85,10 @@ fn merged_counts_and_p99_come_from_one_histogram_of_all_samples() {
 #[test]
 fn interval_logs_round_trip_and_sum_to_the_counted_requests() {
     let Some(p) = pair() else { return };
+    let dir = p.dir("pair-hlog");
     for (name, doc) in [("a", &p.a), ("b", &p.b)] {
         let r = &doc["runs"][0];
-        let text = std::fs::read(p.dir.join(format!("{name}.hlog"))).unwrap();
+        let text = std::fs::read(dir.join(format!("{name}.hlog"))).unwrap();
         let s = String::from_utf8_lossy(&text);
         assert!(
             s.starts_with("#[Histogram log format version 1.3]\n"),

@@ -1,6 +1,7 @@
 use std::io::{Cursor, Write};
 
 use super::*;
+use crate::test_dir::TempDir;
 
 fn ops(r: &mut TraceReader) -> Result<Vec<(Option<u64>, String)>, TraceError> {
     let mut v = Vec::new();
@@ -14,8 +15,7 @@ const TEXT: &str = "# header\n0,a,1,10,1,get,0\n\n0.5,b,1,10,1,set,5\r\n1,c,1,0,
 
 #[test]
 fn plain_and_zstd_files_read_the_same() {
-    let dir = std::env::temp_dir().join(format!("lg-trace-reader-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("lg-trace-reader");
     let plain = dir.join("t.csv");
     std::fs::write(&plain, TEXT).unwrap();
     // The magic number decides, not the name.
@@ -30,7 +30,6 @@ fn plain_and_zstd_files_read_the_same() {
     ];
     assert_eq!(ops(&mut TraceReader::open(&plain).unwrap()).unwrap(), want);
     assert_eq!(ops(&mut TraceReader::open(&z).unwrap()).unwrap(), want);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

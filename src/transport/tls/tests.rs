@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_dir::TempDir;
 use std::process::Command;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -19,15 +20,10 @@ fn openssl(dir: &Path, args: &str) {
 }
 
 /// A CA, a second CA that signed nothing, and a server certificate for localhost and
-/// 127.0.0.1, made with the openssl command as scripts/servers.sh makes them.
-fn certs() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(make_certs).clone()
-}
-
-fn make_certs() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadgen-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// 127.0.0.1, made with the openssl command as scripts/servers.sh makes them. Each test makes
+/// its own, in a directory removed when the test ends.
+fn certs() -> TempDir {
+    let dir = TempDir::new("loadgen-tls");
     let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
     for ca in ["ca", "wrong"] {
         openssl(
