@@ -142,7 +142,8 @@ struct RunArgs {
     /// Exit 3 when a run's verdict is not valid (see the `verdict` line of the report).
     #[arg(long)]
     strict: bool,
-    /// Ops and their weights, e.g. read=90,update=10 (ops: read, update, insert, delete, upsert).
+    /// Ops and their weights, e.g. read=90,update=10 (ops: read, update, insert, delete, upsert,
+    /// and mget:N, a multi-get of N keys as --batch N sends: read=50,mget:10=50).
     /// Updates and deletes take keys from --dist; inserts take new keys from --insert-from up.
     #[arg(long, default_value = "read=100", value_parser = Mix::parse)]
     mix: Mix,

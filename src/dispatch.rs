@@ -118,7 +118,7 @@ async fn run_shards(
         }
         kind = Some(driver.kind);
     }
-    let statements = plan.batch > 1;
+    let statements = plan.multi_get() > 0;
     let kind = kind.expect("a sharded target has a shard");
     match kind {
         DriverKind::PgWire => {

@@ -1,5 +1,6 @@
 //! The op mix (`--mix read=90,update=10`): which operation each request is, and where inserts
 //! take their keys. Reads are the default; a read-only mix draws no random number per request.
+//! `mget:N` is a read of N keys in one request (the target's multi-get, as `--batch N`).
 
 use crate::error::ConfigError;
 use crate::keys::Rng;
@@ -12,11 +13,20 @@ pub enum Op {
     Insert,
     Delete,
     Upsert,
+    /// A multi-get of `Mix::mget_keys` keys.
+    Mget,
 }
 
 impl Op {
-    pub const COUNT: usize = 5;
-    pub const ALL: [Op; Op::COUNT] = [Op::Read, Op::Update, Op::Insert, Op::Delete, Op::Upsert];
+    pub const COUNT: usize = 6;
+    pub const ALL: [Op; Op::COUNT] = [
+        Op::Read,
+        Op::Update,
+        Op::Insert,
+        Op::Delete,
+        Op::Upsert,
+        Op::Mget,
+    ];
 
     pub fn index(self) -> usize {
         self as usize
@@ -29,11 +39,12 @@ impl Op {
             Op::Insert => "insert",
             Op::Delete => "delete",
             Op::Upsert => "upsert",
+            Op::Mget => "mget",
         }
     }
 
     pub fn writes(self) -> bool {
-        self != Op::Read
+        !matches!(self, Op::Read | Op::Mget)
     }
 }
 
@@ -42,7 +53,12 @@ impl Op {
 pub struct Mix {
     weights: [u32; Op::COUNT],
     total: u64,
+    /// Keys per `mget` request (0 when the mix has none).
+    mget: usize,
 }
+
+/// Most keys one multi-get request may read (`--batch`, `mget:N`).
+pub const MAX_BATCH: usize = 1000;
 
 impl Default for Mix {
     fn default() -> Self {
@@ -54,7 +70,11 @@ impl Mix {
     pub fn only(op: Op) -> Mix {
         let mut weights = [0; Op::COUNT];
         weights[op.index()] = 1;
-        Mix { weights, total: 1 }
+        Mix {
+            weights,
+            total: 1,
+            mget: 0,
+        }
     }
 
     /// The ops a trace holds, weighted by their counts (`trace::feed::Survey::ops`).
@@ -68,25 +88,49 @@ impl Mix {
         let total = weights.iter().map(|&w| u64::from(w)).sum();
         match total {
             0 => Mix::default(),
-            _ => Mix { weights, total },
+            _ => Mix {
+                weights,
+                total,
+                mget: 0,
+            },
         }
     }
 
-    /// `read=90,update=10`: op=weight pairs, any subset, each op at most once.
+    /// `read=90,update=10`: op=weight pairs, any subset, each op at most once; `mget:10=20`
+    /// is a multi-get of 10 keys.
     pub fn parse(s: &str) -> Result<Mix, ConfigError> {
         let bad = |why: &str| {
-            format!("bad --mix '{s}': {why}; use op=weight pairs like read=90,update=10 (ops: read, update, insert, delete, upsert)")
+            format!("bad --mix '{s}': {why}; use op=weight pairs like read=90,update=10 (ops: read, update, insert, delete, upsert, mget:N for N keys per request)")
         };
         let mut weights = [0u32; Op::COUNT];
         let mut seen = [false; Op::COUNT];
+        let mut mget = 0;
         for part in s.split(',') {
             let (name, w) = part
                 .split_once('=')
                 .ok_or_else(|| bad(&format!("'{}' has no =weight", part.trim())))?;
+            let name = match name.trim().split_once(':') {
+                Some(("mget", n)) => {
+                    mget = n
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_BATCH).contains(n))
+                        .ok_or_else(|| {
+                            bad(&format!(
+                                "mget:{n} needs a number of keys from 1 to {MAX_BATCH}"
+                            ))
+                        })?;
+                    "mget"
+                }
+                _ if name.trim() == "mget" => {
+                    return Err(bad("mget needs its keys per request, as mget:10").into())
+                }
+                _ => name.trim(),
+            };
             let op = Op::ALL
                 .into_iter()
-                .find(|o| o.name() == name.trim())
-                .ok_or_else(|| bad(&format!("unknown op '{}'", name.trim())))?;
+                .find(|o| o.name() == name)
+                .ok_or_else(|| bad(&format!("unknown op '{name}'")))?;
             let w: u32 = w
                 .trim()
                 .parse()
@@ -107,12 +151,29 @@ impl Mix {
         if total == 0 {
             return Err(bad("every weight is 0").into());
         }
-        Ok(Mix { weights, total })
+        if weights[Op::Mget.index()] == 0 {
+            mget = 0;
+        }
+        Ok(Mix {
+            weights,
+            total,
+            mget,
+        })
+    }
+
+    /// Keys per `mget:N` request; 0 when the mix has none.
+    pub fn mget_keys(&self) -> usize {
+        self.mget
     }
 
     /// Only reads: results and metrics keep their read-only shape.
     pub fn read_only(&self) -> bool {
         self.weights[Op::Read.index()] as u64 == self.total
+    }
+
+    /// Some op writes (a multi-get does not).
+    pub fn writes(&self) -> bool {
+        self.ops().any(Op::writes)
     }
 
     /// The ops with a weight, in `Op::ALL` order.
@@ -128,7 +189,10 @@ impl Mix {
     pub fn name(&self) -> String {
         let parts: Vec<String> = self
             .ops()
-            .map(|o| format!("{}={}", o.name(), self.weights[o.index()]))
+            .map(|o| match o {
+                Op::Mget => format!("mget:{}={}", self.mget, self.weights[o.index()]),
+                _ => format!("{}={}", o.name(), self.weights[o.index()]),
+            })
             .collect();
         parts.join(",")
     }
@@ -220,10 +284,24 @@ mod tests {
             ("read=1,read=2", "given twice"),
             ("read=0,update=0", "every weight is 0"),
             ("", "no =weight"),
+            ("mget=1", "mget:10"),
+            ("mget:0=1", "from 1 to 1000"),
+            ("mget:1001=1", "from 1 to 1000"),
+            ("mget:x=1", "from 1 to 1000"),
+            ("get:3=1", "unknown op 'get:3'"),
         ] {
             let e = Mix::parse(bad).unwrap_err();
             assert!(e.contains(why) && e.starts_with("bad --mix"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn an_mget_op_carries_its_keys_per_request() {
+        let m = Mix::parse("read=50, mget:10=50").unwrap();
+        assert_eq!((m.mget_keys(), m.name()), (10, "read=50,mget:10=50".into()));
+        assert!(!m.read_only() && m.has(Op::Mget) && !Op::Mget.writes());
+        assert_eq!(Mix::parse(&m.name()).unwrap(), m);
+        assert_eq!(Mix::parse("read=1,mget:5=0").unwrap().mget_keys(), 0);
     }
 
     #[test]

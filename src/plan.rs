@@ -5,7 +5,7 @@ use crate::error::ConfigError;
 use std::time::Duration;
 
 use crate::keys::Dist;
-use crate::mix::Mix;
+use crate::mix::{Mix, Op};
 use crate::pacer::Arrival;
 use crate::timeouts::Timeouts;
 
@@ -125,8 +125,7 @@ impl Default for Plan {
     }
 }
 
-/// Most keys one multi-get request may read (`--batch`).
-pub const MAX_BATCH: usize = 1000;
+pub use crate::mix::MAX_BATCH;
 
 pub fn default_threads() -> usize {
     std::thread::available_parallelism()
@@ -208,14 +207,14 @@ impl Plan {
                 "--txn must be between 1 and 10000 writes per transaction".into(),
             ));
         }
-        if self.txn > 1 && self.mix.read_only() {
+        if self.txn > 1 && !self.mix.writes() {
             return Err(ConfigError(format!(
                 "--txn {} groups writes, and --mix {} has none: add writes (e.g. --mix read=50,update=50) or leave --txn out",
                 self.txn,
                 self.mix.name()
             )));
         }
-        if self.retries > 0 && self.mix.read_only() {
+        if self.retries > 0 && !self.mix.writes() {
             return Err(ConfigError(format!(
                 "--retries {} sends failed writes again, and --mix {} has none: add writes or leave --retries out",
                 self.retries,
@@ -244,13 +243,7 @@ impl Plan {
                 "--batch must be between 1 and {MAX_BATCH} keys per request"
             )));
         }
-        if self.batch > 1 && !self.mix.read_only() {
-            return Err(ConfigError(format!(
-                "--batch {} reads several keys per request, and --mix {} writes: use --mix read=100 (the default) with --batch",
-                self.batch,
-                self.mix.name()
-            )));
-        }
+        self.validate_multi_get()?;
         self.validate_trace()?;
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
@@ -262,12 +255,45 @@ impl Plan {
         Ok(())
     }
 
+    /// `--batch` and `mget:N`: what a multi-get cannot combine with.
+    fn validate_multi_get(&self) -> Result<(), ConfigError> {
+        if self.batch > 1 && self.mix.has(Op::Mget) {
+            return Err(ConfigError(format!(
+                "--batch {} and --mix {} both make multi-gets: use mget:N in --mix, or --batch with --mix read=100",
+                self.batch,
+                self.mix.name()
+            )));
+        }
+        if self.batch > 1 && !self.mix.read_only() {
+            return Err(ConfigError(format!(
+                "--batch {} reads several keys per request, and --mix {} writes: use --mix read=100 (the default) with --batch, or mget:{} in the mix",
+                self.batch,
+                self.mix.name(),
+                self.batch
+            )));
+        }
+        if self.mix.has(Op::Mget) && (self.txn > 1 || self.retries > 0) {
+            return Err(ConfigError(format!(
+                "--mix {} has multi-gets, which --txn and --retries do not group or send again: leave mget:N out of the mix, or --txn and --retries",
+                self.mix.name()
+            )));
+        }
+        // A multi-get's rows are checked against the loaded data, which writes change.
+        if self.verify && self.mix.has(Op::Mget) && self.mix.writes() {
+            return Err(ConfigError(format!(
+                "--verify checks a multi-get's rows against the loaded data, and --mix {} changes them: leave --verify out, or the writes",
+                self.mix.name()
+            )));
+        }
+        Ok(())
+    }
+
     /// What a replay cannot combine with: settings that draw requests from a formula; and a
     /// recording, one key per line, cannot hold multi-gets.
     fn validate_trace(&self) -> Result<(), ConfigError> {
-        if self.record_trace.is_some() && self.batch > 1 {
+        if self.record_trace.is_some() && self.multi_get() > 0 {
             return Err(ConfigError(
-                "--record-trace writes one key per request, and --batch sends several: leave one out".into(),
+                "--record-trace writes one key per request, and --batch or mget:N sends several: leave one out".into(),
             ));
         }
         let Some(t) = &self.trace else {
@@ -292,6 +318,15 @@ impl Plan {
             )));
         }
         Ok(())
+    }
+
+    /// Keys per multi-get request: `--batch N` (every request), or `mget:N` in `--mix` (those
+    /// requests); 0 when no request reads several keys.
+    pub fn multi_get(&self) -> usize {
+        match self.batch {
+            n if n > 1 => n,
+            _ => self.mix.mget_keys(),
+        }
     }
 
     /// Connections per thread: never more threads than connections, and spread evenly.
@@ -424,6 +459,24 @@ mod tests {
         let e = with(10, "read=9,update=1").validate().unwrap_err().0;
         assert!(e.contains("--mix read=9,update=1 writes"), "{e}");
         assert!(with(1, "read=9,update=1").validate().is_ok());
+        let e = with(10, "read=9,mget:5=1").validate().unwrap_err().0;
+        assert!(e.contains("both make multi-gets"), "{e}");
+        assert_eq!(with(1, "read=9,mget:5=1").multi_get(), 5);
+        assert_eq!(with(7, "read=1").multi_get(), 7);
+        assert_eq!(with(1, "read=1").multi_get(), 0);
+        assert!(with(1, "mget:5=1,update=1").validate().is_ok());
+        let verify = Plan {
+            verify: true,
+            ..with(1, "mget:5=1,update=1")
+        };
+        let e = verify.validate().unwrap_err().0;
+        assert!(e.starts_with("--verify checks a multi-get"), "{e}");
+        let retry = Plan {
+            retries: 1,
+            ..with(1, "read=1,mget:5=1")
+        };
+        let e = retry.validate().unwrap_err().0;
+        assert!(e.contains("has none"), "{e}");
     }
 
     #[test]

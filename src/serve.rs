@@ -77,7 +77,7 @@ impl Store {
             Op::Update => (present, Some(row)),
             Op::Insert => (!present, Some(row)),
             Op::Upsert => (true, Some(row)),
-            Op::Delete | Op::Read => (present, None),
+            Op::Delete | Op::Read | Op::Mget => (present, None),
         };
         if done {
             w.insert(id, new);
@@ -317,9 +317,10 @@ fn answer(store: &Store, stats: &ServerStats, uri: &hyper::Uri) -> Response<Full
     }
     if path == "/stats" {
         let mut body = format!(
-            "hits {}\nmisses {}\nrows {}\n",
+            "hits {}\nmisses {}\nmulti_get_keys {}\nrows {}\n",
             stats.hits.load(Ordering::Relaxed),
             stats.misses.load(Ordering::Relaxed),
+            stats.multi_keys.load(Ordering::Relaxed),
             store.rows()
         );
         for op in Op::ALL.into_iter().filter(|o| o.writes()) {
@@ -338,13 +339,16 @@ fn answer(store: &Store, stats: &ServerStats, uri: &hyper::Uri) -> Response<Full
 /// order asked; each id counted as a hit or a miss.
 fn answer_bulk(store: &Store, stats: &ServerStats, ids: &str) -> Response<Full<Bytes>> {
     let ids: Option<Vec<u64>> = ids.split(',').map(|i| i.parse().ok()).collect();
-    let Some(ids) = ids.filter(|i| i.len() <= crate::plan::MAX_BATCH) else {
+    let Some(ids) = ids.filter(|i| i.len() <= crate::mix::MAX_BATCH) else {
         return reply(
             StatusCode::BAD_REQUEST,
             Bytes::from_static(b"use GET /usr?ids=1,2,3 (at most 1000 ids)\n"),
         );
     };
     let mut body = Vec::with_capacity(ids.len() * 64);
+    stats
+        .multi_keys
+        .fetch_add(ids.len() as u64, Ordering::Relaxed);
     for id in ids {
         let Some(row) = store.get(id) else {
             stats.misses.fetch_add(1, Ordering::Relaxed);

@@ -12,6 +12,9 @@ pub struct ServerStats {
     pub misses: AtomicU64,
     /// Writes per op (`Op::index` order; reads are hits + misses), whatever they came to.
     pub writes: [AtomicU64; Op::COUNT],
+    /// The keys multi-gets read (counted in hits and misses too), so reads of one key and
+    /// multi-gets can be told apart.
+    pub multi_keys: AtomicU64,
 }
 
 impl ServerStats {
@@ -26,7 +29,9 @@ impl ServerStats {
             .iter()
             .map(|n| n.load(Ordering::Relaxed))
             .collect();
-        ops[Op::Read.index()] = self.lookups();
+        let multi = self.multi_keys.load(Ordering::Relaxed);
+        ops[Op::Read.index()] = self.lookups().saturating_sub(multi);
+        ops[Op::Mget.index()] = multi;
         ops
     }
 }

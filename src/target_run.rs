@@ -296,7 +296,10 @@ async fn preflight<T: Target>(
     target
         .writes(&plan.mix)
         .and_then(|()| target.txn(plan.txn))
-        .and_then(|()| target.batch(plan.batch))
+        .and_then(|()| match plan.multi_get() {
+            0 => Ok(()),
+            n => target.batch(n),
+        })
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
     // Only memcached and Redis keys expire.
     if plan.ttl > 0 && !matches!(target.kind(), "memcache" | "redis") {

@@ -39,8 +39,7 @@ fn comparison_over_embedded_postgres_and_memcached() {
     let Some(mc) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("loadgen-cmp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap(); // -o makes no directory
+    let dir = TempDir::new("loadgen-cmp"); // -o makes no directory
     let path = dir.join("cmp.json");
     let out = run(&[
         "run",
@@ -89,7 +88,6 @@ fn comparison_over_embedded_postgres_and_memcached() {
     let svg =
         std::fs::read_to_string(path.with_extension("svg")).expect("bar chart beside the JSON");
     assert_eq!(svg.matches("<rect x=").count(), 3);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// get_hits + get_misses from memcached's own `stats`, read by the test itself.
@@ -121,9 +119,7 @@ fn two_named_generators_on_one_memcached_and_their_merge_count_the_sum() {
     let Some(url) = server("LOADGEN_MC_URL") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("loadgen-mc-instances-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-mc-instances");
     let before = mc_lookups(&url);
     let children: Vec<_> = [("gen-a", "1"), ("gen-b", "2")]
         .iter()
@@ -174,7 +170,6 @@ fn two_named_generators_on_one_memcached_and_their_merge_count_the_sum() {
     assert_eq!(delta, sent, "memcached saw exactly what the two sent");
     assert_eq!(so["matches"], true, "{so}");
     assert_schema_valid(&doc);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--batch 10`: one `get k1 ... k10` per request over a key range half past the data set.
@@ -315,6 +310,21 @@ fn a_pool_gets_each_key_on_its_ketama_owner_in_prepare_and_in_a_run() {
     {
         assert_eq!((u(m, "delta"), u(m, "expected")), (*n, *n), "{m}");
         assert!(*n > 3000, "keys per server {moved:?}");
+    }
+    // `mget:10` in a mix next to one-key gets: the servers' own counts sum to the keys of both.
+    let before = gets();
+    let (code, doc, err) = mget_mix_run(&pool, "1-600");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let (reads, mgets) = (u(r, "ops.read.requests"), u(r, "ops.mget.requests"));
+    assert_eq!((reads + mgets, u(r, "error_total")), (2000, 0), "{r}");
+    assert_eq!(u(r, "keys.hits"), 10 * mgets, "{r}");
+    let moved: Vec<u64> = gets().iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(moved.iter().sum::<u64>(), reads + 10 * mgets, "{moved:?}");
+    let so = &r["server_observed"];
+    assert_eq!(so["matches"], true, "{so}");
+    for (m, n) in so["members"].as_array().unwrap().iter().zip(&moved) {
+        assert_eq!((u(m, "delta"), u(m, "expected")), (*n, *n), "{m}");
     }
     // Replies from several servers are taken in order: one request in flight per connection.
     let out = run(&["run", &pool, "-n", "10", "-p", "8"]);

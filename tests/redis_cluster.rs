@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 struct Nodes {
     children: Vec<Child>,
     ports: Vec<u16>,
-    dir: std::path::PathBuf,
+    /// Dropped after `drop` below has stopped the servers.
+    dir: TempDir,
 }
 
 impl Drop for Nodes {
@@ -21,7 +22,6 @@ impl Drop for Nodes {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -35,16 +35,14 @@ fn cli(port: u16, args: &[&str]) -> String {
 }
 
 fn start_cluster(first: u16) -> Nodes {
-    let dir = std::env::temp_dir().join(format!("loadgen-cluster-{}-{first}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let ports: Vec<u16> = (first..first + 3).collect();
     let mut nodes = Nodes {
         children: Vec::new(),
         ports: ports.clone(),
-        dir: dir.clone(),
+        dir: TempDir::new(&format!("loadgen-cluster-{first}")),
     };
     for p in &ports {
-        let conf = dir.join(format!("nodes-{p}.conf"));
+        let conf = nodes.dir.join(format!("nodes-{p}.conf"));
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -57,7 +55,7 @@ fn start_cluster(first: u16) -> Nodes {
             .arg("--cluster-config-file")
             .arg(&conf)
             .arg("--dir")
-            .arg(&dir)
+            .arg(nodes.dir.path())
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -101,6 +99,17 @@ fn gets(port: u16) -> u64 {
     info.lines()
         .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
         .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
+}
+
+/// keyspace_hits + keyspace_misses of one node: the keys its reads looked up.
+fn keyspace(port: u16) -> u64 {
+    let info = cli(port, &["info", "stats"]);
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    };
+    field("keyspace_hits:") + field("keyspace_misses:")
 }
 
 /// A cluster of our own whose rows 1..`rows` are loaded with `prepare`, and its URL.
@@ -213,6 +222,22 @@ fn a_cluster_gets_each_key_from_its_slots_master() {
     }
     assert_eq!(so["matches"], true, "{so}");
     assert_schema_valid(&doc);
+    // `mget:10` in a mix next to one-key GETs: the masters' own keyspace lookups sum to the
+    // keys of both.
+    let looked = || -> u64 { nodes.ports.iter().map(|p| keyspace(*p)).sum() };
+    let before = looked();
+    let (code, doc, err) = mget_mix_run(&url, "1-3000");
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let (reads, mgets) = (u(r, "ops.read.requests"), u(r, "ops.mget.requests"));
+    assert_eq!((reads + mgets, u(r, "error_total")), (2000, 0), "{r}");
+    assert_eq!(looked() - before, reads + 10 * mgets);
+    let so = &r["server_observed"];
+    assert_eq!(
+        (u(so, "delta"), so["matches"].clone()),
+        (reads + 10 * mgets, true.into()),
+        "{so}"
+    );
 }
 
 /// Slots moved from one master to another mid-run (`redis-cli --cluster reshard`): requests

@@ -90,9 +90,9 @@ impl Collector<'_> {
             )),
             ops: op_results(totals, window_s, &server),
             durability: BTreeMap::new(),
-            keys: (self.plan.batch > 1).then(|| {
+            keys: (self.plan.multi_get() > 0).then(|| {
                 let c = &totals.counts;
-                KeysResult::new(self.plan.batch, c.key_hits, c.key_misses, window_s)
+                KeysResult::new(self.plan.multi_get(), c.key_hits, c.key_misses, window_s)
             }),
             server_observed: server_observed(
                 server.0,
@@ -146,6 +146,11 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
             .filter(|&v| v != ServerCount::UNCOUNTED),
         _ => None,
     };
+    // A multi-get adds what the server counts per multi-get; every other request one.
+    let per_mget = match &server.1 {
+        Ok(Some(c)) => c.per_request.max(1),
+        _ => 1,
+    };
     Op::ALL
         .iter()
         .zip(&totals.ops)
@@ -159,7 +164,8 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                     a.saturating_sub(b),
                     (c, &o.warm),
                     op.name(),
-                    1,
+                    if op == Op::Mget { per_mget } else { 1 },
+                    None,
                 )),
                 _ => None,
             };
@@ -223,11 +229,18 @@ fn observed(
     (counts, warm): (&Counts, &Counts),
     what: &str,
     per: u64,
+    multi: Option<(&Counts, &Counts)>,
 ) -> ServerObserved {
     let connect =
         counts.errors[ErrorKind::Connect.index()] + warm.errors[ErrorKind::Connect.index()];
-    let expected = (counts.requests() + warm.requests() - connect) * per;
-    let unsure = (counts.error_total() + warm.error_total() - connect) * per;
+    let mut expected = (counts.requests() + warm.requests() - connect) * per;
+    let mut unsure = (counts.error_total() + warm.error_total() - connect) * per;
+    // With `mget:N` in a mix only its requests count `per`, the others one each (the op's
+    // own counts hold no connect errors: those are charged to no op).
+    if let Some((m, mw)) = multi {
+        expected = expected / per + (m.requests() + mw.requests()) * (per - 1);
+        unsure = unsure / per + (m.error_total() + mw.error_total()) * (per - 1);
+    }
     // A request sent again (`--retries`) reached the server once more.
     let retries = (counts.retries + warm.retries) * per;
     let ok = delta <= expected + retries && delta + unsure >= expected;
@@ -288,8 +301,14 @@ fn server_observed(
             let members = members_observed(&b.members, &a.members, unsure);
             let per = a.per_request.max(1);
             let what = if per > 1 { "key" } else { "lookup" };
-            let (expected, unsure) = (expected * per, unsure * per);
-            let mut o = observed(a.source, delta, (&totals.counts, &totals.warm), what, per);
+            let unsure = unsure * per;
+            let multi = totals
+                .ops
+                .get(Op::Mget.index())
+                .map(|o| (&o.counts, &o.warm));
+            let all = (&totals.counts, &totals.warm);
+            let mut o = observed(a.source, delta, all, what, per, multi);
+            let expected = o.expected;
             // SQL shards under --batch: each part of a split multi-get is a statement counted.
             if let (Some(pb), Some(pa)) = (b.parts, a.parts) {
                 let parts = pa.saturating_sub(pb);

@@ -21,8 +21,9 @@ pub struct ServerCount {
     pub epoch: Option<String>,
     /// Each server of a pool: its own count, and the requests loadgen sent it so far.
     pub members: Vec<MemberCount>,
-    /// What one request adds to `value`: 1, or with `--batch N` N where the server counts
-    /// the keys a multi-get read (memcached's get_hits+get_misses, Handler_read_key).
+    /// What one multi-get request (`--batch N`, `mget:N`) adds to `value` and to its op's
+    /// count: 1, or N where the server counts the keys it read (memcached's
+    /// get_hits+get_misses, Handler_read_key). Every other request adds 1.
     pub per_request: u64,
     /// A Redis Cluster: the redirects loadgen followed so far (MOVED, ASK, TRYAGAIN).
     pub redirects: Option<[u64; 3]>,
@@ -160,16 +161,14 @@ pub trait Target: Send + Sync + 'static {
         }
     }
 
-    /// Ok when this target can read `n` keys per request (`--batch`); Err is the one line
-    /// saying why not (preflight, exit 2). Targets with a multi-get override it.
+    /// Ok when this target can read `n` keys in one request (`--batch n`, `mget:n`); Err is the
+    /// one line saying why not (preflight, exit 2). Asked only of runs with multi-gets;
+    /// targets with a multi-get override it.
     fn batch(&self, n: usize) -> Result<(), SetupError> {
-        match n {
-            1 => Ok(()),
-            _ => Err(SetupError(format!(
-                "--batch {n}: this {} target has no multi-get in loadgen yet; leave --batch out (memcached, Redis, HandlerSocket and the default drivers of PostgreSQL and MariaDB have one)",
-                self.kind()
-            ))),
-        }
+        Err(SetupError(format!(
+            "{n} keys per request (--batch, mget:N): this {} target has no multi-get in loadgen yet; leave them out (memcached, Redis, HandlerSocket and the default drivers of PostgreSQL and MariaDB have one)",
+            self.kind()
+        )))
     }
 
     /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one

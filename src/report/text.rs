@@ -285,13 +285,18 @@ fn settings_line(set: &std::collections::BTreeMap<String, String>) -> String {
     set.join("  ")
 }
 
-/// A multi-get's keys (`--batch`), each found or not: the lines above count requests.
+/// A multi-get's keys (`--batch`, `mget:N`), each found or not: the lines above count requests.
 fn keys_line(r: &RunResult) -> String {
     r.keys.as_ref().map_or_else(String::new, |k| {
         format!(
-            "keys       {} ({} per request) = {} keys/s  hits {}  misses {}\n",
+            "keys       {} ({} per {}) = {} keys/s  hits {}  misses {}\n",
             thousands(k.keys),
             k.batch,
+            if r.ops.contains_key("mget") {
+                "mget"
+            } else {
+                "request"
+            },
             thousands(k.keys_per_s.round() as u64),
             thousands(k.hits),
             thousands(k.misses)

@@ -49,7 +49,8 @@ pub struct Settings {
     #[serde(default)]
     pub arrival: String,
     pub query: Option<String>,
-    /// `--mix` when it writes (`read=90,update=10`); absent for a read-only run.
+    /// `--mix` unless it is one-key reads only (`read=90,update=10`, `read=50,mget:10=50`);
+    /// absent for a read-only run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<String>,
     /// `--txn` when above 1 (writes per transaction); absent for autocommit.

@@ -335,7 +335,8 @@ impl MemberObserved {
     }
 }
 
-/// The keys of a run's multi-gets (`--batch N`): each request reads N keys, found or not.
+/// The keys of a run's multi-gets (`--batch N`, or `mget:N` in a mix, whose other requests'
+/// keys are not in it): each multi-get reads N keys, found or not.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KeysResult {
     /// Keys per request.

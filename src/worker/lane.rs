@@ -44,13 +44,18 @@ pub(super) struct Lane<T> {
     pub(super) depth: usize,
     pub(super) window: VecDeque<Slot>,
     group: Option<Group>,
-    /// `--batch`: keys per multi-get (0 without), and the keys of each one in flight, `batch`
-    /// per window place (request n's at n % depth), reused so no request allocates.
+    /// Keys per multi-get (`--batch`, `mget:N`; 0 without), and the keys of each one in
+    /// flight, `batch` per window place (request n's at n % depth), reused so no request
+    /// allocates. `every`: with `--batch` every request is one, else only `mget` requests.
     batch: usize,
+    every: bool,
     ring: Vec<u64>,
     ever_connected: bool,
     /// Requests sent (the pacer's index).
     n: u64,
+    /// Requests put in the window: request k's keys are at window place k % depth. Not `n`,
+    /// which also counts requests dropped after the warm-up, never sent.
+    placed: u64,
     /// Counted requests sent or failed to send (what the quota counts).
     counted: u64,
     backoff: Duration,
@@ -70,7 +75,7 @@ impl<T: Target> Lane<T> {
     pub(super) fn new(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>) -> Self {
         let plan = &ctx.plan;
         let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
-        let batch = if plan.batch > 1 { plan.batch } else { 0 };
+        let batch = plan.multi_get();
         Lane {
             requests: Requests::new(plan, &ctx.keys, ctx.inserts, index as u64),
             pacer: Pacer::new(
@@ -85,9 +90,11 @@ impl<T: Target> Lane<T> {
             window: VecDeque::with_capacity(depth),
             group: Group::new(plan.txn, plan.retries, depth),
             batch,
+            every: plan.batch > 1,
             ring: vec![0u64; batch * depth],
             ever_connected: false,
             n: 0,
+            placed: 0,
             counted: 0,
             backoff: plan.reconnect_backoff.0,
             request_timeout: plan.timeouts().request,
@@ -177,6 +184,7 @@ impl<T: Target> Lane<T> {
             if let Some(slot) = again.and_then(|g| g.again(&mut self.rec.borrow_mut())) {
                 c.send(&slot.req);
                 self.window.push_back(slot);
+                self.placed += 1;
                 continue;
             }
             if self.ctx.end_ns.is_some_and(|e| now >= e)
@@ -185,7 +193,7 @@ impl<T: Target> Lane<T> {
             {
                 break;
             }
-            let slot = self.n as usize % self.depth;
+            let slot = self.placed as usize % self.depth;
             let due = match self.due(now, slot) {
                 Due::At(d) => d,
                 Due::Wait(d) => {
@@ -203,7 +211,7 @@ impl<T: Target> Lane<T> {
             match (
                 self.ring
                     .get_mut(at..at + self.batch)
-                    .filter(|k| !k.is_empty()),
+                    .filter(|k| !k.is_empty() && (self.every || req.op == Op::Mget)),
                 self.trace.as_ref().filter(|t| t.named),
             ) {
                 (Some(keys), _) => {
@@ -225,6 +233,7 @@ impl<T: Target> Lane<T> {
                 warm,
             });
             self.n += 1;
+            self.placed += 1;
             self.counted += u64::from(!warm);
             self.left -= 1;
             if self.window.len() < self.depth && (self.pacer.is_paced() || self.trace.is_some()) {
@@ -294,12 +303,14 @@ impl<T: Target> Lane<T> {
         }
     }
 
-    /// The keys of the oldest multi-get in flight (empty without `--batch`): requests are sent
-    /// and answered in order, so it is request n - len.
+    /// The keys of the oldest request in flight when it is a multi-get (else empty): requests
+    /// are sent and answered in order, so it is the one placed len requests ago.
     #[inline]
     pub(super) fn front_keys(&self) -> &[u64] {
-        let at = ((self.n - self.window.len() as u64) as usize % self.depth) * self.batch;
-        &self.ring[at..at + self.batch]
+        let multi = self.every || self.window.front().is_some_and(|s| s.req.op == Op::Mget);
+        let n = if multi { self.batch } else { 0 };
+        let at = ((self.placed - self.window.len() as u64) as usize % self.depth) * self.batch;
+        &self.ring[at..at + n]
     }
 
     /// Counts the reply to the oldest request in flight (None: its timeout) at `done`; false

@@ -70,13 +70,13 @@ impl Requests {
         let key = if op == Op::Insert {
             self.inserted += 1;
             self.inserts.key(self.conn, self.conns, self.inserted - 1)
-        } else if op != Op::Read && self.written.is_some() {
+        } else if op.writes() && self.written.is_some() {
             let key = self.keys.next_key();
             self.own_key(key)
         } else {
             self.keys.next_key()
         };
-        if op == Op::Read {
+        if !op.writes() {
             // A key this connection did not write may hold any version another one wrote.
             let version = self.written.as_ref().map_or(0, |w| match w.get(&key) {
                 Some(&v) if v != Request::GONE && v & MAYBE != 0 => ANY_VERSION,

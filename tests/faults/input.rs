@@ -85,7 +85,19 @@ const BAD_INPUTS: &[(&[&str], &str)] = &[
     ),
     (
         &["run", "http://127.0.0.1:1/kv?id={key}", "--batch", "10", "-n", "10"],
-        "--batch 10 on HTTP sends GET /PATH?ids=",
+        "a multi-get of 10 keys (--batch, mget:N) on HTTP sends GET /PATH?ids=",
+    ),
+    (
+        &["run", "--mix", "read=1,mget=1"],
+        "mget needs its keys per request, as mget:10",
+    ),
+    (
+        &["run", "--mix", "read=1,mget:5=1", "--batch", "5"],
+        "both make multi-gets",
+    ),
+    (
+        &["run", "--mix", "mget:5=1,update=1", "--verify"],
+        "--verify checks a multi-get's rows",
     ),
     (&["merge", "/no/such/file.json"], "file.json"),
 ];
@@ -171,8 +183,7 @@ fn passwords_never_appear_in_any_output_or_file() {
         &format!("postgres://redact_probe:{SECRET}@"),
         1,
     );
-    let dir = std::env::temp_dir().join(format!("loadgen-redact-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("loadgen-redact");
     let json = dir.join("r.json");
     let log = dir.join("r.hlog");
     let out = Command::new(bin())
@@ -217,5 +228,4 @@ fn passwords_never_appear_in_any_output_or_file() {
     }
     assert!(!everything.contains(SECRET), "password leaked");
     psql(&url, "DROP OWNED BY redact_probe; DROP ROLE redact_probe");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -533,7 +533,7 @@ impl Codec for HsCodec {
     /// find-modify `D`, an insert `+` of (key, row). Upserts are refused in preflight.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         match req.op {
-            Op::Read => encode_find(self.index_id, req.key, out),
+            Op::Read | Op::Mget => encode_find(self.index_id, req.key, out),
             Op::Update | Op::Delete | Op::Upsert => {
                 encode_find(self.index_id, req.key, out);
                 out.pop();

@@ -94,7 +94,7 @@ impl HsTarget {
                 .map(str::to_string)
                 .or_else(|| std::env::var("LOADGEN_HS_SECRET").ok()),
             verify: plan.verify,
-            batch: plan.batch.max(1),
+            batch: plan.multi_get().max(1),
             mix: plan.mix.clone(),
             timeouts: plan.timeouts(),
             status,
@@ -197,14 +197,14 @@ impl Target for HsTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let t = &self.timeouts;
         let open = async {
-            let codec = match self.mix.read_only() {
-                true => HsCodec::new(0),
-                false => HsCodec::writing(0),
+            let codec = match self.mix.writes() {
+                false => HsCodec::new(0),
+                true => HsCodec::writing(0),
             };
             let mut conn =
                 StreamConn::connect(&self.endpoint, t.connect, None, codec, self.verify).await?;
             self.handshake(&mut conn).await?;
-            if !self.mix.read_only() {
+            if self.mix.writes() {
                 self.open_insert_index(&mut conn).await?;
             }
             Ok(conn)
@@ -270,7 +270,7 @@ impl Target for HsTarget {
             count.per_request = self.batch as u64;
             return Ok(Some(count));
         }
-        let finds = [Op::Read, Op::Update, Op::Delete];
+        let finds = [Op::Read, Op::Update, Op::Delete, Op::Mget];
         let one = match finds.iter().filter(|&&o| self.mix.has(o)).count() {
             1 => reads,
             _ => ServerCount::UNCOUNTED,
@@ -283,7 +283,8 @@ impl Target for HsTarget {
             source: "global status Handler_read_key, Handler_write".into(),
             ops,
             members: Vec::new(),
-            per_request: 1,
+            // An IN list reads the index once per key.
+            per_request: self.batch as u64,
             redirects: None,
             parts: None,
         }))

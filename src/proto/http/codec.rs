@@ -327,7 +327,7 @@ impl Codec for HttpCodec {
     /// none upserts); a delete a DELETE.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let method: &[u8] = match req.op {
-            Op::Read => b"GET ",
+            Op::Read | Op::Mget => b"GET ",
             Op::Delete => b"DELETE ",
             Op::Update | Op::Insert | Op::Upsert => b"PUT ",
         };
@@ -338,7 +338,7 @@ impl Codec for HttpCodec {
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(&self.host);
         match req.op {
-            Op::Read | Op::Delete => {}
+            Op::Read | Op::Mget | Op::Delete => {}
             op => {
                 // The row goes in a stack buffer first: its length leads it.
                 let mut body = [0u8; 160];

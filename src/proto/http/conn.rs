@@ -59,7 +59,7 @@ impl HttpTarget {
                 "https" => Some(crate::transport::direct(url)?),
                 _ => None,
             },
-            batch: plan.batch.max(1),
+            batch: plan.multi_get().max(1),
         })
     }
 }
@@ -145,9 +145,9 @@ impl Target for HttpTarget {
     /// `GET /usr?ids=k1,...,kN`: the bulk form `loadgen serve` answers (`codec/bulk.rs`), for
     /// a URL whose key is its last path segment.
     fn batch(&self, n: usize) -> Result<(), SetupError> {
-        if n > 1 && (!self.prefix.ends_with('/') || !self.suffix.is_empty()) {
+        if !self.prefix.ends_with('/') || !self.suffix.is_empty() {
             return Err(SetupError(format!(
-                "--batch {n} on HTTP sends GET /PATH?ids=k1,...,kN: use a URL whose key is its last path segment (http://host:port/PATH/{{key}}) with no query"
+                "a multi-get of {n} keys (--batch, mget:N) on HTTP sends GET /PATH?ids=k1,...,kN: use a URL whose key is its last path segment (http://host:port/PATH/{{key}}) with no query"
             )));
         }
         Ok(())

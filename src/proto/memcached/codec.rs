@@ -329,7 +329,7 @@ impl McCodec {
 /// reply, so writes pipeline as reads.
 fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(match req.op {
-        Op::Read => b"get ",
+        Op::Read | Op::Mget => b"get ",
         Op::Update => b"replace ",
         Op::Insert => b"add ",
         Op::Upsert => b"set ",

@@ -39,7 +39,7 @@ pub struct McTarget {
     keys: KeyFormat,
     verify: bool,
     connect_timeout: Duration,
-    /// Keys per request (`--batch`).
+    /// Keys per multi-get (`--batch`, `mget:N`).
     batch: usize,
 }
 
@@ -74,7 +74,7 @@ impl McTarget {
             mix: plan.mix.clone(),
             verify: plan.verify,
             connect_timeout: plan.timeouts().connect,
-            batch: plan.batch,
+            batch: plan.multi_get(),
         })
     }
 
@@ -278,6 +278,11 @@ impl Target for McTarget {
         };
         let mut ops = vec![sets; Op::COUNT];
         ops[Op::Read.index()] = c.gets;
+        ops[Op::Mget.index()] = c.gets;
+        if self.mix.has(Op::Read) && self.mix.has(Op::Mget) {
+            ops[Op::Read.index()] = ServerCount::UNCOUNTED;
+            ops[Op::Mget.index()] = ServerCount::UNCOUNTED;
+        }
         ops[Op::Delete.index()] = c.deletes;
         Ok(Some(ServerCount {
             epoch: None,
@@ -285,7 +290,7 @@ impl Target for McTarget {
             source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
             ops,
             members,
-            per_request: 1,
+            per_request: self.batch.max(1) as u64,
             redirects: None,
             parts: None,
         }))

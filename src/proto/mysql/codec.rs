@@ -77,6 +77,9 @@ pub struct MyCodec {
     groups: Option<Groups>,
     /// A multi-get's keys, sorted ([`KeyRows`]).
     sorted: Vec<u64>,
+    /// `mget:N` in a mix: the multi-get's own prepared statement and its column types; None
+    /// when the one statement is the multi-get (`--batch`) or there is none.
+    multi: Option<(u32, Vec<u8>)>,
 }
 
 impl MyCodec {
@@ -101,7 +104,15 @@ impl MyCodec {
             writes: [0; Op::COUNT],
             groups: None,
             sorted: Vec::new(),
+            multi: None,
         }
+    }
+
+    /// Multi-gets go to their own prepared statement `id`, whose result columns have `types`
+    /// (`mget:N` in a mix, next to one-key lookups).
+    pub fn with_multi_get(mut self, id: u32, types: &[u8]) -> MyCodec {
+        self.multi = Some((id, types.to_vec()));
+        self
     }
 
     /// The codec, grouping writes `n` per transaction (`txn`).
@@ -251,7 +262,10 @@ impl Codec for MyCodec {
     }
 
     fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
-        let id = u32::from_le_bytes(self.template[5..9].try_into().unwrap());
+        let id = match &self.multi {
+            Some((id, _)) => *id,
+            None => u32::from_le_bytes(self.template[5..9].try_into().unwrap()),
+        };
         encode_in(id, keys, out);
     }
 
@@ -263,7 +277,7 @@ impl Codec for MyCodec {
     ) -> Result<DecodedBatch, LookupError> {
         let mut sorted = std::mem::take(&mut self.sorted);
         let mut rows = KeyRows::new(keys, &mut sorted);
-        let types = &self.types;
+        let types = self.multi.as_ref().map_or(&self.types, |m| &m.1);
         let walked = self.walk(buf, |row, columns| {
             let cells = MyCells::new(row, columns, types);
             rows.add(cells.first_int(), |key| {

@@ -51,6 +51,10 @@ pub struct MyWireTarget {
     txn: usize,
     /// `--batch`: keys per request, each a placeholder of `sql` (`multi_get.rs`).
     batch: usize,
+    /// `mget:N` in the mix: N, its multi-get prepared as a statement of its own (0: none).
+    mget: usize,
+    /// One-key reads in the mix, next to `mget:N`: Com_stmt_execute cannot tell them apart.
+    reads: bool,
 }
 
 impl MyWireTarget {
@@ -75,9 +79,9 @@ impl MyWireTarget {
         // User, password and database exactly as the mysql_async driver resolves them
         // (URL, then $USER / MYSQL_PWD).
         let opts = mysql_opts(url, plan.timeouts().connect)?;
-        if plan.batch > 1 && plan.query.is_some() {
+        if plan.multi_get() > 0 && plan.query.is_some() {
             return Err(SetupError(
-                "--batch on MariaDB reads the usr table by `user_id IN (?, ..., ?)`; leave --query out"
+                "--batch and mget:N on MariaDB read the usr table by `user_id IN (?, ..., ?)`; leave --query out"
                     .into(),
             ));
         }
@@ -105,6 +109,8 @@ impl MyWireTarget {
             writes: writes::statements(plan)?,
             txn: plan.txn,
             batch: plan.batch.max(1),
+            mget: plan.mix.mget_keys(),
+            reads: plan.mix.has(Op::Read),
         })
     }
 
@@ -222,14 +228,18 @@ impl MyWireTarget {
             }
             ids.push((*op, w.statement_id));
         }
+        let mut codec = MyCodec::new(p.statement_id, shape, &types);
+        if self.mget > 0 {
+            let sql = super::multi_get::sql(self.mget);
+            let (m, types) = s.prepare(&sql, shape).await?;
+            codec = codec.with_multi_get(m.statement_id, &types);
+        }
         if !s.rbuf.is_empty() {
             return Err(fail("unexpected bytes from the server after the prepare"));
         }
         Ok(StreamConn::new(
             s.sock,
-            MyCodec::new(p.statement_id, shape, &types)
-                .with_writes(&ids)
-                .with_txn(self.txn),
+            codec.with_writes(&ids).with_txn(self.txn),
             self.verify,
         ))
     }
@@ -452,6 +462,15 @@ impl Target for MyWireTarget {
             }
         };
         let values = status_values(&rows, &names, &self.endpoint)?;
-        Ok(Some(count_of(false, &self.writes, &names, values)))
+        let mut count = count_of(false, &self.writes, &names, values);
+        // Reads are the executes that are not writes: one-key reads and multi-gets together.
+        if let (true, Some(&read)) = (self.mget > 0, count.ops.get(Op::Read.index())) {
+            let (r, m) = match self.reads {
+                true => (ServerCount::UNCOUNTED, ServerCount::UNCOUNTED),
+                false => (ServerCount::UNCOUNTED, read),
+            };
+            (count.ops[Op::Read.index()], count.ops[Op::Mget.index()]) = (r, m);
+        }
+        Ok(Some(count))
     }
 }

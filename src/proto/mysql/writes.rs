@@ -34,7 +34,7 @@ pub fn params(op: Op) -> &'static [Param] {
     match op {
         Op::Update => &[Name, Key],
         Op::Insert | Op::Upsert => &[Key, Name, Email, Created],
-        Op::Delete | Op::Read => &[Key],
+        Op::Delete | Op::Read | Op::Mget => &[Key],
     }
 }
 
@@ -44,7 +44,7 @@ pub fn default_sql(op: Op) -> &'static str {
         Op::Update => UPDATE,
         Op::Insert => INSERT,
         Op::Delete => DELETE,
-        Op::Upsert | Op::Read => UPSERT,
+        Op::Upsert | Op::Read | Op::Mget => UPSERT,
     }
 }
 
@@ -73,7 +73,7 @@ pub fn check(op: Op, sql: &str) -> Result<(), ConfigError> {
 pub fn describe(op: Op) -> &'static str {
     match op {
         Op::Update => "user_name, the key",
-        Op::Delete | Op::Read => "the key",
+        Op::Delete | Op::Read | Op::Mget => "the key",
         Op::Insert | Op::Upsert => "the key, user_name, user_email, created",
     }
 }

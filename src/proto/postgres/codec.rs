@@ -24,11 +24,10 @@
 
 use std::collections::VecDeque;
 
-use crate::dataset;
-use crate::decimal;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
 use crate::proto::key_rows::KeyRows;
+use crate::{dataset, decimal};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
 pub const STATEMENT: &str = "lg";
@@ -117,6 +116,8 @@ pub struct PgCodec {
     aborted: bool,
     /// A multi-get's keys, sorted ([`KeyRows`]).
     sorted: Vec<u64>,
+    /// `mget:N` in a mix: the multi-get's own statement and result columns (`multi_get.rs`).
+    multi: Option<(&'static str, Vec<ColumnKind>)>,
 }
 
 impl PgCodec {
@@ -155,7 +156,15 @@ impl PgCodec {
             done: 0,
             aborted: false,
             sorted: Vec::new(),
+            multi: None,
         }
+    }
+
+    /// `mget:N` in a mix: multi-gets go to their own `statement`, result column OIDs `columns`.
+    pub fn with_multi_get(mut self, statement: &'static str, columns: &[u32]) -> PgCodec {
+        let kinds = columns.iter().map(|&o| ColumnKind::from_oid(o));
+        self.multi = Some((statement, kinds.collect()));
+        self
     }
 
     /// Groups writes `txn` at a time into one transaction (`--txn`).
@@ -385,8 +394,8 @@ impl Codec for PgCodec {
         self.resync_if_needed(out);
         self.open += 1;
         self.unflushed = true;
-        let width = self.key_type.width();
-        multi_get::encode(STATEMENT, width, keys, out);
+        let name = self.multi.as_ref().map_or(STATEMENT, |m| m.0);
+        multi_get::encode(name, self.key_type.width(), keys, out);
     }
 
     fn decode_batch(
@@ -396,7 +405,7 @@ impl Codec for PgCodec {
         verify: bool,
     ) -> Result<DecodedBatch, LookupError> {
         // The rows are read with the column types while `walk` holds the codec.
-        let columns = std::mem::take(&mut self.columns);
+        let columns = std::mem::take(self.multi.as_mut().map_or(&mut self.columns, |m| &mut m.1));
         let mut sorted = std::mem::take(&mut self.sorted);
         let mut rows = KeyRows::new(keys, &mut sorted);
         let walked = self.walk(buf, |row| {
@@ -409,7 +418,7 @@ impl Codec for PgCodec {
         });
         let tally = rows.end();
         self.sorted = sorted;
-        self.columns = columns;
+        *self.multi.as_mut().map_or(&mut self.columns, |m| &mut m.1) = columns;
         let Some((n, ended)) = walked? else {
             return Ok(None);
         };

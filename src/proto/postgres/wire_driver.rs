@@ -49,7 +49,12 @@ pub struct PgWireTarget {
     txn: usize,
     /// Keys per request (`--batch`): the statement is `multi_get::SQL`.
     batch: bool,
+    /// `mget:N` in the mix: `multi_get::SQL` is prepared as a statement of its own.
+    mget: bool,
 }
+
+/// The multi-get's statement next to the lookup's (`mget:N` in a mix).
+const MGET_STATEMENT: &str = "lg_mget";
 
 impl PgWireTarget {
     /// The options this target reads from its URL's query: the tokio driver's.
@@ -65,9 +70,10 @@ impl PgWireTarget {
         let endpoint = super::endpoint(url)?;
         let tls = PgTls::new(url, &endpoint)?;
         let batch = plan.batch > 1;
-        if batch && plan.query.is_some() {
+        let mget = plan.mix.has(Op::Mget);
+        if (batch || mget) && plan.query.is_some() {
             return Err(SetupError(
-                "--batch on PostgreSQL reads the usr table by `user_id = ANY($1)`; leave --query out"
+                "--batch and mget:N on PostgreSQL read the usr table by `user_id = ANY($1)`; leave --query out"
                     .into(),
             ));
         }
@@ -86,6 +92,7 @@ impl PgWireTarget {
             writes: writes::statements(plan)?,
             txn: plan.txn,
             batch,
+            mget,
         })
     }
 
@@ -125,41 +132,62 @@ impl PgWireTarget {
             frontend::parse(writes::statement(*op), sql, [], &mut s.wbuf)
                 .map_err(|e| fail(format!("bad --query-{}: {e}", op.name())))?;
         }
+        if self.mget {
+            let sql = super::codec::multi_get::SQL;
+            frontend::parse(MGET_STATEMENT, sql, [], &mut s.wbuf).map_err(protocol)?;
+            frontend::describe(b'S', MGET_STATEMENT, &mut s.wbuf).expect("no NUL in the name");
+        }
         frontend::sync(&mut s.wbuf);
         s.send().await?;
         let mut key_type = Err(fail("the server did not describe the statement"));
+        // The lookup's columns, then the multi-get's when it has a statement of its own.
         let mut columns = Vec::new();
+        let mut mget_columns = Vec::new();
+        let mut described = 0;
         loop {
             match s.recv().await? {
                 Message::ParameterDescription(body) => {
                     let types: Vec<u32> = body.parameters().collect().map_err(protocol)?;
-                    key_type = match (self.batch, &types[..]) {
+                    let multi = self.batch || described > 0;
+                    let typed = match (multi, &types[..]) {
                         (true, [oid]) => super::codec::multi_get::element(*oid)
                             .and_then(KeyType::from_oid)
                             .ok_or_else(|| {
-                            fail("--batch: user_id must be an integer column (smallint, integer, bigint)")
+                            fail("--batch, mget:N: user_id must be an integer column (smallint, integer, bigint)")
                         }),
                         _ => key_type_of(&types),
                     };
+                    match described {
+                        0 => key_type = typed,
+                        _ => {
+                            typed?;
+                        }
+                    }
                 }
                 // The result columns' types: how the codec reads a row's cells.
                 Message::RowDescription(body) => {
-                    columns = body
+                    let oids = body
                         .fields()
                         .map(|f| Ok(f.type_oid()))
                         .collect()
                         .map_err(protocol)?;
+                    match described {
+                        0 => columns = oids,
+                        _ => mget_columns = oids,
+                    }
+                    described += 1;
                 }
                 Message::ReadyForQuery(_) => break,
                 // ParseComplete, or NoData (a --query that returns no rows)
+                Message::NoData => described += 1,
                 _ => {}
             }
         }
-        Ok(StreamConn::new(
-            s.sock,
-            PgCodec::new(key_type?, &columns).with_txn(self.txn),
-            self.verify,
-        ))
+        let mut codec = PgCodec::new(key_type?, &columns).with_txn(self.txn);
+        if self.mget {
+            codec = codec.with_multi_get(MGET_STATEMENT, &mget_columns);
+        }
+        Ok(StreamConn::new(s.sock, codec, self.verify))
     }
 
     async fn authenticate(&self, s: &mut Session, user: &str) -> Result<(), LookupError> {
@@ -363,15 +391,12 @@ impl Target for PgWireTarget {
 
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (config, tls) = (&self.config, &self.tls);
-        writes::server_count(
-            &self.counter,
-            config,
-            tls,
-            &self.sql,
-            &self.label,
-            &self.writes,
-        )
-        .await
+        // The multi-get's statement is counted as a write's is: by its own calls.
+        let mut counted = self.writes.clone();
+        if self.mget {
+            counted.push((Op::Mget, super::codec::multi_get::SQL.to_string()));
+        }
+        writes::server_count(&self.counter, config, tls, &self.sql, &self.label, &counted).await
     }
 }
 

@@ -29,7 +29,7 @@ pub fn default_sql(op: Op) -> &'static str {
         Op::Update => UPDATE,
         Op::Insert => INSERT,
         Op::Delete => DELETE,
-        Op::Upsert | Op::Read => UPSERT,
+        Op::Upsert | Op::Read | Op::Mget => UPSERT,
     }
 }
 
@@ -146,7 +146,7 @@ pub fn params(op: Op) -> usize {
     match op {
         Op::Update => 2,
         Op::Insert | Op::Upsert => 4,
-        Op::Delete | Op::Read => 1,
+        Op::Delete | Op::Read | Op::Mget => 1,
     }
 }
 
@@ -174,7 +174,7 @@ pub fn check(op: Op, sql: &str) -> Result<(), ConfigError> {
 fn describe(op: Op) -> &'static str {
     match op {
         Op::Update => "$1 the key, $2 user_name",
-        Op::Delete | Op::Read => "$1 the key",
+        Op::Delete | Op::Read | Op::Mget => "$1 the key",
         Op::Insert | Op::Upsert => "$1 the key, $2 user_name, $3 user_email, $4 created",
     }
 }
@@ -192,7 +192,7 @@ pub fn statement(op: Op) -> &'static str {
         Op::Update => "lg_update",
         Op::Insert => "lg_insert",
         Op::Delete => "lg_delete",
-        Op::Upsert | Op::Read => "lg_upsert",
+        Op::Upsert | Op::Read | Op::Mget => "lg_upsert",
     }
 }
 

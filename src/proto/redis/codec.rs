@@ -200,11 +200,11 @@ fn encode_ttl(req: &Request, key: &[u8], out: &mut Vec<u8>) {
 /// A read is `GET`; an update `SET k v XX`, an insert `SETNX k v` (its own command, so the
 /// server counts inserts apart from updates), an upsert `SET k v`; a delete `DEL k`.
 fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
-    if req.ttl > 0 && req.op != Op::Read && req.op != Op::Delete {
+    if req.ttl > 0 && req.op.writes() && req.op != Op::Delete {
         return encode_ttl(req, key, out);
     }
     let (head, args): (&[u8], _) = match req.op {
-        Op::Read => (b"*2\r\n$3\r\nGET\r\n", 0),
+        Op::Read | Op::Mget => (b"*2\r\n$3\r\nGET\r\n", 0),
         Op::Update => (b"*4\r\n$3\r\nSET\r\n", 2),
         Op::Insert => (b"*3\r\n$5\r\nSETNX\r\n", 1),
         Op::Upsert => (b"*3\r\n$3\r\nSET\r\n", 1),

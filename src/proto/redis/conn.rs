@@ -23,7 +23,7 @@ pub struct RedisTarget {
     login: Login,
     mix: Mix,
     verify: bool,
-    /// Keys per request (`--batch`).
+    /// Keys per multi-get (`--batch`, `mget:N`; 0 without).
     batch: usize,
     /// `--ttl`: writes carry an expiry, so an insert is `SET NX EX`, not SETNX.
     ttl: u32,
@@ -80,7 +80,7 @@ impl RedisTarget {
             login,
             mix: plan.mix.clone(),
             verify: plan.verify,
-            batch: plan.batch,
+            batch: plan.multi_get(),
             ttl: plan.ttl,
             cluster,
         })
@@ -219,42 +219,32 @@ impl Target for RedisTarget {
         Ok(())
     }
 
-    /// Reads are `cmdstat_get`; with a writing mix, inserts `cmdstat_setnx`, deletes
+    /// Reads are `cmdstat_get`, multi-gets `cmdstat_mget` (on a cluster, reads of both kinds
+    /// are the keys they read); with a writing mix, inserts `cmdstat_setnx`, deletes
     /// `cmdstat_del`, and updates and upserts `cmdstat_set` (inserts too, with `--ttl`): the
     /// count of whichever of them is in the mix, of none when several are.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let cluster = self.cluster().await.map_err(|e| e.message)?;
         let redirects = cluster.map(|c| c.map.followed());
-        if let (Some(c), true) = (cluster, self.batch > 1) {
-            // One MGET per slot of a request's keys: the masters count keys, not requests.
-            let mut members = Vec::with_capacity(c.logins.len());
-            let mut epochs = Vec::with_capacity(c.logins.len());
-            for (i, (l, sent)) in c.logins.iter().zip(c.routed.iter()).enumerate() {
-                let (n, epoch) = lookups(l).await.map_err(|e| e.message)?;
-                epochs.push(epoch.unwrap_or_default());
-                members.push(MemberCount {
-                    server: l.addr.clone(),
-                    value: n,
-                    sent: sent.load(Ordering::Relaxed),
-                    latency: Some(c.latency.of(i)),
-                });
+        let each = self
+            .calls_each(&["get", "set", "setnx", "del", "mget"])
+            .await?;
+        // On a cluster a multi-get is one MGET per slot of its keys: reads are counted in keys
+        // (keyspace_hits+misses, which writes do not touch), not calls.
+        let mut keys = Vec::new();
+        if let (Some(c), true) = (cluster, self.batch > 0) {
+            for l in &c.logins {
+                keys.push(lookups(l).await.map_err(|e| e.message)?.0);
             }
-            let sum = members.iter().map(|m| m.value).sum();
-            let mut count = ServerCount::reads(sum, "INFO stats keyspace_hits+keyspace_misses");
-            (count.epoch, count.members) = (Some(epochs.join(",")), members);
-            (count.per_request, count.redirects) = (self.batch as u64, redirects);
-            return Ok(Some(count));
         }
-        if self.batch > 1 {
-            // One MGET per request, whatever its keys.
-            let (c, epoch) = calls(&self.login, &["mget"]).await.map_err(|e| e.message)?;
-            let mut count = ServerCount::reads(c[0], "INFO commandstats cmdstat_mget.calls");
-            count.epoch = epoch;
-            return Ok(Some(count));
-        }
-        let each = self.calls_each(&["get", "set", "setnx", "del"]).await?;
+        let keyed = !keys.is_empty();
+        let reads_of = |i: usize, c: &[u64]| match keyed {
+            true => keys[i],
+            false => c[0] + c[4],
+        };
         let sum = |i: usize| each.iter().map(|(c, _)| c[i]).sum::<u64>();
-        let (get, set, setnx, del) = (sum(0), sum(1), sum(2), sum(3));
+        let (get, set, setnx, del, mget) = (sum(0), sum(1), sum(2), sum(3), sum(4));
+        let key_reads: u64 = keys.iter().sum();
         let epochs: Option<Vec<String>> = each.iter().map(|(_, e)| e.clone()).collect();
         let epoch = epochs.map(|e| e.join(","));
         // A cluster's masters one by one: each one's requests against what was routed to it.
@@ -264,15 +254,24 @@ impl Target for RedisTarget {
                 .enumerate()
                 .map(|(i, ((sent, (n, _)), (host, port)))| MemberCount {
                     server: format!("{host}:{port}"),
-                    value: n.iter().sum(),
+                    value: reads_of(i, n) + n[1] + n[2] + n[3],
                     sent: sent.load(Ordering::Relaxed),
                     latency: Some(c.latency.of(i)),
                 })
                 .collect(),
         };
+        let per_request = if keyed { self.batch as u64 } else { 1 };
         if self.mix.read_only() {
-            let mut count = ServerCount::reads(get, "INFO commandstats cmdstat_get.calls");
+            let mut count = match (keyed, self.batch > 0) {
+                (true, _) => {
+                    ServerCount::reads(key_reads, "INFO stats keyspace_hits+keyspace_misses")
+                }
+                // One MGET per request, whatever its keys.
+                (false, true) => ServerCount::reads(mget, "INFO commandstats cmdstat_mget.calls"),
+                (false, false) => ServerCount::reads(get, "INFO commandstats cmdstat_get.calls"),
+            };
             (count.epoch, count.members, count.redirects) = (epoch, members, redirects);
+            count.per_request = per_request;
             return Ok(Some(count));
         }
         // With `--ttl` an insert is a SET too (SETNX takes no expiry): counted with the others.
@@ -285,18 +284,32 @@ impl Target for RedisTarget {
             false => set,
         };
         let mut ops = vec![sets; Op::COUNT];
-        ops[Op::Read.index()] = get;
+        (ops[Op::Read.index()], ops[Op::Mget.index()]) = match keyed {
+            true if self.mix.has(Op::Read) => (ServerCount::UNCOUNTED, ServerCount::UNCOUNTED),
+            true => (key_reads, key_reads),
+            false => (get, mget),
+        };
         if self.ttl == 0 {
             ops[Op::Insert.index()] = setnx;
         }
         ops[Op::Delete.index()] = del;
+        let (reads, source) = match keyed {
+            true => (
+                key_reads,
+                "INFO stats keyspace_hits+keyspace_misses, commandstats calls of set, setnx, del",
+            ),
+            false => (
+                get + mget,
+                "INFO commandstats calls of get, mget, set, setnx, del",
+            ),
+        };
         Ok(Some(ServerCount {
             epoch,
-            value: get + set + setnx + del,
-            source: "INFO commandstats calls of get, set, setnx, del".into(),
+            value: reads + set + setnx + del,
+            source: source.into(),
             ops,
             members,
-            per_request: 1,
+            per_request,
             redirects,
             parts: None,
         }))

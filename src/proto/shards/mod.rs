@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::key_format::KeyFormat;
-use crate::mix::Mix;
+use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::proto::codec::Codec;
 use crate::proto::pipelined::StreamConn;
@@ -205,6 +205,10 @@ where
             c.members = members;
             if self.parts {
                 c.parts = Some(self.routed.iter().map(|r| r.load(Ordering::Relaxed)).sum());
+                // The shards count a multi-get's parts, not the multi-gets.
+                if let Some(m) = c.ops.get_mut(Op::Mget.index()) {
+                    *m = ServerCount::UNCOUNTED;
+                }
             }
             c
         }))
