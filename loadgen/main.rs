@@ -348,7 +348,8 @@ fn run_targets_help() -> String {
 /// Targets that are sets of servers, for both `run` and `prepare`.
 const SETS: &str = "Sets of servers: memcache://h1:p1,h2:p2 (a ketama pool), \
     redis://h:p?cluster=1 (a Redis Cluster), and SQL shards: consecutive URLs each with the ids \
-    it holds, postgres://h1/db?keys=1-500000 postgres://h2/db?keys=500001-1000000.";
+    it holds, postgres://h1/db?keys=1-500000 postgres://h2/db?keys=500001-1000000. A memcached \
+    proxy (twemproxy) is counted by the servers it fronts: memcache://proxy?behind=h1:p1,h2:p2.";
 
 /// The URL forms one protocol a line, its TLS form on the next: a list a person can scan.
 fn forms_list(loadable: bool) -> String {

@@ -436,3 +436,82 @@ fn a_slow_pool_server_shows_on_its_own_line() {
     assert!(max[2] > 50_000.0, "{max:?}");
     assert!(max[0] < max[2] / 2.0 && max[1] < max[2] / 2.0, "{max:?}");
 }
+
+/// twemproxy (Debian's nutcracker, ketama over md5) in front of three memcached: it answers
+/// no `stats`, so the count is read from the servers it fronts (`?behind=`). The proxy
+/// places every key where loadgen's ketama does (`prepare` of the pool, then every get
+/// through the proxy hits), and the three servers' own counts, read here, sum to the run's
+/// keys, one-key gets and multi-gets alike.
+#[test]
+fn a_proxy_is_counted_by_the_servers_behind_it() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let (_, addrs, ports) = memcached_pool(&url, 61, "proxytest:", "600");
+    let proxy_port = ports[2] + 1;
+    let dir = TempDir::new("loadgen-proxy");
+    let conf = dir.join("nc.yml");
+    let mut yml = format!(
+        "pool:\n  listen: 127.0.0.1:{proxy_port}\n  hash: md5\n  distribution: ketama\n  timeout: 2000\n  servers:\n"
+    );
+    for a in &addrs {
+        yml += &format!("   - {a}:1\n");
+    }
+    std::fs::write(&conf, yml).unwrap();
+    let mut proxy = std::process::Command::new("nutcracker")
+        .arg("-c")
+        .arg(&conf)
+        .args(["-s", &(proxy_port + 1).to_string(), "-a", "127.0.0.1", "-o"])
+        .arg(dir.join("nc.log"))
+        .spawn()
+        .expect("nutcracker (twemproxy) runs: scripts/servers.sh installs it with memcached");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", proxy_port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nutcracker did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let gets = || -> u64 {
+        addrs
+            .iter()
+            .map(|a| {
+                let m = format!("memcache://{a}");
+                memcached_stat(&m, "get_hits") + memcached_stat(&m, "get_misses")
+            })
+            .sum()
+    };
+    let through = format!(
+        "memcache://127.0.0.1:{proxy_port}?prefix=proxytest:&behind={}",
+        addrs.join(",")
+    );
+    let before = gets();
+    let (code, doc, err) = mget_mix_run(&through, "1-600");
+    let moved = gets() - before;
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    pool_down(&ports);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    let (reads, mgets) = (u(r, "ops.read.requests"), u(r, "ops.mget.requests"));
+    assert_eq!((reads + mgets, u(r, "error_total")), (2000, 0), "{r}");
+    assert_eq!(
+        (u(r, "ops.read.hits"), u(r, "keys.hits")),
+        (reads, 10 * mgets),
+        "every key on its ketama owner: {r}"
+    );
+    let keys = reads + 10 * mgets;
+    assert_eq!(moved, keys, "the fronted servers' own get_hits+get_misses");
+    let so = &r["server_observed"];
+    assert_eq!(
+        (u(so, "delta"), so["matches"].clone()),
+        (keys, true.into()),
+        "{so}"
+    );
+    assert!(
+        so["source"].as_str().unwrap().ends_with("behind the proxy"),
+        "{so}"
+    );
+    assert_eq!(r["verdict"]["valid"], true, "{}", r["verdict"]);
+}

@@ -29,6 +29,11 @@ pub struct McTarget {
     endpoint: Endpoint,
     /// Every server, in the pool's order (one without a pool).
     members: Vec<Endpoint>,
+    /// Where the server count is read: the members, or with `?behind=` the servers behind a
+    /// proxy (twemproxy answers no `stats`; the servers it fronts count what reached them).
+    counted: Vec<Endpoint>,
+    /// `?behind=` was given: the count is the fronted servers'.
+    proxied: bool,
     /// A pool's ketama ring.
     ring: Option<Arc<Ring>>,
     /// Requests routed to each server of a pool (empty without one), for its own count.
@@ -45,7 +50,7 @@ pub struct McTarget {
 
 impl McTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other).
-    pub const OPTIONS: &'static [&'static str] = &["prefix", KEY_FORMAT];
+    pub const OPTIONS: &'static [&'static str] = &["prefix", "behind", KEY_FORMAT];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<McTarget, SetupError> {
         let keys = match (url.param("prefix"), key_format(url, plan.key_format.as_ref())?) {
@@ -64,7 +69,24 @@ impl McTarget {
         };
         let (members, ring) = super::members(url)?;
         let pooled = if ring.is_some() { members.len() } else { 0 };
+        let counted = match url.param("behind") {
+            None => members.clone(),
+            Some(_) if pooled > 0 => {
+                return Err(SetupError(format!(
+                    "{}: ?behind= names the servers behind one proxy; a pool's servers are read themselves: leave ?behind= out",
+                    url.redacted()
+                )))
+            }
+            Some(list) => {
+                let behind = TargetUrl::parse(&format!("memcache://{list}")).map_err(|e| {
+                    SetupError(format!("?behind={list}: {e}; use ?behind=HOST:PORT,HOST:PORT"))
+                })?;
+                super::members(&behind)?.0
+            }
+        };
         Ok(McTarget {
+            proxied: url.param("behind").is_some(),
+            counted,
             routed: (0..pooled).map(|_| AtomicU64::new(0)).collect(),
             latency: ServerLatency::new(pooled),
             endpoint: members[0].clone(),
@@ -249,7 +271,7 @@ impl Target for McTarget {
     /// delete_misses and the storage ops share cmd_set: it is the count of the one of update,
     /// insert and upsert in the mix, or of none of them when the mix has several.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
-        let (c, each) = pool_counts(&self.members, self.connect_timeout).await?;
+        let (c, each) = pool_counts(&self.counted, self.connect_timeout).await?;
         // A pool's servers one by one: each one's requests against what was routed to it.
         let members: Vec<MemberCount> = self
             .routed
@@ -264,8 +286,14 @@ impl Target for McTarget {
                 latency: Some(self.latency.of(i)),
             })
             .collect();
+        let behind = if self.proxied {
+            " behind the proxy"
+        } else {
+            ""
+        };
         if self.mix.read_only() {
-            let mut r = ServerCount::reads(c.gets, "memcached get_hits+get_misses");
+            let source = format!("memcached get_hits+get_misses{behind}");
+            let mut r = ServerCount::reads(c.gets, source);
             (r.epoch, r.members) = (Some(c.epoch), members);
             // get_hits+get_misses counts keys: a multi-get adds its N.
             r.per_request = self.batch.max(1) as u64;
@@ -287,7 +315,9 @@ impl Target for McTarget {
         Ok(Some(ServerCount {
             epoch: None,
             value: c.gets + c.sets + c.deletes,
-            source: "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses".into(),
+            source: format!(
+                "memcached get_hits+get_misses, cmd_set, delete_hits+delete_misses{behind}"
+            ),
             ops,
             members,
             per_request: self.batch.max(1) as u64,
