@@ -457,32 +457,74 @@ fn reconnect_every_opens_a_session_per_n_requests() {
     assert_schema_valid(&doc);
 }
 
-/// `--batch 10` on the wire driver: one `user_id = ANY($1)` per request. PostgreSQL's own
-/// pg_stat_statements, read here, counts a call per request and a row per key found; with
-/// `--dist seq` no request asks for a key twice, so its rows are exactly loadgen's key hits.
+/// `--batch 10` on the wire driver: one `user_id = ANY($1)` per request, or with `?multi=in`
+/// one `user_id IN ($1, ..., $10)`. PostgreSQL's own pg_stat_statements, read here, counts a
+/// call of that statement per request and a row per key found; with `--dist seq` no request
+/// asks for a key twice, so its rows are exactly loadgen's key hits.
 #[test]
 fn multi_get_is_one_any_call_per_request_and_a_row_per_key_hit() {
-    let Some(url) = server("LOADGEN_PG_URL") else {
+    let Some(base) = server("LOADGEN_PG_URL") else {
         return;
     };
-    let any = "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id = ANY($1)";
+    let head = "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id";
+    let params: Vec<String> = (1..=10).map(|i| format!("${i}")).collect();
+    let forms = [
+        (base.clone(), format!("{head} = ANY($1)")),
+        (
+            format!("{base}?multi=in"),
+            format!("{head} IN ({})", params.join(", ")),
+        ),
+    ];
+    for (url, query) in &forms {
+        multi_get_counted(url, query);
+    }
+    // The tokio driver and a custom query say in one line that they have no multi-get.
+    for args in [
+        vec![
+            format!("{base}?driver=tokio"),
+            "--batch".into(),
+            "10".into(),
+        ],
+        vec![
+            base.clone(),
+            "--batch".into(),
+            "10".into(),
+            "--query".into(),
+            "SELECT user_name FROM usr WHERE user_id = $1".into(),
+        ],
+        vec![format!("{base}?multi=some"), "--batch".into(), "10".into()],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&[&["run"], &args[..], &["-n", "10"]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("--batch") || err.contains("multi=any"),
+            "{err}"
+        );
+    }
+}
+
+/// One `--batch 10` run against `url`, checked against the calls and rows of `query`.
+fn multi_get_counted(url: &str, query: &str) {
     let stats = || -> (u64, u64) {
         let sql = format!(
-            "SELECT coalesce(sum(calls), 0) || ' ' || coalesce(sum(rows), 0) FROM pg_stat_statements WHERE query = '{any}'"
+            "SELECT coalesce(sum(calls), 0) || ' ' || coalesce(sum(rows), 0) FROM pg_stat_statements WHERE query = '{query}'"
         );
-        let out = psql(&url, &sql);
+        let out = psql(url.split('?').next().unwrap(), &sql);
         let (c, r) = out.split_once(' ').unwrap();
         (c.parse().unwrap(), r.parse().unwrap())
     };
     let (calls0, rows0) = stats();
-    let (code, doc, err) = multi_get_seq_run(&url, "999001-1001000");
+    let (code, doc, err) = multi_get_seq_run(url, "999001-1001000");
     assert_eq!(code, 0, "{err}");
     let r = &doc["runs"][0];
     let (calls, rows) = (stats().0 - calls0, stats().1 - rows0);
     assert_eq!(u(r, "requests"), 2000, "{r}");
     assert_eq!(u(r, "error_total"), 0, "{r}");
     assert_eq!(u(r, "keys.keys"), 20_000, "{r}");
-    assert_eq!(calls, 2000, "pg_stat_statements calls of the ANY statement");
+    assert_eq!(calls, 2000, "pg_stat_statements calls of {query}");
     assert_eq!(
         u(r, "keys.hits"),
         rows,
@@ -495,22 +537,4 @@ fn multi_get_is_one_any_call_per_request_and_a_row_per_key_hit() {
     assert_eq!(so["source"], "pg_stat_statements.calls", "{so}");
     assert_eq!(u(so, "delta"), 2000, "{so}");
     assert_schema_valid(&doc);
-    // The tokio driver and a custom query say in one line that they have no multi-get.
-    for args in [
-        vec![format!("{url}?driver=tokio"), "--batch".into(), "10".into()],
-        vec![
-            url.clone(),
-            "--batch".into(),
-            "10".into(),
-            "--query".into(),
-            "SELECT user_name FROM usr WHERE user_id = $1".into(),
-        ],
-    ] {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = run(&[&["run"], &args[..], &["-n", "10"]].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains("--batch"), "{err}");
-    }
 }

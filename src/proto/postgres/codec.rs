@@ -19,14 +19,13 @@
 //! server has already rolled it back, so the codec only counts the requests the server skips
 //! and sends the Sync before the next request. Its writes go out with a Flush, so each is
 //! answered at once; the Sync goes with the Nth. A connection's last transaction, short of N
-//! writes when the run ends, gets its Sync then (`commit`).
-//! The handshake (startup, auth, Parse/Describe) lives in `wire_driver`.
+//! writes when the run ends, gets its Sync then (`commit`). The handshake: `wire_driver`.
 
 use std::collections::VecDeque;
 
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{Cell, Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
-use crate::proto::key_rows::KeyRows;
+use crate::proto::{key_rows::KeyRows, postgres::codec::multi_get::Form};
 use crate::{dataset, decimal};
 
 /// Name of the prepared statement `wire_driver` parses on each connection.
@@ -116,8 +115,8 @@ pub struct PgCodec {
     aborted: bool,
     /// A multi-get's keys, sorted ([`KeyRows`]).
     sorted: Vec<u64>,
-    /// `mget:N` in a mix: the multi-get's own statement and result columns (`multi_get.rs`).
-    multi: Option<(&'static str, Vec<ColumnKind>)>,
+    /// The multi-get's statement, result columns and form (`multi_get.rs`), when it has one.
+    multi: Option<(&'static str, Vec<ColumnKind>, Form)>,
 }
 
 impl PgCodec {
@@ -160,10 +159,10 @@ impl PgCodec {
         }
     }
 
-    /// `mget:N` in a mix: multi-gets go to their own `statement`, result column OIDs `columns`.
-    pub fn with_multi_get(mut self, statement: &'static str, columns: &[u32]) -> PgCodec {
-        let kinds = columns.iter().map(|&o| ColumnKind::from_oid(o));
-        self.multi = Some((statement, kinds.collect()));
+    /// Multi-gets go to `statement` (its own with `mget:N`), result column OIDs `columns`.
+    pub fn with_multi_get(mut self, m: (&'static str, &[u32], Form)) -> PgCodec {
+        let kinds = m.1.iter().map(|&o| ColumnKind::from_oid(o));
+        self.multi = Some((m.0, kinds.collect(), m.2));
         self
     }
 
@@ -394,8 +393,9 @@ impl Codec for PgCodec {
         self.resync_if_needed(out);
         self.open += 1;
         self.unflushed = true;
-        let name = self.multi.as_ref().map_or(STATEMENT, |m| m.0);
-        multi_get::encode(name, self.key_type.width(), keys, out);
+        let m = self.multi.as_ref();
+        let (name, form) = m.map_or((STATEMENT, Form::Any), |m| (m.0, m.2));
+        multi_get::encode_form(form, name, self.key_type.width(), keys, out);
     }
 
     fn decode_batch(

@@ -109,6 +109,7 @@ impl PgTarget {
         "sslcert",
         "sslkey",
         "options",
+        "multi",
     ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<PgTarget, SetupError> {

@@ -22,6 +22,7 @@ use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
 use crate::proto::codec::MAX_FRAME;
 use crate::proto::pipelined::StreamConn;
+use crate::proto::postgres::codec::multi_get::{element, sql, Form};
 use crate::proto::postgres::codec::{KeyType, PgCodec, ServerError, STATEMENT};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::explain_db;
@@ -49,8 +50,10 @@ pub struct PgWireTarget {
     txn: usize,
     /// Keys per request (`--batch`): the statement is `multi_get::SQL`.
     batch: bool,
-    /// `mget:N` in the mix: `multi_get::SQL` is prepared as a statement of its own.
-    mget: bool,
+    /// `mget:N` in the mix: its statement, prepared next to the lookup's.
+    mget: Option<String>,
+    /// How multi-gets bind their keys (`?multi=any`, the default, or `?multi=in`).
+    form: Form,
 }
 
 /// The multi-get's statement next to the lookup's (`mget:N` in a mix).
@@ -70,8 +73,20 @@ impl PgWireTarget {
         let endpoint = super::endpoint(url)?;
         let tls = PgTls::new(url, &endpoint)?;
         let batch = plan.batch > 1;
-        let mget = plan.mix.has(Op::Mget);
-        if (batch || mget) && plan.query.is_some() {
+        let form = match url.param("multi") {
+            None | Some("any") => Form::Any,
+            Some("in") => Form::In,
+            Some(other) => {
+                return Err(SetupError(format!(
+                    "multi={other} in the URL: use multi=any (user_id = ANY($1), the default) or multi=in (IN ($1, ..., $N))"
+                )))
+            }
+        };
+        let mget = plan
+            .mix
+            .has(Op::Mget)
+            .then(|| sql(form, plan.mix.mget_keys()));
+        if (batch || mget.is_some()) && plan.query.is_some() {
             return Err(SetupError(
                 "--batch and mget:N on PostgreSQL read the usr table by `user_id = ANY($1)`; leave --query out"
                     .into(),
@@ -81,7 +96,7 @@ impl PgWireTarget {
             config: pg_config(url, &endpoint, plan.timeouts().connect),
             endpoint,
             sql: match batch {
-                true => super::codec::multi_get::SQL.to_string(),
+                true => sql(form, plan.batch),
                 false => lookup_sql(plan)?,
             },
             verify: plan.verify,
@@ -93,6 +108,7 @@ impl PgWireTarget {
             txn: plan.txn,
             batch,
             mget,
+            form,
         })
     }
 
@@ -132,8 +148,7 @@ impl PgWireTarget {
             frontend::parse(writes::statement(*op), sql, [], &mut s.wbuf)
                 .map_err(|e| fail(format!("bad --query-{}: {e}", op.name())))?;
         }
-        if self.mget {
-            let sql = super::codec::multi_get::SQL;
+        if let Some(sql) = &self.mget {
             frontend::parse(MGET_STATEMENT, sql, [], &mut s.wbuf).map_err(protocol)?;
             frontend::describe(b'S', MGET_STATEMENT, &mut s.wbuf).expect("no NUL in the name");
         }
@@ -149,13 +164,9 @@ impl PgWireTarget {
                 Message::ParameterDescription(body) => {
                     let types: Vec<u32> = body.parameters().collect().map_err(protocol)?;
                     let multi = self.batch || described > 0;
-                    let typed = match (multi, &types[..]) {
-                        (true, [oid]) => super::codec::multi_get::element(*oid)
-                            .and_then(KeyType::from_oid)
-                            .ok_or_else(|| {
-                            fail("--batch, mget:N: user_id must be an integer column (smallint, integer, bigint)")
-                        }),
-                        _ => key_type_of(&types),
+                    let typed = match multi {
+                        true => multi_key_type(self.form, &types),
+                        false => key_type_of(&types),
                     };
                     match described {
                         0 => key_type = typed,
@@ -184,8 +195,11 @@ impl PgWireTarget {
             }
         }
         let mut codec = PgCodec::new(key_type?, &columns).with_txn(self.txn);
-        if self.mget {
-            codec = codec.with_multi_get(MGET_STATEMENT, &mget_columns);
+        if self.batch {
+            codec = codec.with_multi_get((STATEMENT, &columns, self.form));
+        }
+        if self.mget.is_some() {
+            codec = codec.with_multi_get((MGET_STATEMENT, &mget_columns, self.form));
         }
         Ok(StreamConn::new(s.sock, codec, self.verify))
     }
@@ -247,6 +261,21 @@ async fn scram(s: &mut Session, password: &[u8]) -> Result<(), LookupError> {
 }
 
 /// The key's encoding from the statement's parameter types; errors say what to change.
+/// The key type of a multi-get's parameters: an integer array's elements (`= ANY($1)`), or
+/// N integers of one type (`IN ($1, ..., $N)`).
+fn multi_key_type(form: Form, types: &[u32]) -> Result<KeyType, LookupError> {
+    let int = match (form, types) {
+        (Form::Any, [oid]) => element(*oid),
+        (Form::In, [first, ..]) if types.iter().all(|t| t == first) => Some(*first),
+        _ => None,
+    };
+    int.filter(|oid| matches!(oid, 20 | 21 | 23))
+        .and_then(KeyType::from_oid)
+        .ok_or_else(|| {
+            fail("--batch, mget:N: user_id must be an integer column (smallint, integer, bigint)")
+        })
+}
+
 fn key_type_of(types: &[u32]) -> Result<KeyType, LookupError> {
     match types {
         [] => Err(fail("--query has no parameter $1")),
@@ -393,8 +422,8 @@ impl Target for PgWireTarget {
         let (config, tls) = (&self.config, &self.tls);
         // The multi-get's statement is counted as a write's is: by its own calls.
         let mut counted = self.writes.clone();
-        if self.mget {
-            counted.push((Op::Mget, super::codec::multi_get::SQL.to_string()));
+        if let Some(sql) = &self.mget {
+            counted.push((Op::Mget, sql.clone()));
         }
         writes::server_count(&self.counter, config, tls, &self.sql, &self.label, &counted).await
     }

@@ -1,10 +1,72 @@
-//! PostgreSQL's multi-get (`--batch N`): the statement is `... WHERE user_id = ANY($1)` with
-//! the key column first, bound to one binary integer array of the N keys. The rows come in
-//! the index's order, one per distinct key found; each names its key in its first cell.
+//! PostgreSQL's multi-get (`--batch N`, `mget:N`): the statement is `... WHERE user_id =
+//! ANY($1)` with the key column first, bound to one binary integer array of the N keys, or
+//! with `?multi=in` `... WHERE user_id IN ($1, ..., $N)`, one binary integer per key. The rows
+//! come in the index's order, one per distinct key found; each names its key in its first cell.
 
 /// The multi-get of the data set's table.
 pub const SQL: &str =
     "SELECT user_id, user_name, user_email, created FROM usr WHERE user_id = ANY($1)";
+
+/// How a multi-get binds its keys (`?multi=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Form {
+    /// One array parameter, `= ANY($1)`: one statement whatever N is.
+    #[default]
+    Any,
+    /// One parameter per key, `IN ($1, ..., $N)`: what most ORMs send.
+    In,
+}
+
+/// The statement of a multi-get of `n` keys in `form`.
+pub fn sql(form: Form, n: usize) -> String {
+    match form {
+        Form::Any => SQL.to_string(),
+        Form::In => {
+            let params: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+            let head = SQL
+                .strip_suffix("= ANY($1)")
+                .expect("the multi-get ends in ANY");
+            format!("{head}IN ({})", params.join(", "))
+        }
+    }
+}
+
+/// Appends Bind and Execute of a multi-get of `keys` in `form`: the array, or one parameter
+/// per key (integers `width` bytes wide, binary results).
+pub fn encode_form(form: Form, statement: &str, width: usize, keys: &[u64], out: &mut Vec<u8>) {
+    match form {
+        Form::Any => encode(statement, width, keys, out),
+        Form::In => encode_in(statement, width, keys, out),
+    }
+}
+
+/// Appends Bind (one binary integer parameter per key, binary results) and Execute of prepared
+/// `statement`, whose N parameters are integers `width` bytes wide.
+fn encode_in(statement: &str, width: usize, keys: &[u64], out: &mut Vec<u8>) {
+    let bind = 1 + statement.len() + 1 + 4 + 2 + keys.len() * (4 + width) + 4;
+    out.push(b'B');
+    out.extend_from_slice(&(4 + bind as i32).to_be_bytes());
+    out.push(0); // unnamed portal
+    out.extend_from_slice(statement.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&[0, 1, 0, 1]); // one parameter format for all: binary
+    out.extend_from_slice(&(keys.len() as i16).to_be_bytes());
+    for &k in keys {
+        push_int(out, width, k);
+    }
+    out.extend_from_slice(&[0, 1, 0, 1]); // binary results
+    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+}
+
+/// One binary integer value with its length, `width` bytes wide.
+fn push_int(out: &mut Vec<u8>, width: usize, k: u64) {
+    out.extend_from_slice(&(width as i32).to_be_bytes());
+    match width {
+        2 => out.extend_from_slice(&(k as i16).to_be_bytes()),
+        4 => out.extend_from_slice(&(k as i32).to_be_bytes()),
+        _ => out.extend_from_slice(&(k as i64).to_be_bytes()),
+    }
+}
 
 /// The element type of an integer array type $1 (int2[], int4[], int8[]); None for any other.
 pub fn element(array_oid: u32) -> Option<u32> {
@@ -38,12 +100,7 @@ pub fn encode(statement: &str, width: usize, keys: &[u64], out: &mut Vec<u8>) {
         out.extend_from_slice(&v.to_be_bytes());
     }
     for &k in keys {
-        out.extend_from_slice(&(width as i32).to_be_bytes());
-        match width {
-            2 => out.extend_from_slice(&(k as i16).to_be_bytes()),
-            4 => out.extend_from_slice(&(k as i32).to_be_bytes()),
-            _ => out.extend_from_slice(&(k as i64).to_be_bytes()),
-        }
+        push_int(out, width, k);
     }
     out.extend_from_slice(&[0, 1, 0, 1]); // binary results
     out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
@@ -104,6 +161,27 @@ mod tests {
 
     fn codec() -> PgCodec {
         PgCodec::new(KeyType::Int8, &[20, 25, 25, 1114])
+    }
+
+    #[test]
+    fn the_in_form_binds_one_integer_per_key() {
+        assert!(sql(Form::In, 3).ends_with("WHERE user_id IN ($1, $2, $3)"));
+        assert_eq!(sql(Form::Any, 3), SQL);
+        let mut out = Vec::new();
+        encode_form(Form::In, "m", 8, &[7, 9], &mut out);
+        let bind_len = i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
+        assert_eq!(out.len(), 1 + bind_len + 10, "Bind, then a 10-byte Execute");
+        let body = &out[5..1 + bind_len];
+        let want = [
+            &b"\0m\0\0\x01\0\x01\0\x02"[..],
+            &8i32.to_be_bytes(),
+            &7i64.to_be_bytes(),
+            &8i32.to_be_bytes(),
+            &9i64.to_be_bytes(),
+            &[0, 1, 0, 1],
+        ]
+        .concat();
+        assert_eq!(body, &want[..]);
     }
 
     #[test]
