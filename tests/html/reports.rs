@@ -232,14 +232,14 @@ fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     );
 }
 
-/// A mix that writes: the per-op table shows each op's numbers as the JSON has them, the server's
-/// count beside loadgen's, and the durability the server reported; a read-only run's page has
-/// neither.
+/// A mix that writes (and multi-gets): the per-op table shows each op's numbers as the JSON has
+/// them, the server's count beside loadgen's, and the durability the server reported; a
+/// read-only run's page has neither.
 #[test]
 fn a_writing_mix_shows_each_op_and_the_durability_as_the_json_has_them() {
     let Some(browser) = chromium() else { return };
     let d = artifacts("mix");
-    const MIX: &str = "read=50,update=30,insert=10,delete=10";
+    const MIX: &str = "read=40,update=30,insert=10,delete=10,mget:5=10";
     let line = format!("run -n 20000 --mix {MIX} --keys 1-100000 -c 4 -p 4 -t 1 -q -o mix.json");
     ok(&lg_line(&d, &line), "mix run");
     let doc = read_json(&d.join("mix.json"));
@@ -248,7 +248,7 @@ fn a_writing_mix_shows_each_op_and_the_durability_as_the_json_has_them() {
     let dom = open(browser, &d.join("mix.html"));
     assert_runs_shown(&dom, &doc);
     let ops = doc["runs"][0]["ops"].as_object().unwrap();
-    assert_eq!(ops.len(), 4, "{ops:?}");
+    assert_eq!(ops.len(), 5, "{ops:?}");
     for (op, o) in ops {
         let id = |k: &str| format!("op-0-{op}-{k}");
         for k in ["requests", "qps", "hits", "misses"] {
@@ -273,7 +273,7 @@ fn a_writing_mix_shows_each_op_and_the_durability_as_the_json_has_them() {
         .skip(1)
         .map(|r| &r[..r.find('<').unwrap()])
         .collect();
-    assert_eq!(rows, ["read", "update", "insert", "delete"]);
+    assert_eq!(rows, ["read", "update", "insert", "delete", "mget"]);
     let (_, settings) = element(&dom, "settings");
     assert!(settings.contains(&format!(", mix {MIX}")), "{settings}");
     // The embedded server has no durability settings: the ones a PostgreSQL run reports.

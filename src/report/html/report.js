@@ -165,8 +165,8 @@
       `<table class="kv">${rows.join('')}</table>${samples}</section>`;
   }
 
-  // ------------------------------------------------------------------ per op of a mix that writes
-  const OPS = ['read', 'update', 'insert', 'delete', 'upsert'];
+  // ------------------------------------------------------------------ per op of a mix (writes, mget:N)
+  const OPS = ['read', 'update', 'insert', 'delete', 'upsert', 'mget'];
 
   // The server's count of one op beside loadgen's; the number shown first is the server's.
   function opServerCell(s, id) {
