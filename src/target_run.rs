@@ -211,10 +211,15 @@ async fn connect_workers<T: Target>(
     let nthreads = shares.len();
     let mut handles = Vec::new();
     let connect_started = Instant::now();
-    for share in shares {
+    let conns: Vec<usize> = shares.iter().map(|s| s.conns).collect();
+    for (share, tickets) in shares
+        .into_iter()
+        .zip(crate::transport::Turns::deal(&conns))
+    {
         let h = worker::spawn(
             target.clone(),
             share,
+            tickets,
             ready_tx.clone(),
             go_rx.clone(),
             tx.clone(),

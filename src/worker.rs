@@ -15,6 +15,7 @@ use crate::plan::Share;
 use crate::proto::codec::{Request, Tally};
 use crate::proto::target::{Conn, Target};
 use crate::recorder::{Recorder, Snapshot};
+use crate::transport::Ticket;
 
 /// The outcome of one worker's connect phase.
 #[derive(Debug, Default)]
@@ -49,6 +50,7 @@ fn busy<T>(ctx: &Ctx<T>, idle_from: u64) -> (u64, u64) {
 pub fn spawn<T: Target>(
     target: Arc<T>,
     share: Share,
+    tickets: Vec<Ticket>,
     ready: mpsc::UnboundedSender<Connected>,
     go: watch::Receiver<Option<Arc<Ctx<T>>>>,
     tx: mpsc::UnboundedSender<Snapshot>,
@@ -61,14 +63,15 @@ pub fn spawn<T: Target>(
                 .enable_all()
                 .on_thread_park(crate::idle::on_park)
                 .on_thread_unpark(crate::idle::on_unpark)
-                .build()
+                .build_local(tokio::runtime::LocalOptions::default())
                 .expect("worker runtime");
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, async move {
+            rt.block_on(async move {
                 // Connections are made here, on this thread's runtime, where they are used.
-                // A stop (Ctrl-C, SIGTERM) abandons the connects still waiting.
-                let connects =
-                    futures_util::future::join_all((0..share.conns).map(|_| target.connect()));
+                // A stop (Ctrl-C, SIGTERM) abandons the connects still waiting. Each holds its
+                // ticket of the run's connect order (transport/turns.rs).
+                let connects = futures_util::future::join_all(
+                    tickets.into_iter().map(|t| t.hold(target.connect())),
+                );
                 let results = tokio::select! {
                     r = connects => r,
                     _ = wait_true(stop.clone()) => return,

@@ -9,11 +9,25 @@ use tokio::net::{TcpStream, UnixStream};
 use super::endpoint::Endpoint;
 use super::stream::Stream;
 use super::tls::TlsClient;
+use super::turns::Ticket;
 use crate::outcome::{ErrorKind, LookupError};
 
 /// Connects within `timeout` (`Timeouts::connect`): a server whose listen backlog is full never
-/// answers the SYN, and that must be a clear error, not a hang.
+/// answers the SYN, and that must be a clear error, not a hang. In the connect phase the first
+/// connect of a target connection waits for its turn (`Ticket`), at most `timeout` more.
 pub async fn connect(ep: &Endpoint, timeout: Duration) -> Result<Stream, LookupError> {
+    let ticket = Ticket::take();
+    if let Some(t) = &ticket {
+        t.wait(timeout).await;
+    }
+    let made = open(ep, timeout).await;
+    if let Some(t) = ticket {
+        t.done(made.is_ok());
+    }
+    made
+}
+
+async fn open(ep: &Endpoint, timeout: Duration) -> Result<Stream, LookupError> {
     let sock = async {
         match ep {
             Endpoint::Tcp { host, port } => TcpStream::connect((host.as_str(), *port))

@@ -12,6 +12,7 @@ mod endpoint;
 mod listen;
 mod stream;
 mod tls;
+mod turns;
 
 pub use connect::{connect, connect_tls, explain, no_connection};
 pub use endpoint::Endpoint;
@@ -21,3 +22,4 @@ pub use tls::{
     alert_line, direct, OptionNames, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions, Verified,
     DIRECT_OPTIONS,
 };
+pub use turns::{Ticket, Turns};
