@@ -14,17 +14,12 @@ use crate::outcome::{ErrorKind, LookupError};
 
 /// Connects within `timeout` (`Timeouts::connect`): a server whose listen backlog is full never
 /// answers the SYN, and that must be a clear error, not a hang. In the connect phase the first
-/// connect of a target connection waits for its turn (`Ticket`), at most `timeout` more.
+/// connect of a target connection waits for its turn (`Ticket`).
 pub async fn connect(ep: &Endpoint, timeout: Duration) -> Result<Stream, LookupError> {
-    let ticket = Ticket::take();
-    if let Some(t) = &ticket {
-        t.wait(timeout).await;
+    match Ticket::take() {
+        Some(ticket) => ticket.connect(open(ep, timeout)).await,
+        None => open(ep, timeout).await,
     }
-    let made = open(ep, timeout).await;
-    if let Some(t) = ticket {
-        t.done(made.is_ok());
-    }
-    made
 }
 
 async fn open(ep: &Endpoint, timeout: Duration) -> Result<Stream, LookupError> {

@@ -5,19 +5,28 @@
 //! thread the same server threads, whatever the timing: a server thread serves one worker, so
 //! the pair can share a core instead of waking each other across cores, and no core idles
 //! while the other holds three threads.
-//! Only the TCP connect waits its turn; handshakes (TLS, auth) still overlap.
+//! Only the TCP connect waits its turn; handshakes (TLS, auth) still overlap. The order costs
+//! the connect phase at most `BUDGET`: a connect slower than `SLOW` (a far or dead server), or
+//! a phase that has spent the budget, frees every ticket at once.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+/// The longest the order may hold the connect phase up; past it every connect goes at once.
+const BUDGET: Duration = Duration::from_secs(1);
+/// A TCP connect that takes longer than this (a loopback or LAN one takes well under a
+/// millisecond) gives the order up rather than hold the others back.
+const SLOW: Duration = Duration::from_millis(100);
+
 /// One run's connect order, shared by its worker threads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Turns {
+    start: Instant,
     /// The ticket whose connect may go now.
     next: AtomicUsize,
     /// Order given up (a connect failed, or a turn took longer than the connect timeout): every
@@ -42,7 +51,12 @@ impl Turns {
     /// The tickets of every thread's connections, for threads holding `conns[j]` connections:
     /// connection k of thread j gets the place of (k, j) in (k, j) order.
     pub fn deal(conns: &[usize]) -> Vec<Vec<Ticket>> {
-        let turns = Arc::new(Turns::default());
+        let turns = Arc::new(Turns {
+            start: Instant::now(),
+            next: AtomicUsize::new(0),
+            free: AtomicBool::new(false),
+            moved: Notify::new(),
+        });
         let mut tickets: Vec<Vec<Ticket>> = conns.iter().map(|_| Vec::new()).collect();
         let most = conns.iter().copied().max().unwrap_or(0);
         let mut at = 0;
@@ -87,8 +101,8 @@ impl Ticket {
         TICKET.try_with(|t| t.take()).ok().flatten()
     }
 
-    /// Waits for this ticket's turn, at most `limit`; past it the order is given up.
-    pub(super) async fn wait(&self, limit: Duration) {
+    /// Waits for this ticket's turn (or for the order to be given up, or the budget spent).
+    pub(super) async fn wait(&self) {
         let turn = async {
             loop {
                 let moved = self.turns.moved.notified();
@@ -100,13 +114,32 @@ impl Ticket {
                 moved.await;
             }
         };
-        if tokio::time::timeout(limit, turn).await.is_err() {
+        let end = tokio::time::Instant::from_std(self.turns.start + BUDGET);
+        if tokio::time::timeout_at(end, turn).await.is_err() {
             self.turns.advance(self.at, false);
         }
     }
 
+    /// Runs this ticket's TCP connect; one slower than `SLOW` frees the others meanwhile.
+    pub(super) async fn connect<T, E>(
+        self,
+        open: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        self.wait().await;
+        tokio::pin!(open);
+        let made = tokio::select! {
+            made = &mut open => made,
+            _ = tokio::time::sleep(SLOW) => {
+                self.turns.advance(self.at, false);
+                open.await
+            }
+        };
+        self.done(made.is_ok());
+        made
+    }
+
     /// The connect is made (or failed: then the order is given up).
-    pub(super) fn done(mut self, ok: bool) {
+    fn done(mut self, ok: bool) {
         self.done = true;
         self.turns.advance(self.at, ok);
     }
@@ -131,11 +164,6 @@ mod tests {
         let t = Turns::deal(&[3, 2, 3]);
         let at: Vec<Vec<usize>> = t.iter().map(|v| v.iter().map(|t| t.at).collect()).collect();
         assert_eq!(at, vec![vec![0, 3, 6], vec![1, 4], vec![2, 5, 7]]);
-        for v in t {
-            for ticket in v {
-                std::mem::forget(ticket);
-            }
-        }
     }
 
     #[test]
@@ -155,10 +183,13 @@ mod tests {
                 let order = order.clone();
                 set.spawn(ticket.hold(async move {
                     let t = Ticket::take().unwrap();
-                    t.wait(Duration::from_secs(5)).await;
-                    order.lock().unwrap().push(t.at);
-                    tokio::task::yield_now().await;
-                    t.done(true);
+                    let at = t.at;
+                    t.connect(async {
+                        order.lock().unwrap().push(at);
+                        tokio::task::yield_now().await;
+                        Ok::<(), ()>(())
+                    })
+                    .await
                 }));
             }
             while set.join_next().await.is_some() {}
@@ -176,9 +207,47 @@ mod tests {
             let mut tickets = Turns::deal(&[3]).pop().unwrap();
             let last = tickets.pop().unwrap();
             drop(tickets); // the first two never connect
-            tokio::time::timeout(Duration::from_secs(1), last.wait(Duration::from_secs(60)))
+            tokio::time::timeout(Duration::from_millis(500), last.wait())
                 .await
                 .expect("the third connect went without waiting for the first two");
+        });
+    }
+
+    #[test]
+    fn a_connect_that_hangs_holds_the_others_back_no_longer_than_slow() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut tickets = Turns::deal(&[2]).pop().unwrap();
+            let second = tickets.pop().unwrap();
+            let first = tickets.pop().unwrap();
+            let hang = tokio::spawn(first.connect(async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok::<(), ()>(())
+            }));
+            let t0 = Instant::now();
+            second.wait().await;
+            assert!(t0.elapsed() < SLOW * 3, "waited {:?}", t0.elapsed());
+            hang.abort();
+        });
+    }
+
+    #[test]
+    fn the_order_gives_up_once_the_budget_is_spent() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut tickets = Turns::deal(&[2]).pop().unwrap();
+            let second = tickets.pop().unwrap();
+            let _first = tickets.pop().unwrap(); // held, never connects
+            let t0 = Instant::now();
+            second.wait().await;
+            assert!(t0.elapsed() >= BUDGET - Duration::from_millis(50));
+            assert!(t0.elapsed() < BUDGET * 2, "waited {:?}", t0.elapsed());
         });
     }
 }
