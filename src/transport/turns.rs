@@ -159,6 +159,13 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn tickets_are_dealt_round_robin_over_the_threads() {
         let t = Turns::deal(&[3, 2, 3]);
@@ -168,10 +175,7 @@ mod tests {
 
     #[test]
     fn connects_go_in_ticket_order_whatever_order_they_start_in() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = rt();
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         rt.block_on(async {
             let mut tickets = Turns::deal(&[2, 2]);
@@ -199,10 +203,7 @@ mod tests {
 
     #[test]
     fn a_failed_or_dropped_connect_frees_the_rest() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = rt();
         rt.block_on(async {
             let mut tickets = Turns::deal(&[3]).pop().unwrap();
             let last = tickets.pop().unwrap();
@@ -215,10 +216,7 @@ mod tests {
 
     #[test]
     fn a_connect_that_hangs_holds_the_others_back_no_longer_than_slow() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = rt();
         rt.block_on(async {
             let mut tickets = Turns::deal(&[2]).pop().unwrap();
             let second = tickets.pop().unwrap();
@@ -236,10 +234,7 @@ mod tests {
 
     #[test]
     fn the_order_gives_up_once_the_budget_is_spent() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = rt();
         rt.block_on(async {
             let mut tickets = Turns::deal(&[2]).pop().unwrap();
             let second = tickets.pop().unwrap();
