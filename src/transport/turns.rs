@@ -1,7 +1,7 @@
 //! The order in which a run's connections reach the server. The worker threads open their
 //! connections at the same time, but the TCP connects go out one at a time, dealt round robin
 //! over the threads: connection k of thread j is the (k·threads + j)-th. A server that hands
-//! its connections to its threads in turn (memcached, HandlerSocket) then gives each worker
+//! its connections to its threads in turn (memcached) then gives each worker
 //! thread the same server threads, whatever the timing: a server thread serves one worker, so
 //! the pair can share a core instead of waking each other across cores, and no core idles
 //! while the other holds three threads.
