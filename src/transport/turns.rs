@@ -29,8 +29,9 @@ pub struct Turns {
     start: Instant,
     /// The ticket whose connect may go now.
     next: AtomicUsize,
-    /// Order given up (a connect failed, or a turn took longer than the connect timeout): every
-    /// ticket goes at once, so a dead server costs one timeout, not one per connection.
+    /// Order given up (a connect failed or took longer than `SLOW`, a ticket was dropped unused,
+    /// or the phase spent `BUDGET`): every ticket goes at once, so a dead server costs one
+    /// timeout, not one per connection.
     free: AtomicBool,
     moved: Notify,
 }

@@ -45,7 +45,8 @@ pub(super) struct Lane<T> {
     pub(super) window: VecDeque<Slot>,
     group: Option<Group>,
     /// Keys per multi-get (`--batch`, `mget:N`; 0 without), and the keys of each one in
-    /// flight, `batch` per window place (see `placed`), reused so no request allocates. `every`: with `--batch` every request is one, else only `mget` requests.
+    /// flight, `batch` per window place (see `placed`), reused so no request allocates.
+    /// `every`: with `--batch` every request is one, else only `mget` requests.
     batch: usize,
     every: bool,
     ring: Vec<u64>,

@@ -77,13 +77,13 @@ fn run(conns: usize, requests: u64) -> Vec<(usize, char)> {
         plan,
     });
     let rec = Rc::new(RefCell::new(Recorder::new(0, false)));
+    // The runtime the worker threads run (worker.rs `spawn`): the turn-taking is its scheduler's.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
+        .build_local(tokio::runtime::LocalOptions::default())
         .unwrap();
-    let local = tokio::task::LocalSet::new();
     LOG.with(|l| l.borrow_mut().clear());
-    local.block_on(&rt, async {
+    rt.block_on(async {
         let tasks: Vec<_> = (0..conns)
             .map(|i| {
                 tokio::task::spawn_local(drive(ctx.clone(), i, rec.clone(), Some(Ready(i)), true))
