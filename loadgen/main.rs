@@ -504,7 +504,11 @@ fn cmd_repeat(path: &std::path::Path, targets_given: bool) -> Result<Exit, Error
         .chain(args)
         .chain(given)
         .collect();
-    let shown: Vec<String> = line.iter().map(|a| shell_word(a)).collect();
+    // Retyped beside --repeat, a target may carry its password: shown masked, as everywhere.
+    let shown: Vec<String> = line
+        .iter()
+        .map(|a| shell_word(&loadgen::url::redact_text(a)))
+        .collect();
     eprintln!("loadgen: repeating {}: {}", path.display(), shown.join(" "));
     let cli = Cli::try_parse_from(&line).map_err(|e| {
         let first = e.to_string().lines().next().unwrap_or_default().to_string();

@@ -111,7 +111,12 @@ impl LookupError {
         Self::new(
             ErrorKind::Verify,
             false,
-            format!("row for key {key} differs from the row derived from the key"),
+            // Most often the data set was written to since it was loaded: say how to restore it.
+            format!(
+                "row for key {key} differs from the row derived from the key: if writes (a write \
+                 mix, a trace, the tests) changed the data set since it was loaded, run \
+                 `loadgen prepare TARGET` again"
+            ),
         )
     }
 }

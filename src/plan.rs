@@ -243,8 +243,9 @@ impl Plan {
                 "--batch must be between 1 and {MAX_BATCH} keys per request"
             )));
         }
-        self.validate_multi_get()?;
+        // A trace's mix is its own ops, never typed: what clashes with a trace is said first.
         self.validate_trace()?;
+        self.validate_multi_get()?;
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
                 return Err(ConfigError(
@@ -368,8 +369,11 @@ impl Plan {
 /// `30s`, `500ms`, `2m`, `1h`, `250us`, `1.5ms`, `1m30s` (humantime's units), or a bare number
 /// of seconds (`1.5`), at most 10^9 s.
 pub fn parse_duration(s: &str) -> Result<Duration, ConfigError> {
-    let bad =
-        || format!("bad duration '{s}': use a number with a unit, like 30s, 500ms, 2m, 250us");
+    let bad = || {
+        format!(
+            "bad duration '{s}': use a number of seconds (10, 1.5) or a number with a unit (30s, 500ms, 2m, 250us)"
+        )
+    };
     let t = s.trim();
     let d = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         Duration::try_from_secs_f64(t.parse().map_err(|_| bad())?).map_err(|_| bad())?
@@ -500,6 +504,10 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        // One rule, said in the error too: a bare number is seconds.
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        let e = parse_duration("5x").unwrap_err().0;
+        assert!(e.contains("a number of seconds (10, 1.5)"), "{e}");
     }
 
     #[test]

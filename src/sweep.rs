@@ -7,7 +7,7 @@ use crate::dispatch::{run_target, Embedded};
 use crate::error::ConfigError;
 use crate::plan::Plan;
 use crate::proto::target::SetupError;
-use crate::result::{RunResult, SloResult, SloStep, SweepResult, SweepStep};
+use crate::result::{RunResult, SloResult, SloStep, StepServer, SweepResult, SweepStep};
 
 /// `--slo p99=1ms`: which percentile, and its bound in microseconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +92,10 @@ pub async fn sweep(
             ops: r.ops.iter().map(|(op, o)| (op.clone(), o.qps)).collect(),
             verdict: r.verdict.clone(),
             client_cpu_us: r.client_cpu.per_request_us,
+            server: r.server_observed.as_ref().map(|o| StepServer {
+                delta: o.delta,
+                matches: o.matches,
+            }),
         });
         label.clone_from(&r.target);
         kind.clone_from(&r.kind);

@@ -32,11 +32,12 @@ pub async fn run<T: Target>(
     let machine_before = (crate::machine::Stat::read(), Instant::now());
     // --server-pid or the embedded server as given; else whoever listens where the target
     // connects.
+    // A set's servers, or a proxy and the servers behind it, are all the server's processes.
     let server = match &control.server {
-        ServerProcess::Unknown(_) if target.is_set() => {
-            ServerProcess::locate_all(&target.endpoints().await)
-        }
-        ServerProcess::Unknown(_) => ServerProcess::locate(target.endpoint()),
+        ServerProcess::Unknown(_) => match target.endpoints().await {
+            all if all.len() > 1 => ServerProcess::locate_all(&all),
+            _ => ServerProcess::locate(target.endpoint()),
+        },
         given => given.clone(),
     };
     let server_cpu_before = server.cpu_ns();

@@ -1,7 +1,9 @@
 //! The verdict on a run: whether its numbers can be trusted, judged once from its result and
 //! shown wherever the numbers are (JSON `verdict`, the text report's `verdict` line, merge).
 
-use crate::result::{RunResult, SweepStep, TimelineRow, Verdict};
+use crate::result::{
+    sent_text, ClientCpu, RunResult, ServerObserved, SweepStep, TimelineRow, Verdict,
+};
 
 /// Lag p99 above this means the generator sent late (a paced run fell behind its schedule).
 /// A backlog at the end worth more than this much of the schedule means the same.
@@ -20,13 +22,16 @@ pub const CPU_RISE_BOUND: f64 = 1.5;
 /// The verdict on one run, from its result alone.
 pub fn judge(r: &RunResult) -> Verdict {
     let mut why = Vec::new();
+    if r.interrupted {
+        why.push(format!(
+            "interrupted: stopped after {:.2}s of the measured window{}; the numbers describe a shorter run than asked",
+            r.duration_s,
+            if r.server_observed.is_none() { ", before the server's count was read" } else { "" }
+        ));
+    }
     let c = &r.client_cpu;
     if c.saturated {
-        why.push(format!(
-            "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% (>= 90%); add -t threads or -p pipelining",
-            c.busiest * 100.0,
-            c.utilization * 100.0
-        ));
+        why.push(saturated(c, r.machine_load.as_ref().map(|m| m.cores)));
     }
     if let Some(rate) = &r.rate {
         if rate.achieved < rate.asked * 0.99 {
@@ -54,12 +59,8 @@ pub fn judge(r: &RunResult) -> Verdict {
         }
     }
     if let Some(so) = &r.server_observed {
-        if !so.matches {
-            let seen = so.delta.map_or("unknown".into(), |d| d.to_string());
-            why.push(format!(
-                "server count differs: {} counted {seen}, loadgen {}",
-                so.source, so.expected
-            ));
+        if let Some(w) = server_count(so) {
+            why.push(w);
         }
     }
     if r.error_total > 0 || r.reconnects > 0 {
@@ -98,6 +99,56 @@ pub fn judge(r: &RunResult) -> Verdict {
         ));
     }
     Verdict::from(why)
+}
+
+/// The saturation reason, with advice that fits: a thread that was ready but got no core is
+/// the machine's limit (more threads cannot help), and threads beyond the cores add nothing.
+fn saturated(c: &ClientCpu, cores: Option<usize>) -> String {
+    let what = format!(
+        "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% on a core (>= 90%)",
+        c.busiest * 100.0,
+        c.utilization * 100.0
+    );
+    let cores = cores.unwrap_or(0);
+    let advice = if c.busiest >= SATURATED && c.utilization < WAITED_FOR_A_CORE {
+        format!(
+            "the worker threads were ready to run but waited for a core{}: give the client cores of its own (taskset) or another machine; more -t cannot help",
+            match cores {
+                0 => String::new(),
+                n => format!(" (the server and the client share {n} cores)"),
+            }
+        )
+    } else if c.threads > 0 && cores > 0 && c.threads >= cores {
+        format!("every one of the {cores} cores has a worker thread: add -p pipelining, or run the client on more cores or machines")
+    } else {
+        "add -t threads or -p pipelining".to_string()
+    };
+    format!("{what}; {advice}")
+}
+
+/// A thread busy (not parked) this share of the run or more holds its connections back.
+const SATURATED: f64 = 0.9;
+
+/// Busy but on a core for less than this share: the threads mostly waited for a core.
+const WAITED_FOR_A_CORE: f64 = 0.5;
+
+/// The server-count reason, named for what it is: a count that differs, one that cannot be
+/// compared (a restart), or one that could not be read.
+fn server_count(so: &ServerObserved) -> Option<String> {
+    if so.matches {
+        return None;
+    }
+    let note = so.note.as_deref().unwrap_or("");
+    Some(match so.delta {
+        _ if so.not_comparable => format!("server count not comparable: {note}"),
+        None => format!("server count unavailable: {note}"),
+        Some(_) if !note.is_empty() => format!("server count differs: {}: {note}", so.source),
+        Some(d) => format!(
+            "server count differs: {} counted {d}, loadgen sent {}",
+            so.source,
+            sent_text(so.expected, so.unknown, |n| n.to_string())
+        ),
+    })
 }
 
 /// The first measured intervals differ from the rest by more than 10%: the warm-up ended
@@ -164,6 +215,7 @@ mod tests {
             ops: Default::default(),
             verdict: Verdict::from(reasons.iter().map(|r| r.to_string()).collect()),
             client_cpu_us: cpu_us,
+            server: None,
         }
     }
 

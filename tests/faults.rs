@@ -282,6 +282,16 @@ fn sigterm_also_stops_and_keeps_results() {
         serde_json::from_slice(&out.stdout).expect("the report is printed");
     assert_eq!(doc["interrupted"], true);
     assert!(u(&doc["runs"][0], "hits") > 0);
+    // Stopped short, the run says so in its verdict (it may have other reasons too).
+    let v = &doc["runs"][0]["verdict"];
+    assert_eq!(v["valid"], false, "{v}");
+    assert!(
+        v["reasons"].as_array().unwrap().iter().any(|r| r
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted: stopped after")),
+        "{v}"
+    );
 }
 
 #[test]
@@ -327,4 +337,11 @@ fn max_errors_ends_the_run_early_with_exit_1_and_keeps_results() {
         "what was measured before the failure is kept"
     );
     assert!(u(r, "error_total") >= 20);
+    // The line gives the count the outcomes give, not the one seen when the limit was hit.
+    let stopped = r["stopped_early"].as_str().unwrap();
+    assert!(
+        stopped.contains(&format!("; {} errors in all", u(r, "error_total"))),
+        "{stopped} / {}",
+        u(r, "error_total")
+    );
 }

@@ -31,6 +31,42 @@ fn memcached_verify_full_range() {
     assert_eq!(u(r, "error_total"), 0);
 }
 
+/// A row changed since `prepare` (our own prefix and key): the verify error says how to
+/// restore the data set.
+#[test]
+fn a_changed_row_fails_verify_and_says_to_prepare_again() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let pool = format!("{url}?prefix=verifyhint:");
+    let out = run(&["prepare", &pool, "--rows", "3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let addr = url.trim_start_matches("memcache://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    s.write_all(b"set verifyhint:2 0 0 7\r\nchanged\r\nquit\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(reply.starts_with("STORED"), "{reply}");
+    let (code, doc, err) = run_json(&[
+        &pool, "-n", "30", "-c", "1", "--keys", "1-3", "--dist", "seq", "--verify",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let r = &doc["runs"][0];
+    assert_eq!((u(r, "hits"), u(r, "errors.verify")), (20, 10), "{r}");
+    let sample = r["error_samples"][0].as_str().unwrap();
+    assert!(sample.contains("row for key 2 differs"), "{sample}");
+    assert!(
+        sample.contains("run `loadgen prepare TARGET` again"),
+        "{sample}"
+    );
+}
+
 #[test]
 fn comparison_over_embedded_postgres_and_memcached() {
     let Some(pg) = server("LOADGEN_PG_URL") else {
@@ -486,6 +522,11 @@ fn a_proxy_is_counted_by_the_servers_behind_it() {
         "memcache://127.0.0.1:{proxy_port}?prefix=proxytest:&behind={}",
         addrs.join(",")
     );
+    // The servers' own pids, read before the run: the processes the run must charge.
+    let pids: Vec<String> = ports
+        .iter()
+        .map(|p| servers(&["pid", &format!("memcached_{p}")]))
+        .collect();
     let before = gets();
     let (code, doc, err) = mget_mix_run(&through, "1-600");
     let moved = gets() - before;
@@ -513,5 +554,22 @@ fn a_proxy_is_counted_by_the_servers_behind_it() {
         so["source"].as_str().unwrap().ends_with("behind the proxy"),
         "{so}"
     );
-    assert_eq!(r["verdict"]["valid"], true, "{}", r["verdict"]);
+    // The proxy and the servers behind it are the server's processes: their CPU is the
+    // server's, not "other processes" of the machine.
+    let process = r["server_cpu"]["process"].as_str().unwrap_or_default();
+    assert!(
+        process.contains(&format!("(pid {})", proxy.id())),
+        "{process}"
+    );
+    for pid in &pids {
+        assert!(
+            process.contains(&format!("memcached (pid {pid})")),
+            "{process}"
+        );
+    }
+    // The machine's other work may still make it invalid, but never the servers behind.
+    for why in r["verdict"]["reasons"].as_array().unwrap() {
+        let why = why.as_str().unwrap();
+        assert!(why.starts_with("machine disturbed"), "{why}");
+    }
 }

@@ -367,3 +367,61 @@ fn failures_never_print_the_secret() {
         &[WRONG, &env.hs_secret],
     );
 }
+
+/// `run --repeat`: the result holds no password, so a user retypes the target (secret and all)
+/// or sets the server's variable (REDISCLI_AUTH for Redis, PGPASSWORD, MYSQL_PWD). The
+/// `repeating ...` line, the report and the new result hold none of them.
+#[test]
+fn a_repeat_never_prints_the_password() {
+    let Some(env) = setup() else { return };
+    let dir = TempDir::new("secrets-repeat");
+    for (url, var, pw) in [
+        (&env.redis, "REDISCLI_AUTH", REDIS_PW),
+        (&env.pg, "PGPASSWORD", PG_PW),
+        (&env.my, "MYSQL_PWD", MY_PW),
+    ] {
+        let first = dir.path().join("first.json");
+        let again = dir.path().join("again.json");
+        let out = loadgen()
+            .args(["run", url, "-n", "200", "-c", "1", "-q", "--format", "json"])
+            .arg("-o")
+            .arg(&first)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+        let mut outputs = vec![("first.json".to_string(), read(&first))];
+        // The target retyped with its password beside --repeat.
+        let retyped = loadgen()
+            .arg("run")
+            .arg("--repeat")
+            .arg(&first)
+            .arg(url)
+            .arg("-o")
+            .arg(&again)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&retyped);
+        assert_eq!(retyped.status.code(), Some(0), "{url}: {stderr}");
+        assert!(stderr.contains("loadgen: repeating"), "{stderr}");
+        outputs.push(("retyped stdout".into(), stdout));
+        outputs.push(("retyped stderr".into(), stderr));
+        outputs.push(("again.json".into(), read(&again)));
+        // No target given: the file's (password masked, so dropped) with the password from
+        // the server's own variable.
+        let from_env = loadgen()
+            .arg("run")
+            .arg("--repeat")
+            .arg(&first)
+            .env(var, pw)
+            .args(["--format", "json", "-o", "-"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&from_env);
+        assert_eq!(from_env.status.code(), Some(0), "{var}: {stderr}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(u(&doc, "runs.0.requests"), 200, "{stdout}");
+        outputs.push((format!("{var} stdout"), stdout));
+        outputs.push((format!("{var} stderr"), stderr));
+        assert_clean(&outputs, &[pw]);
+    }
+}

@@ -258,4 +258,19 @@ fn a_bad_trace_is_one_line_exit_2_before_anything_is_sent() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("-n/--requests"), "{stderr}");
+    // A trace of reads and writes with --batch: the clash is named, not a --mix never typed.
+    std::fs::write(&path, "1,k,1,5,1,get,0\n1,k,1,5,1,set,0\n").unwrap();
+    let out = run(&[
+        "run",
+        "--trace",
+        path.to_str().unwrap(),
+        "--batch",
+        "5",
+        "-q",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("which --batch would change"), "{stderr}");
+    assert!(!stderr.contains("--mix"), "{stderr}");
 }

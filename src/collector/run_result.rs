@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::proto::target::MemberCount;
-use crate::result::{MemberObserved, Redirects};
+use crate::result::{count_matches, sent_text, MemberObserved, Redirects};
 
 impl Collector<'_> {
     /// The run's result, once every worker has stopped: `wall_ns` is when they had,
@@ -34,7 +34,14 @@ impl Collector<'_> {
             tls: None,
             started_at: connect.started_at,
             interrupted: self.interrupted,
-            stopped_early: self.stopped_early,
+            // The errors of the requests in flight when the run stopped count too: the line
+            // gives the run's final count, the one its outcomes show.
+            stopped_early: self.stopped_early.map(|reached| {
+                format!(
+                    "{reached}; {} errors in all, with the requests in flight when it stopped",
+                    totals.counts.error_total()
+                )
+            }),
             duration_s: round3(window_s),
             qps: if window_s > 0.0 {
                 round1(answered as f64 / window_s)
@@ -241,18 +248,22 @@ fn observed(
         expected = expected / per + (m.requests() + mw.requests()) * (per - 1);
         unsure = unsure / per + (m.error_total() + mw.error_total()) * (per - 1);
     }
-    // A request sent again (`--retries`) reached the server once more.
+    // A request sent again (`--retries`) reached the server once more; the send it follows
+    // failed, and may or may not have been counted.
     let retries = (counts.retries + warm.retries) * per;
-    let ok = delta <= expected + retries && delta + unsure >= expected;
+    let (expected, unknown) = (expected + retries, unsure + retries);
+    let ok = count_matches(delta, expected, unknown);
     ServerObserved {
         source,
         delta: Some(delta),
         expected,
+        unknown,
         matches: ok,
         not_comparable: false,
         note: (!ok).then(|| {
             format!(
-                "the server counted {delta} {what}s but loadgen sent {expected} (warm-up included)"
+                "the server counted {delta} {what}s but loadgen sent {} (warm-up included)",
+                sent_text(expected, unknown, |n| n.to_string())
             )
         }),
         before: None,
@@ -284,6 +295,7 @@ fn server_observed(
                 .unwrap_or_default(),
             delta: None,
             expected,
+            unknown: 0,
             matches: false,
             note: Some(why),
             not_comparable: true,
@@ -298,27 +310,26 @@ fn server_observed(
         (Ok(Some(b)), Ok(Some(a))) => {
             let delta = a.value.saturating_sub(b.value);
             let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
-            let members = members_observed(&b.members, &a.members, unsure);
             let per = a.per_request.max(1);
+            let members = members_observed(&b.members, &a.members, unsure * per);
             let what = if per > 1 { "key" } else { "lookup" };
-            let unsure = unsure * per;
             let multi = totals
                 .ops
                 .get(Op::Mget.index())
                 .map(|o| (&o.counts, &o.warm));
             let all = (&totals.counts, &totals.warm);
             let mut o = observed(a.source, delta, all, what, per, multi);
-            let expected = o.expected;
             // SQL shards under --batch: each part of a split multi-get is a statement counted.
             if let (Some(pb), Some(pa)) = (b.parts, a.parts) {
                 let parts = pa.saturating_sub(pb);
-                let unsure = unsure * a.members.len().max(1) as u64;
-                o.expected = parts;
-                o.matches = delta <= parts && delta + unsure >= parts;
+                let unknown = unsure * per * a.members.len().max(1) as u64;
+                (o.expected, o.unknown) = (parts, unknown);
+                o.matches = count_matches(delta, parts, unknown);
                 o.note = (!o.matches).then(|| {
-                    format!("the shards counted {delta} statements but loadgen sent {parts} (a multi-get is one per shard it reads; warm-up included)")
+                    format!("the shards counted {delta} statements but loadgen sent {} (a multi-get is one per shard it reads; warm-up included)", sent_text(parts, unknown, |n| n.to_string()))
                 });
             }
+            let (expected, unknown) = (o.expected, o.unknown);
             o.members = members;
             o.redirects = b
                 .redirects
@@ -327,7 +338,7 @@ fn server_observed(
             (o.before, o.after) = (Some(b.value), Some(a.value));
             if shared {
                 o.shared = true;
-                o.matches = delta + unsure >= expected;
+                o.matches = delta + unknown >= expected;
                 o.note = Some(if o.matches {
                     "includes the other generators' requests (--instance); `loadgen merge` \
                      of their results compares the server's count with their sum"
@@ -343,6 +354,7 @@ fn server_observed(
             source: "unavailable".into(),
             delta: None,
             expected,
+            unknown: 0,
             matches: false,
             note: Some(e.0.clone()),
             before: None,
@@ -370,6 +382,7 @@ fn members_observed(
         .map(|(a, b)| {
             let delta = a.value.saturating_sub(b.value);
             let expected = sent((a, b));
+            let unknown = unsure.min(expected);
             // The latencies between the two reads.
             // None when it answered nothing in between: no percentiles of nothing.
             let latency = a
@@ -387,7 +400,8 @@ fn members_observed(
                 server: a.server.clone(),
                 delta,
                 expected,
-                matches: delta <= expected && delta + unsure >= expected,
+                unknown,
+                matches: count_matches(delta, expected, unknown),
                 share: MemberObserved::share_of(expected, total),
                 latency: latency.as_ref().map(Percentiles::of),
                 histogram: latency.as_ref().map(encode_histogram),

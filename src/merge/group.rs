@@ -172,6 +172,7 @@ pub(super) fn merge_client_cpu(runs: &[&RunResult], all_requests: u64) -> Client
             .map(|r| r.client_cpu.busiest)
             .fold(0.0, f64::max),
         saturated: runs.iter().any(|r| r.client_cpu.saturated),
+        threads: runs.iter().map(|r| r.client_cpu.threads).sum(),
         // Weighted by each generator's CPU, when every one measured it.
         kernel_share: runs
             .iter()

@@ -2,8 +2,8 @@
 //! once when the generators shared it, added up when each had its own.
 
 use crate::result::{
-    decode_histogram, encode_histogram, ClientCpu, MemberObserved, OpResult, Percentiles,
-    RunResult, ServerCpu, ServerObserved,
+    count_matches, decode_histogram, encode_histogram, sent_text, ClientCpu, MemberObserved,
+    OpResult, Percentiles, RunResult, ServerCpu, ServerObserved,
 };
 
 /// The server's CPU charged once. Generators that ran together on one server each read all of
@@ -93,31 +93,35 @@ pub(super) fn merge_observed(
     } else {
         obs.iter().filter_map(|o| o.delta).sum()
     };
-    // Errors other than connect failures may or may not have reached the server.
+    // Errors other than connect failures may or may not have reached the server (a file from
+    // before `unknown` was recorded: its errors stand for it).
     let unsure: u64 = runs
         .iter()
-        .map(|r| r.error_total - r.errors.get("connect").copied().unwrap_or(0))
+        .zip(&obs)
+        .map(|(r, o)| {
+            o.unknown
+                .max(r.error_total - r.errors.get("connect").copied().unwrap_or(0))
+        })
         .sum();
-    // A request sent again (`--retries`) reached the server once more.
-    let retries: u64 = runs.iter().map(|r| r.retries).sum();
-    let matches = delta <= expected + retries && delta + unsure >= expected;
+    let matches = count_matches(delta, expected, unsure);
     Some(ServerObserved {
         source: first.source.clone(),
         delta: Some(delta),
         expected,
+        unknown: unsure,
         matches,
         note: (!matches).then(|| {
-            format!("the server counted {delta} but the generators sent {expected} together (warm-up included)")
+            format!(
+                "the server counted {delta} but the generators sent {} together (warm-up included)",
+                sent_text(expected, unsure, |n| n.to_string())
+            )
         }),
         before: None,
         after: None,
         shared: false,
         not_comparable: obs.iter().any(|o| o.not_comparable),
         members: merge_members(&obs, shared, unsure),
-        redirects: obs
-            .iter()
-            .filter_map(|o| o.redirects)
-            .reduce(|a, b| a + b),
+        redirects: obs.iter().filter_map(|o| o.redirects).reduce(|a, b| a + b),
     })
 }
 
@@ -143,7 +147,8 @@ fn merge_members(obs: &[&ServerObserved], shared: bool, unsure: u64) -> Vec<Memb
     }
     let total: u64 = merged.iter().map(|m| m.expected).sum();
     for m in &mut merged {
-        m.matches = (shared || m.delta <= m.expected) && m.delta + unsure >= m.expected;
+        m.unknown = unsure.min(m.expected);
+        m.matches = (shared || m.delta <= m.expected) && m.delta + m.unknown >= m.expected;
         m.share = MemberObserved::share_of(m.expected, total);
         // Each server's latency over every generator: their histograms added.
         let parts = obs.iter().flat_map(|o| &o.members);
@@ -201,6 +206,7 @@ pub(super) fn sum_observed(
         source: obs[0].source.clone(),
         delta: obs.iter().map(|o| o.delta).sum(),
         expected: obs.iter().map(|o| o.expected).sum(),
+        unknown: obs.iter().map(|o| o.unknown).sum(),
         matches: obs.iter().all(|o| o.matches),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         before: None,

@@ -228,7 +228,10 @@ pub fn sweep_table(sw: &SweepResult) -> String {
             format!("10k {w}s")
         );
     }
-    let _ = writeln!(head, "  {:>9}  {:>9}  {:>8}", "p50", "p99", "errors");
+    // The server's own count of each step, where one was read.
+    let counted = sw.steps.iter().any(|st| st.server.is_some());
+    let _ = write!(head, "  {:>9}  {:>9}  {:>8}", "p50", "p99", "errors");
+    let _ = writeln!(head, "{}", if counted { "  server count" } else { "" });
     out.push_str(&head);
     for st in &sw.steps {
         let _ = write!(
@@ -251,9 +254,18 @@ pub fn sweep_table(sw: &SweepResult) -> String {
                 per_10k
             );
         }
+        let server = match &st.server {
+            _ if !counted => String::new(),
+            None => format!("  {:>12}", "-"),
+            Some(s) => {
+                let n = s.delta.map_or("n/a".into(), thousands);
+                let word = if s.matches { "matches" } else { "DIFFERS" };
+                format!("  {:>12}", format!("{n} {word}"))
+            }
+        };
         let _ = writeln!(
             out,
-            "  {:>9}  {:>9}  {:>8}{}",
+            "  {:>9}  {:>9}  {:>8}{server}{}",
             micros(st.p50_us),
             micros(st.p99_us),
             thousands(st.errors),
@@ -328,7 +340,8 @@ pub fn render_run(r: &RunResult) -> String {
         c.per_request_us,
         c.utilization * 100.0,
         if c.saturated {
-            "  WARNING: loadgen itself is the likely bottleneck (add -t threads or -p pipelining)"
+            // What helps depends on why (the cores, the threads): the verdict line says.
+            "  WARNING: loadgen itself is the likely bottleneck (the verdict says what helps)"
         } else {
             ""
         }
@@ -478,8 +491,13 @@ fn op_lines(r: &RunResult) -> Vec<String> {
         .map(|(name, o)| {
             let server = match &o.server_observed {
                 Some(so) => match so.delta {
-                    Some(d) if so.matches => format!("  server {}, matches", thousands(d)),
-                    Some(d) => format!("  server {}  WARNING: counts differ", thousands(d)),
+                    // The server's count holds the warm-up's requests too: said beside it.
+                    Some(d) => format!(
+                        "  server {} (sent {}, warm-up included){}",
+                        thousands(d),
+                        crate::result::sent_text(so.expected, so.unknown, thousands),
+                        if so.matches { ", matches" } else { "  WARNING: counts differ" }
+                    ),
                     None => String::new(),
                 },
                 None => String::new(),

@@ -17,10 +17,10 @@ pub use file::{Machine, ResultFile, Settings, TraceSettings};
 pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histogram};
 pub use percentiles::Percentiles;
 pub use run::{
-    ClientCpu, KeysResult, MemberObserved, OpResult, RateResult, Redirects, RunResult, ServerCpu,
-    ServerObserved, TlsUsed,
+    count_matches, sent_text, ClientCpu, KeysResult, MemberObserved, OpResult, RateResult,
+    Redirects, RunResult, ServerCpu, ServerObserved, TlsUsed,
 };
 pub use slo::{SloResult, SloStep};
-pub use sweep::{SweepResult, SweepStep};
+pub use sweep::{StepServer, SweepResult, SweepStep};
 pub use timeline::TimelineRow;
 pub use verdict::{MachineLoad, Verdict};

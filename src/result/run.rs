@@ -119,6 +119,30 @@ fn tcp() -> String {
     "tcp".into()
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A server's count of `delta` against `expected` sends of which `unknown` may not have been
+/// counted: exact when none are unknown, else anywhere in the range.
+pub fn count_matches(delta: u64, expected: u64, unknown: u64) -> bool {
+    delta <= expected && delta + unknown >= expected
+}
+
+/// What loadgen sent, as a report says it: `N`, or `N (U of unknown fate: L-N)`.
+pub fn sent_text(expected: u64, unknown: u64, thousands: impl Fn(u64) -> String) -> String {
+    match unknown.min(expected) {
+        0 => thousands(expected),
+        u => format!(
+            "{}, {} of unknown fate: {}-{}",
+            thousands(expected),
+            thousands(u),
+            thousands(expected - u),
+            thousands(expected)
+        ),
+    }
+}
+
 /// One op of a mix: its own counts, rate and latency, and the server's count of it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpResult {
@@ -178,6 +202,9 @@ pub struct ClientCpu {
     #[serde(default)]
     pub busiest: f64,
     pub saturated: bool,
+    /// Worker threads (`-t`); 0 in files from before it was recorded.
+    #[serde(default)]
+    pub threads: usize,
     /// Share of the worker threads' CPU spent in the kernel (system time), 0 to 1.
     #[serde(default)]
     pub kernel_share: Option<f64>,
@@ -207,6 +234,7 @@ impl ClientCpu {
             utilization: (util * 1000.0).round() / 1000.0,
             busiest: 0.0,
             saturated: util > 0.9,
+            threads,
             kernel_share: None,
         }
     }
@@ -244,8 +272,14 @@ pub struct ServerObserved {
     pub source: String,
     /// The counter's change over the run (None when it could not be read).
     pub delta: Option<u64>,
-    /// What loadgen sent that the server should have counted: requests + warm-up requests.
+    /// What loadgen sent that the server should have counted: requests + warm-up requests +
+    /// the sends again of `--retries`, less the requests that never got a connection.
     pub expected: u64,
+    /// Of `expected`, the sends whose fate is unknown (timed out, lost with their connection,
+    /// answered with an error, or failed before a retry): the server may or may not have
+    /// counted them, so it `matches` anywhere in `expected - unknown ..= expected`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
     pub matches: bool,
     pub note: Option<String>,
     /// The counter's reads around the run: `merge` takes the span of concurrent runs' reads.
@@ -312,6 +346,9 @@ pub struct MemberObserved {
     pub server: String,
     pub delta: u64,
     pub expected: u64,
+    /// Of `expected`, the sends whose fate is unknown, as the run's `unknown`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
     pub matches: bool,
     /// This server's part of what loadgen routed to the set (0 to 1).
     #[serde(default)]

@@ -21,6 +21,17 @@ pub struct SweepStep {
     /// Worker CPU per request of the step's run, microseconds.
     #[serde(default)]
     pub client_cpu_us: f64,
+    /// The server's own count of the step's run, beside loadgen's (None: none was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<StepServer>,
+}
+
+/// A step's server count, as its run's `server_observed` says it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepServer {
+    /// The counter's change (None: not comparable or unavailable).
+    pub delta: Option<u64>,
+    pub matches: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -207,8 +207,18 @@ impl Target for McTarget {
         self.ring.is_some()
     }
 
+    /// A pool's servers; a proxy and the servers behind it (`?behind=`): their CPU is the run's.
     async fn endpoints(&self) -> Vec<Endpoint> {
-        self.members.clone()
+        let mut all = self.members.clone();
+        if self.proxied {
+            all.extend(
+                self.counted
+                    .iter()
+                    .filter(|c| !self.members.contains(c))
+                    .cloned(),
+            );
+        }
+        all
     }
 
     fn members(&self) -> Option<SetMembers> {

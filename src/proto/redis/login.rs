@@ -94,6 +94,13 @@ impl Login {
             };
             (db, url.user.clone(), url.password.clone())
         };
+        // redis-cli's variable: a URL without a password (a `--repeat` of a result, whose
+        // labels never hold one) takes it from the environment, as libpq takes PGPASSWORD.
+        let password = password.or_else(|| {
+            std::env::var("REDISCLI_AUTH")
+                .ok()
+                .filter(|p| !p.is_empty())
+        });
         if let (Some(user), None) = (&user, &password) {
             let fix = if socket {
                 format!("?user={user}&pass=PASSWORD")
@@ -101,7 +108,7 @@ impl Login {
                 format!("redis://{user}:PASSWORD@host:port")
             };
             return Err(SetupError(format!(
-                "{}: the URL names user {user} but no password: use {fix}",
+                "{}: the URL names user {user} but no password: use {fix} (or set REDISCLI_AUTH)",
                 url.redacted()
             )));
         }
@@ -259,7 +266,8 @@ impl Login {
         self.fail(
             // <password>: a bare `pass=PASSWORD)` would read as a secret and lose its `)` to the mask.
             "the server wants a password (NOAUTH) and the URL has none: use \
-             redis://[USER]:<password>@host:port (over a socket: ?user=USER&pass=<password>)"
+             redis://[USER]:<password>@host:port (over a socket: ?user=USER&pass=<password>), \
+             or set REDISCLI_AUTH"
                 .into(),
         )
     }

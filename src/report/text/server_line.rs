@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::number::{micros, thousands};
+use crate::result::sent_text;
 
 /// What the server's own counter saw, against what loadgen sent.
 pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) {
@@ -14,7 +15,7 @@ pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) 
                 "server     {} = {} (loadgen sent {}){}",
                 so.source,
                 thousands(d),
-                thousands(so.expected),
+                sent_text(so.expected, so.unknown, thousands),
                 if so.matches && so.shared {
                     ", includes the other generators' (--instance)"
                 } else if so.matches {
@@ -65,7 +66,7 @@ pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) 
             "  {:<24} {} (loadgen sent {}){}{latency}",
             m.server,
             thousands(m.delta),
-            thousands(m.expected),
+            sent_text(m.expected, m.unknown, thousands),
             if m.matches {
                 ", matches"
             } else {
