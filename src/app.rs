@@ -219,20 +219,23 @@ fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
 
 /// The run's hooks: the progress line on stderr first (it printed before the others ran),
 /// then the exporters'.
-fn hooks(opts: &RunOptions) -> Vec<crate::control::Hook> {
+fn hooks(opts: &RunOptions, plan: &Plan, targets: usize) -> Vec<crate::control::Hook> {
     let mut hooks: Vec<crate::control::Hook> = Vec::new();
     if opts.progress {
         let say = opts.say.clone();
+        let length = crate::report::text::RunLength::of(plan);
         hooks.push(std::sync::Arc::new(
             move |v: &crate::control::IntervalView| {
                 if let Some(row) = v.progress_row {
                     let iv = v.interval;
                     let errors = iv.counts.error_total() + iv.warm.error_total();
                     let reconnects = iv.counts.reconnects + iv.warm.reconnects;
+                    let done = v.totals.counts.requests();
                     say(&format!(
-                        "{}{}",
+                        "{}{}{}",
                         crate::report::text::progress_line(row, errors, reconnects, v.interval_s),
-                        crate::report::text::op_rates(iv, v.interval_s)
+                        crate::report::text::op_rates(iv, v.interval_s),
+                        length.left(v.end_s, done, row.qps, (v.target_index, targets)),
                     ));
                 }
             },
@@ -278,6 +281,11 @@ async fn execute_targets(
     if targets.is_empty() {
         targets.push("embedded".into());
     }
+    // A sweep's or SLO search's steps are runs of their own: no one length to count down.
+    let counted = match opts.model {
+        Model::Single => targets.len(),
+        _ => 0,
+    };
     // Bad input (a --server-pid that does not exist) is refused before anything starts.
     let server = server_of(opts.server_pid)?;
     let embedded = start_embedded(plan, opts, &targets)?;
@@ -285,7 +293,7 @@ async fn execute_targets(
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
-        hooks: hooks(opts),
+        hooks: hooks(opts, plan, counted),
         server,
         say: opts.say.clone(),
     };
@@ -308,7 +316,12 @@ async fn execute_targets(
         }
         control.target_index = i;
         if opts.progress && targets.len() > 1 {
-            (opts.say)(&format!("loadgen: running {}", crate::url::redact_str(t)));
+            (opts.say)(&format!(
+                "loadgen: running target {} of {}: {}",
+                i + 1,
+                targets.len(),
+                crate::url::redact_str(t)
+            ));
         }
         let before = file.runs.len();
         if let Err(e) = run_one(t, plan, opts, &control, embedded.as_ref(), &mut file).await {

@@ -219,6 +219,82 @@ mod tests {
         }
     }
 
+    fn cpu(busiest: f64, utilization: f64, threads: usize) -> ClientCpu {
+        ClientCpu {
+            busiest,
+            utilization,
+            threads,
+            saturated: true,
+            ..ClientCpu::new(0, 0, 1, threads, 1)
+        }
+    }
+
+    #[test]
+    fn saturation_advice_fits_the_machine() {
+        // Ready but never on a core (a server with hundreds of backends on 2 cores).
+        let why = saturated(&cpu(0.97, 0.17, 2), Some(2));
+        assert!(
+            why.contains("waited for a core (the server and the client share 2 cores)"),
+            "{why}"
+        );
+        assert!(why.contains("more -t cannot help"), "{why}");
+        // On a core all the time, one thread per core: threads cannot help either.
+        let why = saturated(&cpu(0.95, 0.93, 2), Some(2));
+        assert!(
+            why.contains("every one of the 2 cores has a worker thread: add -p"),
+            "{why}"
+        );
+        // Free cores: more threads can.
+        let why = saturated(&cpu(0.95, 0.93, 1), Some(4));
+        assert!(why.ends_with("add -t threads or -p pipelining"), "{why}");
+    }
+
+    fn observed(delta: Option<u64>, expected: u64, unknown: u64) -> ServerObserved {
+        ServerObserved {
+            source: "memcached get_hits+get_misses".into(),
+            delta,
+            expected,
+            unknown,
+            matches: delta.is_some_and(|d| crate::result::count_matches(d, expected, unknown)),
+            note: None,
+            before: None,
+            after: None,
+            shared: false,
+            not_comparable: false,
+            members: Vec::new(),
+            redirects: None,
+        }
+    }
+
+    #[test]
+    fn the_server_count_reason_says_which_it_is() {
+        assert_eq!(server_count(&observed(Some(90), 100, 10)), None);
+        assert_eq!(server_count(&observed(Some(100), 100, 0)), None);
+        // Exact when nothing is unknown: more is as wrong as fewer.
+        let why = server_count(&observed(Some(101), 100, 0)).unwrap();
+        assert_eq!(
+            why,
+            "server count differs: memcached get_hits+get_misses counted 101, loadgen sent 100"
+        );
+        let why = server_count(&observed(Some(89), 100, 10)).unwrap();
+        assert!(
+            why.ends_with("loadgen sent 100, 10 of unknown fate: 90-100"),
+            "{why}"
+        );
+        let mut restarted = observed(None, 100, 0);
+        (restarted.not_comparable, restarted.note) = (true, Some("it restarted".into()));
+        assert_eq!(
+            server_count(&restarted).unwrap(),
+            "server count not comparable: it restarted"
+        );
+        let mut gone = observed(None, 100, 0);
+        gone.note = Some("no answer".into());
+        assert_eq!(
+            server_count(&gone).unwrap(),
+            "server count unavailable: no answer"
+        );
+    }
+
     #[test]
     fn a_sweep_is_invalid_when_a_step_is_or_client_cpu_rises() {
         let v = judge_sweep(&[step(1, 10.0, &[]), step(8, 6.0, &[]), step(64, 5.0, &[])]);

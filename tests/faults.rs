@@ -108,6 +108,13 @@ fn memcached_killed_and_restarted_mid_run() {
     assert_eq!(so["not_comparable"], true, "{so}");
     assert!(so["delta"].is_null(), "{so}");
     assert!(so["note"].as_str().unwrap().contains("restarted"), "{so}");
+    // The verdict names it for what it is: not comparable, not a count that differs.
+    let reasons = r["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("server count not comparable: the server restarted"),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("server count differs"), "{reasons}");
 }
 
 #[test]

@@ -104,6 +104,15 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
     );
     assert_eq!(stdout.matches("<- peak").count(), 2, "{stdout}");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    // Each step's server count in the table, as its run's: PostgreSQL's and the embedded
+    // server's own (the runs are the steps, in order).
+    assert_eq!(stdout.matches("server count").count(), 2, "{stdout}");
+    let runs = doc["runs"].as_array().unwrap();
+    for r in runs {
+        let cell = format!("{} matches", thousands(u(&r["server_observed"], "delta")));
+        assert_eq!(r["server_observed"]["matches"], true, "{r}");
+        assert!(stdout.contains(&cell), "{cell} not in {stdout}");
+    }
     let sweeps = doc["sweeps"].as_array().unwrap();
     assert_eq!(sweeps.len(), 2);
     for s in sweeps {
@@ -389,4 +398,17 @@ fn sweep_progress_says_1_connection_not_1_connections() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("sweep step: 1 connection\n"), "{err}");
     assert!(err.contains("sweep step: 2 connections\n"), "{err}");
+}
+
+/// `1234567` as the text report writes it: `1,234,567`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

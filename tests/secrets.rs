@@ -224,7 +224,7 @@ fn no_output_of_a_run_a_sweep_or_a_merge_holds_a_secret() {
         redacted(&nested)
     );
     assert!(
-        stderr.contains(&format!("loadgen: running {shown}")),
+        stderr.contains(&format!("loadgen: running target 4 of 7: {shown}")),
         "{stderr}"
     );
     assert!(stdout.contains(&format!("{PG_ROLE}:***@")), "{stdout}");

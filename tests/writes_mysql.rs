@@ -472,6 +472,17 @@ fn sql_retries_deadlocked_transactions_and_counts_only_committed_writes() {
             let so = &upd["server_observed"];
             assert_eq!(u(so, "delta"), 800 + u(upd, "retries"), "{context}: {so}");
             assert_eq!(so["matches"], true, "{context}: {so}");
+            // What loadgen says it sent holds the sends again; the failed ones' fate is unknown.
+            assert_eq!(
+                u(so, "expected"),
+                800 + u(upd, "retries"),
+                "{context}: {so}"
+            );
+            assert_eq!(
+                so["unknown"].as_u64().unwrap_or(0),
+                u(upd, "error_total") + u(upd, "retries"),
+                "{context}: {so}"
+            );
             failed.push(u(upd, "error_total"));
         }
         assert!(failed[0] > 0, "{driver}: no deadlock to retry");

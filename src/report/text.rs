@@ -34,6 +34,56 @@ pub fn progress_line(row: &TimelineRow, errors: u64, reconnects: u64, len_s: f64
     )
 }
 
+/// How long a run is asked to last, for the progress line's count-down.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunLength {
+    /// Warm-up plus `-d`, seconds from the run's start.
+    Seconds(f64),
+    /// `-n` counted requests.
+    Requests(u64),
+    /// A trace (or a sweep's steps): no count-down.
+    Open,
+}
+
+impl RunLength {
+    pub fn of(plan: &crate::plan::Plan) -> RunLength {
+        match plan.stop {
+            crate::plan::Stop::Duration(d) => RunLength::Seconds((plan.warmup + d).as_secs_f64()),
+            crate::plan::Stop::Requests(n) => RunLength::Requests(n),
+            crate::plan::Stop::Trace => RunLength::Open,
+        }
+    }
+
+    /// `  left 8s  target 2 of 3` at `end_s` since the start, `done` counted requests at
+    /// `qps`; `target`: this one's index and how many (0: no count of targets). Empty when
+    /// neither is known.
+    pub fn left(self, end_s: f64, done: u64, qps: f64, (k, n): (usize, usize)) -> String {
+        let left_s = match self {
+            RunLength::Seconds(s) => Some((s - end_s).max(0.0)),
+            RunLength::Requests(n) if qps > 0.0 => Some(n.saturating_sub(done) as f64 / qps),
+            _ => None,
+        };
+        let mut out = String::new();
+        if let Some(s) = left_s {
+            let _ = write!(out, "  left {}", short_duration(s));
+        }
+        if n > 1 {
+            let _ = write!(out, "  target {} of {n}", k + 1);
+        }
+        out
+    }
+}
+
+/// `8s`, `2m05s`, `1h02m`: whole seconds, rounded up so a count-down reaches 0 only at the end.
+fn short_duration(s: f64) -> String {
+    let t = s.ceil() as u64;
+    match t {
+        0..=59 => format!("{t}s"),
+        60..=3599 => format!("{}m{:02}s", t / 60, t % 60),
+        _ => format!("{}h{:02}m", t / 3600, t % 3600 / 60),
+    }
+}
+
 /// `  read 9,000/s  update 1,000/s`: answered requests per op in the interval, for the
 /// progress line of a mix that writes (empty for a read-only run).
 pub fn op_rates(iv: &crate::totals::Totals, len_s: f64) -> String {

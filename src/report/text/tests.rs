@@ -264,3 +264,19 @@ fn formats() {
     assert_eq!(micros(87.34), "87.3µs");
     assert_eq!(micros(1240.0), "1.24ms");
 }
+
+#[test]
+fn the_progress_line_counts_down_and_names_the_target() {
+    let d = RunLength::Seconds(11.0);
+    assert_eq!(d.left(3.0, 0, 0.0, (0, 1)), "  left 8s");
+    assert_eq!(d.left(12.0, 0, 0.0, (1, 3)), "  left 0s  target 2 of 3");
+    assert_eq!(
+        RunLength::Seconds(200.0).left(74.5, 0, 0.0, (0, 0)),
+        "  left 2m06s"
+    );
+    // -n: what is left at the current rate.
+    let n = RunLength::Requests(10_000);
+    assert_eq!(n.left(2.0, 4_000, 1_000.0, (0, 1)), "  left 6s");
+    assert_eq!(n.left(2.0, 4_000, 0.0, (0, 1)), "");
+    assert_eq!(RunLength::Open.left(2.0, 0, 5.0, (2, 3)), "  target 3 of 3");
+}
