@@ -23,9 +23,10 @@ pub fn judge(r: &RunResult) -> Verdict {
     let c = &r.client_cpu;
     if c.saturated {
         why.push(format!(
-            "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% (>= 90%); add -t threads or -p pipelining",
+            "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% (>= {:.0}%); add -t threads or -p pipelining",
             c.busiest * 100.0,
-            c.utilization * 100.0
+            c.utilization * 100.0,
+            crate::result::SATURATED_SHARE * 100.0
         ));
     }
     if let Some(rate) = &r.rate {
