@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# All the tests: fmt, clippy, the import-loop and size checks, unit tests, then integration tests
-# against real servers that this script installs (apt-get, when missing) and starts on loopback
-# via scripts/servers.sh (which also installs Chromium, for the HTML report's tests).
+# All the tests: fmt, clippy, rustdoc, the import-loop and size checks, unit tests, then
+# integration tests against real servers that this script installs (apt-get, when missing) and
+# starts on loopback via scripts/servers.sh (which also installs Chromium, for the HTML
+# report's tests).
 # Every step and every test file runs even when an earlier one failed (servers up, the build
 # and the data loads too; what cannot run without the build or the servers' environment is
 # reported NOT RUN); the end prints one
@@ -61,6 +62,7 @@ summary() {
 # Style and shape first, so such a failure shows before any server starts; the tests run anyway.
 step "cargo fmt --check" cargo fmt --check
 step "cargo clippy (-D warnings)" cargo clippy --release --quiet --all-targets -- -D warnings
+step "cargo doc (-D warnings)" env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 step "import loops (scripts/imports.py)" python3 scripts/imports.py
 step "file and fn sizes (scripts/sizes.py)" python3 scripts/sizes.py
 

@@ -299,7 +299,7 @@ async fn execute_targets(
     };
     let mut file = ResultFile {
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: crate::date::now_rfc3339(),
+        started_at: crate::date::now_rfc3339_us(),
         interrupted: false,
         settings: settings_of(plan),
         machine: this_machine(),

@@ -3,14 +3,35 @@
 
 use crate::error::ConfigError;
 
-/// Current UTC time as `2026-12-02T17:40:05Z`.
+/// Current UTC time as `2026-12-02T17:40:05Z` (file names).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = since_epoch().as_secs();
     let (y, m, d, h, mi, s) = civil(secs as i64);
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// Current UTC time to the microsecond, `2026-12-02T17:40:05.250000Z`: when a run started,
+/// fine enough that `merge` tells runs made one after the other from runs made together.
+pub fn now_rfc3339_us() -> String {
+    rfc3339_us(since_epoch())
+}
+
+/// Whether an RFC 3339 time has fractional seconds (`...:05.25Z`), not whole ones (`...:05Z`).
+pub fn has_fraction(s: &str) -> bool {
+    s.trim().as_bytes().get(19) == Some(&b'.')
+}
+
+/// A time since the Unix epoch as RFC 3339 UTC with six fractional digits.
+pub fn rfc3339_us(t: std::time::Duration) -> String {
+    let (y, m, d, h, mi, s) = civil(t.as_secs() as i64);
+    let us = t.subsec_micros();
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{us:06}Z")
+}
+
+fn since_epoch() -> std::time::Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 /// Civil date and time (y, m, d, h, mi, s) of Unix seconds, UTC (Howard Hinnant's algorithm).
@@ -157,6 +178,16 @@ mod tests {
         ] {
             assert!(parse_rfc3339(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn microsecond_stamps_read_back_exactly() {
+        let t = std::time::Duration::new(1_265_196_153, 250_017_000);
+        let s = rfc3339_us(t);
+        assert_eq!(s, "2010-02-03T11:22:33.250017Z");
+        assert!((parse_rfc3339(&s).unwrap() - 1_265_196_153.250017).abs() < 1e-6);
+        assert!(has_fraction(&now_rfc3339_us()));
+        assert!(!has_fraction("2010-02-03T11:22:33Z"));
     }
 
     #[test]

@@ -2,16 +2,16 @@
 //! MariaDB/MySQL, HandlerSocket, memcached, Redis and HTTP key-value endpoints.
 //!
 //! Data flow: the binary turns flags into a [`plan::Plan`]; [`app::execute`] runs each target
-//! through [`dispatch::run_target`], which finds the protocol in [`proto::table`] and calls the
-//! generic [`run::run`] with that protocol's target. That starts one [`worker`] thread per core;
+//! through `dispatch::run_target`, which finds the protocol in [`proto::table`] and calls the
+//! generic `target_run::run` with that protocol's target. That starts one `worker` thread per core;
 //! each owns a current_thread runtime, its connections ([`proto::target::Conn`]) and a
 //! [`recorder::Recorder`]. The only request loop is `worker::drive`: keys from [`keys`], due
 //! times from [`pacer`]. Every interval each worker hands a [`recorder::Snapshot`] to the
-//! [`collector`], which merges them into [`totals::Totals`] and feeds the hooks of [`control`]
-//! (the progress line, [`metrics`], [`hdrlog`]). The result is a [`result::RunResult`] (the model,
+//! `collector`, which merges them into `totals::Totals` and feeds the hooks of `control`
+//! (the progress line, [`metrics`], `hdrlog`). The result is a [`result::RunResult`] (the model,
 //! below everything), written as JSON (schema in `schemas/`) and printed as text by [`report`].
 //! Each protocol lives in its own folder under `proto/`; every connection it opens goes through
-//! [`transport`] (TCP or a Unix socket); [`dataset`] alone knows the row a key should return.
+//! `transport` (TCP or a Unix socket); [`dataset`] alone knows the row a key should return.
 
 pub mod app;
 mod cells;

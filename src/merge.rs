@@ -13,8 +13,10 @@
 //!   all ran. With identical windows that is exactly total answered / window. `duration_s` is the
 //!   longest window. When the windows do not overlap (the generators ran one after another)
 //!   summing would invent load that never happened at once, so QPS is total answered / summed
-//!   windows and `duration_s` is the summed windows (with a warning). `started_at` has one-second
-//!   resolution, so windows closer than 1 s count as overlapping.
+//!   windows and `duration_s` is the summed windows (with a warning). A window opens at
+//!   `started_at` (to the microsecond) + `connect_s` + warm-up: windows that meet within the
+//!   millisecond rounding of `connect_s` and `duration_s` ran one after the other. Files from
+//!   before have whole-second stamps: their windows closer than 1 s count as overlapping.
 //! - the timeline is merged by wall-clock time: each run's rows are shifted by its window's start
 //!   after the earliest one's, and rows at the same time are summed (qps, hits, misses, errors,
 //!   in-flight, connections, reconnects); their p50/p99 are the maximum of the rows' (an upper
@@ -268,11 +270,11 @@ fn check_compatible(inputs: &[Input], warnings: &mut Vec<String>) -> Result<(), 
     Ok(())
 }
 
-/// Measured window of a run, Unix seconds.
+/// Measured window of a run, Unix seconds: its clock starts when its connections are open.
 fn window(x: &Input, r: &RunResult) -> Result<(f64, f64), ConfigError> {
     let t = crate::date::parse_rfc3339(&r.started_at)
         .map_err(|e| format!("{}: run started_at: {e}", x.name))?;
-    let s = t + x.file.settings.warmup_s;
+    let s = t + r.connect_s + x.file.settings.warmup_s;
     Ok((s, s + r.duration_s))
 }
 

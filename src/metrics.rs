@@ -4,7 +4,7 @@
 //!
 //! Data flow: the worker threads keep live counters and latency buckets, a block per thread
 //! (`crate::cells`); a scrape sums them, so `/metrics` is current when it is read. The
-//! collector ([`crate::collector`]) calls the hook from [`Exporter::hook`] once per interval:
+//! collector (`crate::collector`) calls the hook from [`Exporter::hook`] once per interval:
 //! it hands over the run's blocks and the interval's gauges, published as an immutable snapshot
 //! behind an `Arc`. A scrape copies that `Arc` (the lock is held for a pointer copy) and renders
 //! the exposition text outside any lock. The request hot path writes only its own thread's

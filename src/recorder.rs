@@ -1,7 +1,7 @@
 //! Per-thread recording: counters and HdrHistograms for the current interval. The request loop
 //! writes here (no locks, no atomics: one thread owns it); every interval the thread hands the
 //! snapshot to the collector and starts a fresh one. It also keeps the thread's live block
-//! ([`crate::cells`]) current, for a scrape that lands between two snapshots.
+//! (`crate::cells`) current, for a scrape that lands between two snapshots.
 
 use std::sync::Arc;
 
@@ -169,7 +169,7 @@ impl Snapshot {
 /// Error messages kept per thread, and per run once merged.
 pub const MAX_SAMPLES: usize = 8;
 
-/// The thread-local recorder shared (via Rc<RefCell>) by the thread's connection tasks.
+/// The thread-local recorder shared (via `Rc<RefCell>`) by the thread's connection tasks.
 pub struct Recorder {
     pub cur: Snapshot,
     pub in_flight: u64,

@@ -203,7 +203,7 @@ async fn connect_workers<T: Target>(
     plan: &Plan,
     control: &Control,
 ) -> Result<Workers<T>, SetupError> {
-    let started_at = crate::date::now_rfc3339();
+    let started_at = crate::date::now_rfc3339_us();
     let (ready_tx, mut ready_rx) = mpsc::unbounded_channel::<worker::Connected>();
     let (go_tx, go_rx) = watch::channel::<Option<Arc<Ctx<T>>>>(None);
     let (tx, rx) = mpsc::unbounded_channel::<Snapshot>();

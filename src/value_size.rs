@@ -19,7 +19,8 @@ impl ValueSize {
     pub fn parse(s: &str) -> Result<ValueSize, ConfigError> {
         let bad = |why: String| {
             ConfigError(format!(
-                "bad --value-size '{s}': {why}; use a size (55), a range (100-1000) or sizes with weights (100:80,4000:20), in bytes from 1 to 1048576"
+                "bad --value-size '{s}': {why}; use a size (55), a range (100-1000) or sizes with weights (100:80,4000:20), in bytes from 1 to {}",
+                crate::dataset::MAX_FILL
             ))
         };
         let size = |t: &str| {

@@ -3,6 +3,7 @@
 
 use crate::result::{
     sent_text, ClientCpu, RunResult, ServerObserved, SweepStep, TimelineRow, Verdict,
+    SATURATED_SHARE,
 };
 
 /// Lag p99 above this means the generator sent late (a paced run fell behind its schedule).
@@ -105,12 +106,13 @@ pub fn judge(r: &RunResult) -> Verdict {
 /// the machine's limit (more threads cannot help), and threads beyond the cores add nothing.
 fn saturated(c: &ClientCpu, cores: Option<usize>) -> String {
     let what = format!(
-        "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% on a core (>= 90%)",
+        "client saturated: busiest worker thread {:.0}% busy, workers {:.0}% on a core (>= {:.0}%)",
         c.busiest * 100.0,
-        c.utilization * 100.0
+        c.utilization * 100.0,
+        SATURATED_SHARE * 100.0
     );
     let cores = cores.unwrap_or(0);
-    let advice = if c.busiest >= SATURATED && c.utilization < WAITED_FOR_A_CORE {
+    let advice = if ClientCpu::saturates(c.busiest) && c.utilization < WAITED_FOR_A_CORE {
         format!(
             "the worker threads were ready to run but waited for a core{}: give the client cores of its own (taskset) or another machine; more -t cannot help",
             match cores {
@@ -125,9 +127,6 @@ fn saturated(c: &ClientCpu, cores: Option<usize>) -> String {
     };
     format!("{what}; {advice}")
 }
-
-/// A thread busy (not parked) this share of the run or more holds its connections back.
-const SATURATED: f64 = 0.9;
 
 /// Busy but on a core for less than this share: the threads mostly waited for a core.
 const WAITED_FOR_A_CORE: f64 = 0.5;

@@ -1,8 +1,10 @@
 //! Several generators: two real loadgen processes against one real server (memcached from
 //! scripts/servers.sh) started together with --start-at, their interval logs, `loadgen merge`
 //! (exact percentiles from the merged histograms, QPS semantics, refusals), and the aggregate
-//! in Prometheus.
+//! in Prometheus; runs of the embedded target made back to back or together, merged.
 
+#[path = "merge/back_to_back.rs"]
+mod back_to_back;
 mod common;
 #[path = "merge/files.rs"]
 mod files;

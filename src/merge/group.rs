@@ -18,8 +18,15 @@ pub(super) fn group_qps(
 ) -> (Windows, f64, f64) {
     let common_start = wins.iter().map(|w| w.0).fold(f64::MIN, f64::max);
     let common_end = wins.iter().map(|w| w.1).fold(f64::MAX, f64::min);
-    // started_at has one-second resolution.
-    let concurrent = common_end - common_start > -1.0;
+    let exact = runs
+        .iter()
+        .all(|r| crate::date::has_fraction(&r.started_at));
+    // Exact edges that meet within their rounding: one window after the other. Whole-second
+    // stamps (older files) cannot tell, and windows closer than 1 s count as overlapping.
+    let (concurrent, slack) = match exact {
+        true => (common_end - common_start > EDGE_ROUNDING_S, 0.0),
+        false => (common_end - common_start > -1.0, 1.0),
+    };
     let durations: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
     let answered: u64 = runs.iter().map(|r| r.hits + r.misses).sum();
     let windows = Windows {
@@ -29,7 +36,7 @@ pub(super) fn group_qps(
     let (qps, duration_s) = if concurrent {
         let shortest = durations.iter().copied().fold(f64::MAX, f64::min);
         let overlap = (common_end - common_start).max(0.0);
-        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - 1.0 {
+        if runs.len() > 1 && shortest > 2.0 && overlap < 0.9 * shortest - slack {
             warnings.push(format!(
                 "{label}: the generators' windows overlap for only {overlap:.0}s of {shortest:.0}s; \
                  the merged QPS (their sum) assumes they ran together"
@@ -51,6 +58,10 @@ pub(super) fn group_qps(
     };
     (windows, qps, duration_s)
 }
+
+/// How far a window's edges from microsecond stamps may be off: `connect_s` and `duration_s`
+/// are each rounded to the millisecond.
+const EDGE_ROUNDING_S: f64 = 0.002;
 
 /// Warns where the generators saw different servers: durability settings, target names.
 pub(super) fn warn_differences(

@@ -11,6 +11,11 @@ pub use crate::dataset::{Cell, RowView};
 /// Replies larger than this are a protocol error: a garbage stream must not grow a buffer forever.
 pub const MAX_FRAME: usize = 1 << 20;
 
+/// [`MAX_FRAME`] as messages name it (`1 MiB`).
+pub fn max_frame_text() -> String {
+    format!("{} MiB", MAX_FRAME >> 20)
+}
+
 /// One request: the op, its key, and the version of the row (see [`dataset`]): the version a
 /// write stores, or the version a read must find (with `--verify`): 0 the loaded row,
 /// [`dataset::ANY_VERSION`] any version, [`Request::GONE`] no row (this connection deleted it).

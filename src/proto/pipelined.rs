@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outcome::{LookupError, Outcome};
-use crate::proto::codec::{outcome, Codec, Request, Tally, MAX_FRAME};
+use crate::proto::codec::{max_frame_text, outcome, Codec, Request, Tally, MAX_FRAME};
 use crate::proto::target::Conn;
 use crate::transport::{Endpoint, Stream, TlsClient};
 
@@ -78,7 +78,10 @@ impl<C: Codec> StreamConn<C> {
                 return Ok(v);
             }
             if self.rbuf.len() - self.rpos > MAX_FRAME {
-                return Err(LookupError::protocol("reply longer than 1 MiB"));
+                return Err(LookupError::protocol(format!(
+                    "reply longer than {}",
+                    max_frame_text()
+                )));
             }
             self.rbuf.reserve(4096);
             self.read().await?;
@@ -170,7 +173,10 @@ impl<C: Codec> StreamConn<C> {
     /// No whole reply is buffered: sends what is queued and reads more.
     async fn read_more(&mut self) -> Result<(), LookupError> {
         if self.rbuf.len() - self.rpos > MAX_FRAME {
-            return Err(LookupError::protocol("reply larger than 1 MiB"));
+            return Err(LookupError::protocol(format!(
+                "reply larger than {}",
+                max_frame_text()
+            )));
         }
         self.flush().await?;
         if self.rpos > 0 {

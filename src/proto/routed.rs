@@ -342,7 +342,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
     }
 
     /// On a set, one request per server (per slot on a Redis Cluster) with the keys it owns
-    /// ([`multi_get`]).
+    /// (`multi_get`).
     fn send_batch(&mut self, keys: &[u64]) {
         match &self.pool {
             Some(_) => self.send_split(keys),

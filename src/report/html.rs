@@ -6,7 +6,7 @@
 //!
 //! What is heavy to derive in a browser is derived here: each run's latency spectrum from its
 //! compressed HdrHistogram (which is then left out of the page, as are the per-op ones, so a
-//! sweep of many steps stays small), and long timelines merged to at most [`MAX_POINTS`] points per run.
+//! sweep of many steps stays small), and long timelines merged to at most `MAX_POINTS` points per run.
 //!
 //! The live page of `--metrics` (`live_page`) is the same style and script around the numbers
 //! of a running run; its script fetches them again from the server that sent it.

@@ -18,7 +18,7 @@ pub use histogram::{base64_decode, base64_encode, decode_histogram, encode_histo
 pub use percentiles::Percentiles;
 pub use run::{
     count_matches, sent_text, ClientCpu, KeysResult, MemberObserved, OpResult, RateResult,
-    Redirects, RunResult, ServerCpu, ServerObserved, TlsUsed,
+    Redirects, RunResult, ServerCpu, ServerObserved, TlsUsed, SATURATED_SHARE,
 };
 pub use slo::{SloResult, SloStep};
 pub use sweep::{StepServer, SweepResult, SweepStep};

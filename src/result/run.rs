@@ -210,7 +210,16 @@ pub struct ClientCpu {
     pub kernel_share: Option<f64>,
 }
 
+/// A busy share (the workers' mean CPU utilization, or the busiest worker thread's busy time)
+/// at or above this is a saturated client: the rest is room for the wake-ups any loop has.
+pub const SATURATED_SHARE: f64 = 0.9;
+
 impl ClientCpu {
+    /// Whether a busy share (0 to 1) is a saturated client's.
+    pub fn saturates(share: f64) -> bool {
+        share >= SATURATED_SHARE
+    }
+
     pub fn new(
         worker_ns: u64,
         process_ns: u64,
@@ -233,18 +242,18 @@ impl ClientCpu {
             },
             utilization: (util * 1000.0).round() / 1000.0,
             busiest: 0.0,
-            saturated: util > 0.9,
+            saturated: Self::saturates(util),
             threads,
             kernel_share: None,
         }
     }
 
     /// With the busiest worker thread's busy share (its runtime not parked): saturated also
-    /// when that one thread is busy 90% of the time or more.
+    /// when that one thread alone is busy [`SATURATED_SHARE`] of the time or more.
     pub fn with_busiest(mut self, busy: Option<f64>) -> ClientCpu {
         if let Some(busy) = busy {
             self.busiest = (busy * 1000.0).round() / 1000.0;
-            self.saturated |= busy >= 0.9;
+            self.saturated |= Self::saturates(busy);
         }
         self
     }

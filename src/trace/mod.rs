@@ -4,7 +4,7 @@
 //! (`timestamp,key,key_size,value_size,client_id,op,ttl`, timestamps in seconds, decimals allowed)
 //! and a plain `key` or `key,op` list. A file whose first bytes are the zstd magic number is
 //! decompressed as it streams, whatever its name. [`reader::TraceReader`] reuses one line buffer, so
-//! memory stays flat however long the trace is; [`bench`] measures how fast one core parses.
+//! memory stays flat however long the trace is; [`bench`](mod@bench) measures how fast one core parses.
 
 pub mod bench;
 pub mod feed;

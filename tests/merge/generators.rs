@@ -11,7 +11,7 @@ fn start_at_makes_both_generators_begin_together() {
         "finished after {:?}: --start-at did not wait",
         p.elapsed
     );
-    // ... and began at the agreed second or just after (started_at has second resolution).
+    // ... and began at the agreed second or just after.
     for (name, doc) in [("a", &p.a), ("b", &p.b)] {
         let started = loadgen::date::parse_rfc3339(doc["runs"][0]["started_at"].as_str().unwrap())
             .unwrap() as i64;

@@ -12,7 +12,9 @@
 use crate::dataset;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
-use crate::proto::codec::{Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME};
+use crate::proto::codec::{
+    max_frame_text, Codec, Decoded, DecodedBatch, Reply, Request, RowView, MAX_FRAME,
+};
 use crate::proto::key_rows::KeyRows;
 pub use crate::proto::mysql::cells::{column_type, lenenc, time_cell, MyCells};
 use crate::proto::mysql::txn::{self, Groups};
@@ -290,9 +292,10 @@ impl Codec for MyCodec {
         self.sorted = sorted;
         let Some((n, ended)) = walked? else {
             if buf.len() >= MAX_FRAME {
-                return Err(LookupError::protocol(
-                    "MySQL multi-get reply larger than 1 MiB",
-                ));
+                return Err(LookupError::protocol(format!(
+                    "MySQL multi-get reply larger than {}",
+                    max_frame_text()
+                )));
             }
             return Ok(None);
         };
@@ -386,9 +389,10 @@ impl MyCodec {
 /// Not complete yet: each packet is bounded, and a reply of many packets is bounded here.
 fn incomplete_up_to<T>(buf: &[u8]) -> Result<Option<T>, LookupError> {
     match buf.len() >= MAX_FRAME {
-        true => Err(LookupError::protocol(
-            "MySQL reply larger than 1 MiB (a --query or --batch that returns too many rows?)",
-        )),
+        true => Err(LookupError::protocol(format!(
+            "MySQL reply larger than {} (a --query or --batch that returns too many rows?)",
+            max_frame_text()
+        ))),
         false => Ok(None),
     }
 }
@@ -454,7 +458,8 @@ impl<'a> Packets<'a> {
         if len > MAX_FRAME {
             // Also payloads of 16 MiB and more, which continue in further packets.
             return Err(LookupError::protocol(format!(
-                "MySQL packet of {len} bytes, more than the 1 MiB loadgen accepts"
+                "MySQL packet of {len} bytes, more than the {} loadgen accepts",
+                max_frame_text()
             )));
         }
         if len == 0 {

@@ -429,12 +429,12 @@ impl Target for MyWireTarget {
         Ok(())
     }
 
-    /// BEGIN and COMMIT pipelined with the writes (`txn`).
     /// `user_id IN (?, ..., ?)`, prepared with N placeholders (`multi_get.rs`).
     fn batch(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
+    /// BEGIN and COMMIT pipelined with the writes (`txn`).
     fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }

@@ -111,7 +111,7 @@ fn string(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
 }
 
 /// The status counter the server moves once for every execution of `sql`, by its first word.
-/// Com_<type> and not Handler_update/write/delete: MariaDB moves Com_<type> (beside
+/// `Com_<type>` and not `Handler_update/write/delete`: MariaDB moves `Com_<type>` (beside
 /// Com_stmt_execute) on every execute of a prepared statement, hit, miss or error alike, as
 /// loadgen counts requests; the Handler_* count rows changed, so an update or delete that finds
 /// no row (a miss), or an update that writes the value the row has, moves none. Com_insert
@@ -127,7 +127,7 @@ pub fn counter(sql: &str) -> Option<&'static str> {
 
 /// The status counters to read for a run whose writes are `statements`: `total` (every
 /// request: Com_stmt_execute), `reads` where reads have a counter of their own (Com_select in
-/// `--mode simple`, writes then are the executes), and each write statement's Com_<type>.
+/// `--mode simple`, writes then are the executes), and each write statement's `Com_<type>`.
 pub fn counter_names<'a>(
     total: &'a str,
     reads: Option<&'a str>,

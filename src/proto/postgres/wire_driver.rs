@@ -400,12 +400,12 @@ impl Target for PgWireTarget {
         Ok(())
     }
 
-    /// Writes grouped in the extended protocol's implicit transaction (`codec`).
     /// `user_id = ANY($1)` with an array of the keys (`multi_get.rs`).
     fn batch(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
 
+    /// Writes grouped in the extended protocol's implicit transaction (`codec`).
     fn txn(&self, _n: usize) -> Result<(), SetupError> {
         Ok(())
     }
