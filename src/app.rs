@@ -203,6 +203,17 @@ pub async fn execute(
     }
 }
 
+/// `loadgen: running target 2 of 3: URL` before each of several targets.
+fn announce(opts: &RunOptions, (i, n): (usize, usize), target: &str) {
+    if opts.progress && n > 1 {
+        let shown = crate::url::redact_str(target);
+        (opts.say)(&format!(
+            "loadgen: running target {} of {n}: {shown}",
+            i + 1
+        ));
+    }
+}
+
 /// Raises the open-files limit and refuses a run whose connections it cannot hold.
 fn check_open_files(plan: &Plan, opts: &RunOptions) -> Result<(), SetupError> {
     let connections = match &opts.model {
@@ -223,7 +234,11 @@ fn hooks(opts: &RunOptions, plan: &Plan, targets: usize) -> Vec<crate::control::
     let mut hooks: Vec<crate::control::Hook> = Vec::new();
     if opts.progress {
         let say = opts.say.clone();
-        let length = crate::report::text::RunLength::of(plan);
+        // A sweep's or SLO search's steps are runs of their own: no one length to count down.
+        let (length, targets) = match opts.model {
+            Model::Single => (crate::report::text::RunLength::of(plan), targets),
+            _ => (crate::report::text::RunLength::Open, 0),
+        };
         hooks.push(std::sync::Arc::new(
             move |v: &crate::control::IntervalView| {
                 if let Some(row) = v.progress_row {
@@ -281,11 +296,6 @@ async fn execute_targets(
     if targets.is_empty() {
         targets.push("embedded".into());
     }
-    // A sweep's or SLO search's steps are runs of their own: no one length to count down.
-    let counted = match opts.model {
-        Model::Single => targets.len(),
-        _ => 0,
-    };
     // Bad input (a --server-pid that does not exist) is refused before anything starts.
     let server = server_of(opts.server_pid)?;
     let embedded = start_embedded(plan, opts, &targets)?;
@@ -293,7 +303,7 @@ async fn execute_targets(
         stop: stop.clone(),
         progress: opts.progress,
         target_index: 0,
-        hooks: hooks(opts, plan, counted),
+        hooks: hooks(opts, plan, targets.len()),
         server,
         say: opts.say.clone(),
     };
@@ -315,14 +325,7 @@ async fn execute_targets(
             break;
         }
         control.target_index = i;
-        if opts.progress && targets.len() > 1 {
-            (opts.say)(&format!(
-                "loadgen: running target {} of {}: {}",
-                i + 1,
-                targets.len(),
-                crate::url::redact_str(t)
-            ));
-        }
+        announce(opts, (i, targets.len()), t);
         let before = file.runs.len();
         if let Err(e) = run_one(t, plan, opts, &control, embedded.as_ref(), &mut file).await {
             // Stopped during a target's set-up: report what earlier targets measured.

@@ -34,14 +34,7 @@ impl Collector<'_> {
             tls: None,
             started_at: connect.started_at,
             interrupted: self.interrupted,
-            // The errors of the requests in flight when the run stopped count too: the line
-            // gives the run's final count, the one its outcomes show.
-            stopped_early: self.stopped_early.map(|reached| {
-                format!(
-                    "{reached}; {} errors in all, with the requests in flight when it stopped",
-                    totals.counts.error_total()
-                )
-            }),
+            stopped_early: stopped_line(self.stopped_early, totals),
             duration_s: round3(window_s),
             qps: if window_s > 0.0 {
                 round1(answered as f64 / window_s)
@@ -196,6 +189,17 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
             (op.name().to_string(), r)
         })
         .collect()
+}
+
+/// Why the run stopped early, with the run's final count of errors: the requests in flight
+/// when it stopped fail too, so the line agrees with the outcomes.
+fn stopped_line(reached: Option<String>, totals: &Totals) -> Option<String> {
+    reached.map(|r| {
+        format!(
+            "{r}; {} errors in all, with the requests in flight when it stopped",
+            totals.counts.error_total()
+        )
+    })
 }
 
 /// Why the two reads of the server's counter cannot be subtracted: the server restarted or

@@ -1,4 +1,5 @@
 use super::*;
+use crate::result::TimelineRow;
 
 fn run(target: &str, qps: f64) -> RunResult {
     let p = serde_json::json!({"count": 1, "min": 50.0, "mean": 90.0, "p50": 87.3, "p90": 120.0,
