@@ -14,7 +14,7 @@ use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
 use crate::proto::pipelined::StreamConn;
-use crate::proto::sniff::{not_the_protocol, Hello, Kind};
+use crate::proto::sniff::{closed_after, not_the_protocol, Hello, Kind};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint};
@@ -136,6 +136,10 @@ impl HsTarget {
                 "{}: no HandlerSocket reply to {what} within --timeout: is this the HandlerSocket port (handlersocket_port)?",
                 self.addr
             ))),
+            // Closed with no reply: what PostgreSQL does to a line (the preflight names it).
+            Ok(Err(e)) if e.message.starts_with("the server closed the connection") => Err(fail(
+                format!("{}: {what}: {}", self.addr, closed_after(Kind::HandlerSocket)),
+            )),
             Ok(Err(e)) => Err(fail(format!("{}: {what}: {}", self.addr, e.message))),
             Ok(Ok(l)) => Ok(l),
         }
