@@ -7,7 +7,7 @@ mod hello;
 #[cfg(test)]
 mod tests;
 
-pub use hello::{greet, Hello};
+pub use hello::{greet, Hello, PING};
 
 /// The servers the sniffer knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

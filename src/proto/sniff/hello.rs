@@ -1,10 +1,11 @@
 //! Getting the server at a target's port to say what it is, before the protocol's own
 //! handshake: the preflight sends the target's own harmless first request (memcached
-//! `version`, Redis `PING`, HTTP `OPTIONS`, a PostgreSQL startup; nothing to MySQL, which
-//! greets) on a connection of its own and names what answers. Servers that stay silent on it
-//! (PostgreSQL waits for a startup message, Redis ignores a line with a NUL, MySQL's client
-//! waits for a greeting) get the other protocols' first words on fresh connections, one after
-//! the other when a connection closes or stays silent for a grace, all within --timeout.
+//! `version`, Redis `PING`, HTTP `OPTIONS`, a PostgreSQL startup, a HandlerSocket line;
+//! nothing to MySQL, which greets) on a connection of its own and names what answers. Servers
+//! that stay silent on it (PostgreSQL waits for a startup message, Redis for a line without a
+//! NUL, MySQL's client for a greeting) get the other protocols' first words on fresh
+//! connections, one after the other when a connection closes or stays silent for a grace
+//! (500 ms at most), all within --timeout.
 
 use std::time::Duration;
 
@@ -14,6 +15,9 @@ use tokio::time::Instant;
 
 use super::{kind_of, not_the_protocol, startup_probe, Kind};
 use crate::transport::{self, Endpoint, Stream};
+
+/// Redis's `PING` as a client library sends it (a RESP array).
+pub const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
 
 /// What a target sends first to learn what answers.
 #[derive(Clone, Debug)]
@@ -33,12 +37,12 @@ impl Hello {
 }
 
 /// The first words that get an answer from a server that ignored the target's own: a
-/// PostgreSQL startup (PostgreSQL, memcached, HandlerSocket, HTTP answer it), Redis's inline
-/// `PING`, memcached's `version` (a memcached that closed on an HTTP request answers it).
+/// PostgreSQL startup (PostgreSQL, memcached, HandlerSocket, HTTP answer it), Redis's `PING`,
+/// memcached's `version` (a memcached that closed on an HTTP request answers it).
 fn fallbacks() -> [Vec<u8>; 3] {
     [
         startup_probe("loadgen", "loadgen"),
-        b"PING\r\n".to_vec(),
+        PING.to_vec(),
         b"version\r\n".to_vec(),
     ]
 }
@@ -90,9 +94,8 @@ pub async fn greet(ep: &Endpoint, hello: &Hello, timeout: Duration) -> Result<()
     }
 }
 
-/// One connection (`sock`, or a new one): `words` sent, then the reply's first bytes (enough
-/// to tell its kind, or its first line), None when the server closed without a byte. Err:
-/// the connect failed.
+/// One connection (`sock`, or a new one): `words` sent, then the reply's first bytes, None
+/// when the server closed without a byte. Err: the connect failed.
 async fn answer(
     ep: &Endpoint,
     sock: Option<Stream>,
@@ -110,15 +113,12 @@ async fn answer(
         if !words.is_empty() && (s.write_all(&words).await.is_err() || s.flush().await.is_err()) {
             return Ok(None);
         }
+        // The first read: a server's first reply comes in one write, and a server that sends
+        // a few bytes of garbage and then nothing must not look silent.
         let mut buf = Vec::with_capacity(256);
-        loop {
-            match s.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return Ok((!buf.is_empty()).then_some(buf)),
-                Ok(_) if kind_of(&buf).is_some() || buf.contains(&b'\n') || buf.len() >= 64 => {
-                    return Ok(Some(buf))
-                }
-                Ok(_) => {}
-            }
+        match s.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => Ok(None),
+            Ok(_) => Ok(Some(buf)),
         }
     };
     (i, r.await)
