@@ -12,7 +12,7 @@ use crate::cpu::ServerProcess;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
-use crate::proto::target::{ServerCount, SetupError, Target};
+use crate::proto::target::{greet_target, ServerCount, SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
 use crate::trace::feed::Feed;
@@ -335,6 +335,14 @@ async fn preflight<T: Target>(
     // Targets bound their own connect by --timeout, per step, with a message that names the
     // step that hung (e.g. "sent no MySQL greeting"); this bound is only the backstop, so it
     // must not race them.
+    // What answers at the endpoint, named when it is another kind of server.
+    let greeted = tokio::select! {
+        r = greet_target(target, plan.timeouts().connect) => r,
+        _ = wait_true(control.stop.clone()) => {
+            return Err(SetupError(format!("{label}: stopped while connecting; nothing was measured")))
+        }
+    };
+    greeted.map_err(|e| SetupError(format!("{label}: {}", crate::url::redact_text(&e))))?;
     let backstop = plan.timeouts().preflight;
     let pre = tokio::select! {
         r = tokio::time::timeout(backstop, target.connect()) => r,

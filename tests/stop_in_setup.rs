@@ -6,7 +6,7 @@ mod common;
 use common::fake_setup::Silent;
 use common::*;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -152,11 +152,18 @@ fn sigterm_during_the_connect_phase() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    // The preflight connection opens and closes: then the connect phase is under way.
+    // The preflight's first words (`OPTIONS *`, to learn what answers) get an HTTP reply; its
+    // own connection then opens in the queue and closes: the connect phase is under way.
     let mut pre = accept_within(&l, Duration::from_secs(10));
     pre.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut buf = [0u8; 64];
-    assert_eq!(pre.read(&mut buf).unwrap_or(0), 0, "preflight sent data");
+    let n = pre.read(&mut buf).unwrap_or(0);
+    assert!(
+        buf[..n].starts_with(b"OPTIONS * "),
+        "preflight sent {n} bytes"
+    );
+    pre.write_all(b"HTTP/1.0 200 OK\r\n\r\n").unwrap();
+    drop(pre);
     std::thread::sleep(Duration::from_millis(1000));
     sigterm(&child);
     let (code, err) = exits_within(child, Duration::from_secs(5), "connect phase");

@@ -14,6 +14,7 @@ pub mod redis;
 pub mod routed;
 pub mod server_latency;
 pub mod shards;
+pub mod sniff;
 pub mod table;
 pub mod target;
 #[cfg(test)]

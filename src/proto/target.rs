@@ -5,6 +5,7 @@ pub use crate::error::SetupError;
 use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
 use crate::proto::codec::{Request, Tally};
+use crate::proto::sniff::{greet, Hello};
 use crate::transport::{Endpoint, TlsInfo};
 
 /// The server's own count of lookups, read before and after a run (server-side truth).
@@ -89,6 +90,15 @@ pub fn same_epoch(a: &str, b: &str) -> bool {
     }
 }
 
+/// [`greet`] with `target`'s own first words ([`Target::hello`]) at its endpoint; Ok when it
+/// has none.
+pub async fn greet_target<T: Target>(target: &T, timeout: Duration) -> Result<(), String> {
+    match target.hello() {
+        Some(hello) => greet(target.endpoint(), &hello, timeout).await,
+        None => Ok(()),
+    }
+}
+
 pub trait Target: Send + Sync + 'static {
     type Conn: Conn;
 
@@ -103,6 +113,13 @@ pub trait Target: Send + Sync + 'static {
 
     /// What its TLS connections negotiated, for the report (None: plain).
     fn tls(&self) -> Option<TlsInfo> {
+        None
+    }
+
+    /// What the preflight sends first to name the server at the endpoint when it is not this
+    /// protocol's ([`crate::proto::sniff::greet`]). None: the handshake's own replies tell
+    /// (HandlerSocket), or TLS from the first byte.
+    fn hello(&self) -> Option<Hello> {
         None
     }
 

@@ -61,7 +61,7 @@ impl Proto {
                     .count();
                 let hello = buf[..end]
                     .split(|&b| b == b'\n')
-                    .filter(|l| l.starts_with(b"stats"))
+                    .filter(|l| l.starts_with(b"stats") || l.starts_with(b"version"))
                     .count();
                 (end, n, hello)
             }
@@ -236,7 +236,8 @@ fn serve(mut s: TcpStream, proto: Proto, how: Behaviour, stop: &AtomicBool) {
         for _ in 0..hello {
             out.extend_from_slice(match proto {
                 Proto::Redis => b"+PONG\r\n",
-                // memcached `stats`: no counters (the run says it could not read them)
+                // memcached `stats`: no counters (the run says it could not read them); `version`
+                // (the preflight's first words) takes the same END, a memcached reply
                 Proto::Memcached => b"END\r\n",
                 _ => b"0\t1\n",
             });

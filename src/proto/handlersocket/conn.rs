@@ -14,6 +14,7 @@ use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
 use crate::proto::pipelined::StreamConn;
+use crate::proto::sniff::{closed_after, not_the_protocol, Hello, Kind};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint};
@@ -113,9 +114,16 @@ impl HsTarget {
         let line = tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req))
             .await
             .map_err(|_| fail(format!("{}: no reply to open_index", self.addr)))??;
-        let resp = parse_line(&line)
-            .map_err(|_| fail(format!("{}: not a HandlerSocket reply", self.addr)))?;
+        let resp = parse_line(&line).map_err(|_| self.not_hs(&line))?;
         check_ok(&resp).map_err(|e| fail(format!("{}: {}", self.addr, e.describe())))
+    }
+
+    /// A handshake reply line that is not HandlerSocket's, named by what sent it.
+    fn not_hs(&self, line: &[u8]) -> LookupError {
+        let mut reply = line.to_vec();
+        reply.push(b'\n');
+        let m = not_the_protocol(Kind::HandlerSocket, &reply);
+        LookupError::new(ErrorKind::Connect, true, format!("{}: {m}", self.addr))
     }
 
     async fn handshake(&self, conn: &mut StreamConn<HsCodec>) -> Result<(), LookupError> {
@@ -128,6 +136,10 @@ impl HsTarget {
                 "{}: no HandlerSocket reply to {what} within --timeout: is this the HandlerSocket port (handlersocket_port)?",
                 self.addr
             ))),
+            // Closed with no reply: what PostgreSQL does to a line (the preflight names it).
+            Ok(Err(e)) if e.message.starts_with("the server closed the connection") => Err(fail(
+                format!("{}: {what}: {}", self.addr, closed_after(Kind::HandlerSocket)),
+            )),
             Ok(Err(e)) => Err(fail(format!("{}: {what}: {}", self.addr, e.message))),
             Ok(Ok(l)) => Ok(l),
         }
@@ -139,12 +151,7 @@ impl HsTarget {
                 "auth",
                 tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req)).await,
             )?;
-            let resp = parse_line(&line).map_err(|_| {
-                fail(format!(
-                    "{}: not a HandlerSocket reply: is this the HandlerSocket port?",
-                    self.addr
-                ))
-            })?;
+            let resp = parse_line(&line).map_err(|_| self.not_hs(&line))?;
             check_ok(&resp).map_err(|e| {
                 fail(format!(
                     "{}: auth failed: {} (check secret= or LOADGEN_HS_SECRET)",
@@ -161,12 +168,7 @@ impl HsTarget {
             "open_index",
             tokio::time::timeout(self.timeouts.connect, conn.round_trip_line(&req)).await,
         )?;
-        let resp = parse_line(&line).map_err(|_| {
-            fail(format!(
-                "{}: not a HandlerSocket reply: is this the HandlerSocket port?",
-                self.addr
-            ))
-        })?;
+        let resp = parse_line(&line).map_err(|_| self.not_hs(&line))?;
         check_ok(&resp).map_err(|e| {
             let hint = if e.is_auth() {
                 " (secret= in the URL or LOADGEN_HS_SECRET)".to_string()
@@ -192,6 +194,11 @@ impl Target for HsTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// A line HandlerSocket answers with an error (`2\t1\tcmd`), the connection kept.
+    fn hello(&self) -> Option<Hello> {
+        Some(Hello::new(Kind::HandlerSocket, &b"loadgen-hello\n"[..]))
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {

@@ -15,6 +15,7 @@ use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::http::codec::HttpCodec;
 use crate::proto::pipelined::StreamConn;
+use crate::proto::sniff::{Hello, Kind};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::server_stats::ServerStats;
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
@@ -115,6 +116,12 @@ impl Target for HttpTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// `OPTIONS *`: a request about the server, not a key. Not over TLS (`https://`).
+    fn hello(&self) -> Option<Hello> {
+        let options = || Hello::new(Kind::Http, &b"OPTIONS * HTTP/1.0\r\n\r\n"[..]);
+        self.tls.is_none().then(options)
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {

@@ -20,6 +20,7 @@ use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::routed::{Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
+use crate::proto::sniff::{Hello, Kind};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
@@ -201,6 +202,11 @@ impl Target for McTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// `version`: memcached and its proxies answer it at once, and count no get.
+    fn hello(&self) -> Option<Hello> {
+        Some(Hello::new(Kind::Memcached, &b"version\r\n"[..]))
     }
 
     fn is_set(&self) -> bool {

@@ -25,6 +25,7 @@ use crate::proto::mysql::codec::time_cell;
 use crate::proto::mysql::plugins::unspoken;
 use crate::proto::mysql::ssl::{no_tls_on_server, server_said, tls_options};
 use crate::proto::mysql::writes::{self, Param};
+use crate::proto::sniff::{Hello, Kind};
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{self, Endpoint, Roots, TlsClient, TlsInfo, TlsMode, TlsOptions};
 use crate::url::TargetUrl;
@@ -367,6 +368,11 @@ impl Target for MysqlTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// Nothing: the server greets first.
+    fn hello(&self) -> Option<Hello> {
+        Some(Hello::new(Kind::Mysql, Vec::new()))
     }
 
     async fn connect(&self) -> Result<MysqlConn, LookupError> {

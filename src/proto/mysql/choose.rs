@@ -7,7 +7,7 @@ use super::async_driver::MysqlTarget;
 use super::plugins;
 use super::wire_driver::MyWireTarget;
 use crate::plan::Plan;
-use crate::proto::target::SetupError;
+use crate::proto::target::{greet_target, SetupError};
 use crate::url::TargetUrl;
 
 pub enum Chosen {
@@ -25,10 +25,16 @@ pub async fn choose(
     stop: impl Future<Output = ()>,
 ) -> Result<Chosen, SetupError> {
     let wire = MyWireTarget::new(url, plan)?;
+    // The preflight's check of what answers, before this login waits for a greeting.
+    let said = |e: &str| SetupError(format!("{label}: {}", crate::url::redact_text(e)));
+    let first = async {
+        greet_target(&wire, plan.timeouts().connect)
+            .await
+            .map_err(|e| said(&e))?;
+        wire.unspoken_plugin().await.map_err(|e| said(&e.message))
+    };
     let unspoken = tokio::select! {
-        p = wire.unspoken_plugin() => p.map_err(|e| {
-            SetupError(format!("{label}: {}", crate::url::redact_text(&e.message)))
-        })?,
+        p = first => p?,
         _ = stop => return Err(SetupError(format!(
             "{label}: stopped while connecting; nothing was measured"
         ))),

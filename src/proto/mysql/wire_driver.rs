@@ -27,6 +27,7 @@ use crate::proto::mysql::plugins::{not_wire, NATIVE_PASSWORD};
 use crate::proto::mysql::ssl::ask_tls;
 use crate::proto::mysql::writes;
 use crate::proto::pipelined::StreamConn;
+use crate::proto::sniff::{not_the_protocol, Hello, Kind};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::timeouts::Timeouts;
 use crate::transport::{no_connection, Endpoint, Stream, TlsClient, TlsInfo};
@@ -351,9 +352,9 @@ impl Session {
                 pos: 0,
                 seq: self.seq,
             };
-            let next = packets.next_packet().map_err(|_| {
-                fail("the server's reply is not MySQL protocol (is this a MySQL/MariaDB port?)")
-            })?;
+            let next = packets
+                .next_packet()
+                .map_err(|_| fail(not_the_protocol(Kind::Mysql, &self.rbuf)))?;
             if let Some(payload) = next {
                 let payload = payload.to_vec();
                 let (taken, seq) = (packets.pos, packets.seq);
@@ -406,6 +407,11 @@ impl Target for MyWireTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// Nothing: the server greets first.
+    fn hello(&self) -> Option<Hello> {
+        Some(Hello::new(Kind::Mysql, Vec::new()))
     }
 
     async fn connect(&self) -> Result<StreamConn<MyCodec>, LookupError> {

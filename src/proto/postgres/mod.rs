@@ -12,6 +12,7 @@ pub mod wire_driver;
 pub mod writes;
 
 use crate::error::ConnectError;
+use crate::proto::sniff::{startup_probe, Hello, Kind};
 use crate::transport::Endpoint;
 use crate::url::TargetUrl;
 
@@ -20,6 +21,14 @@ pub const DEFAULT_PORT: u16 = 5432;
 
 /// A Unix socket, as libpq writes it: `host` is the directory of the socket file.
 pub const SOCKET_URL: &str = "postgres://user@/db?host=/var/run/postgresql";
+
+/// Both drivers' first words: a startup message of the target's user and database (a server
+/// of another kind answers it too, or gets the preflight's other probes).
+pub fn hello(config: &tokio_postgres::Config) -> Hello {
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    Hello::new(Kind::Postgres, startup_probe(user, db))
+}
 
 /// The port: the URL's, or libpq's `?port=` (written beside `?host=`), or 5432.
 pub fn port(url: &TargetUrl) -> Result<u16, ConnectError> {

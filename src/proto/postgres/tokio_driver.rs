@@ -34,6 +34,7 @@ use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
 use crate::proto::postgres::tls::PgTls;
 use crate::proto::postgres::writes;
+use crate::proto::sniff::Hello;
 use crate::proto::target::{Conn, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsInfo};
 use crate::url::TargetUrl;
@@ -251,6 +252,10 @@ impl Target for PgTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    fn hello(&self) -> Option<Hello> {
+        Some(super::hello(&self.config))
     }
 
     async fn connect(&self) -> Result<PgConn, LookupError> {

@@ -29,6 +29,7 @@ use crate::proto::postgres::error::explain_db;
 use crate::proto::postgres::tls::PgTls;
 use crate::proto::postgres::tokio_driver::{lookup_sql, pg_config, PgTarget};
 use crate::proto::postgres::writes;
+use crate::proto::sniff::{not_the_protocol, Hello, Kind};
 use crate::proto::target::{ServerCount, SetupError, Target};
 use crate::transport::{no_connection, Endpoint, Stream, TlsInfo, TlsMode};
 use crate::url::TargetUrl;
@@ -322,7 +323,7 @@ impl Session {
             // server that is not PostgreSQL.
             if let Ok(Some(h)) = Header::parse(&self.rbuf) {
                 if h.len() as usize > MAX_FRAME {
-                    return Err(fail("the server's reply is not PostgreSQL protocol (is this a PostgreSQL port?)"));
+                    return Err(fail(not_the_protocol(Kind::Postgres, &self.rbuf)));
                 }
                 if h.tag() == b'E' && self.rbuf.len() > h.len() as usize {
                     let e = ServerError::parse(&self.rbuf[5..h.len() as usize + 1]);
@@ -372,6 +373,10 @@ impl Target for PgWireTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    fn hello(&self) -> Option<Hello> {
+        Some(super::hello(&self.config))
     }
 
     async fn connect(&self) -> Result<StreamConn<PgCodec>, LookupError> {

@@ -15,6 +15,7 @@ use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
+use crate::proto::sniff::{Hello, Kind, PING};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
 use crate::transport::{Endpoint, TlsClient, TlsInfo};
 use crate::url::TargetUrl;
@@ -168,6 +169,12 @@ impl Target for RedisTarget {
 
     fn endpoint(&self) -> &Endpoint {
         &self.login.endpoint
+    }
+
+    /// `PING`: `+PONG`, or `-NOAUTH` before the login. Not over TLS (`rediss://`).
+    fn hello(&self) -> Option<Hello> {
+        let ping = || Hello::new(Kind::Redis, PING);
+        self.login.tls.is_none().then(ping)
     }
 
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
