@@ -26,16 +26,29 @@ pub fn args_of(
         out.extend(targets(&file));
     }
     let longs = given_longs(given);
-    // -n and -d exclude each other: either given keeps the other off too.
-    let stop = |l: &str| ["--requests", "--duration"].contains(&l);
     for (long, value) in flags(&file.settings, file.instance.as_deref()) {
-        if longs.iter().any(|g| *g == long || (stop(g) && stop(long))) {
+        if longs
+            .iter()
+            .any(|g| *g == long || replaces(g).contains(&long))
+        {
             continue;
         }
         out.push(long.to_string());
         out.extend(value);
     }
     Ok(out)
+}
+
+/// The file's flags that a flag given beside `--repeat` keeps off too, as they exclude each
+/// other: -n and -d; a mix and a trace (whose ops are its own).
+fn replaces(given: &str) -> &'static [&'static str] {
+    match given {
+        "--requests" => &["--duration"],
+        "--duration" => &["--requests"],
+        "--mix" => &["--trace", "--speed"],
+        "--trace" => &["--mix"],
+        _ => &[],
+    }
 }
 
 /// What a flag's output-only reason says.
@@ -273,6 +286,28 @@ mod tests {
         assert!(REPEATED
             .iter()
             .all(|r| NOT_REPEATED.iter().all(|(n, _)| n != r)));
+    }
+
+    #[test]
+    fn a_given_flag_keeps_off_the_files_flags_it_excludes() {
+        let dir = crate::test_dir::TempDir::new("lg-repeat-unit");
+        let file = dir.join("r.json");
+        let mut doc = serde_json::json!({
+            "loadgen_version": "0", "started_at": "2026-12-07T00:00:00Z", "interrupted": false,
+            "settings": every(true), "machine": {"cores": 1, "os": "linux"}, "runs": [],
+        });
+        doc["settings"]["requests"] = serde_json::Value::Null;
+        std::fs::write(&file, doc.to_string()).unwrap();
+        let args = |given: &[&str]| {
+            let given: Vec<String> = given.iter().map(|g| g.to_string()).collect();
+            args_of(&file, &given, true).unwrap()
+        };
+        let has = |a: &[String], f: &str| a.iter().any(|x| x == f);
+        let a = args(&[]);
+        assert!(has(&a, "--trace") && has(&a, "--duration") && !has(&a, "--mix"));
+        let a = args(&["--mix", "read=1", "-n5"]);
+        assert!(!has(&a, "--trace") && !has(&a, "--speed") && !has(&a, "--duration"));
+        assert!(has(&a, "--connections"), "{a:?}");
     }
 
     #[test]
