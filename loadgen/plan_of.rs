@@ -99,7 +99,8 @@ fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
     }
     let survey = loadgen::trace::feed::Survey::read(path).map_err(|e| e.to_string())?;
     Ok(Some(loadgen::plan::TracePlan {
-        path: path.clone(),
+        // Absolute, so the result's settings lead a repeat to it from any directory.
+        path: std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),
         speed: a.speed,
         survey,
     }))

@@ -123,6 +123,11 @@ pub fn settings_of(plan: &Plan) -> Settings {
                 .map(|(op, sql)| (op.name().to_string(), sql.clone()))
                 .collect()
         }),
+        reconnect_backoff_us: Some(
+            [plan.reconnect_backoff.0, plan.reconnect_backoff.1].map(|d| d.as_micros() as u64),
+        ),
+        max_errors: plan.max_errors,
+        insert_from: plan.insert_from,
         trace: plan.trace.as_ref().map(|t| crate::result::TraceSettings {
             file: t.path.display().to_string(),
             lines: t.survey.lines,

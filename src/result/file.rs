@@ -77,6 +77,15 @@ pub struct Settings {
     /// The SQL of each write op given by `--query-<op>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_queries: Option<std::collections::BTreeMap<String, String>>,
+    /// `--reconnect-backoff` MIN,MAX in microseconds; absent in older files (10ms,1s then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnect_backoff_us: Option<[u64; 2]>,
+    /// `--max-errors` when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_errors: Option<u64>,
+    /// `--insert-from` when given (with `--instance`, of the file, it sets the insert keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_from: Option<u64>,
     /// `--trace`: the replayed file; absent for a run that draws its requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSettings>,
