@@ -30,6 +30,9 @@ MC_PORT=${LOADGEN_MC_PORT:-51211}
 REDIS_PORT=${LOADGEN_REDIS_PORT:-56379}
 REDIS_TLS_PORT=${LOADGEN_REDIS_TLS_PORT:-56380}
 PROM_PORT=${LOADGEN_PROM_PORT:-59090}
+# The two --metrics ports Prometheus scrapes (the tests' generators listen there).
+SCRAPE_A=${LOADGEN_PROM_SCRAPE_A:-59464}
+SCRAPE_B=${LOADGEN_PROM_SCRAPE_B:-59465}
 START_TIMEOUT=${LOADGEN_START_TIMEOUT:-60}
 # Throwaway credentials for these local servers only (also printed by `env`).
 PASS=loadgen
@@ -517,7 +520,7 @@ scrape_configs:
   - job_name: loadgen
     honor_labels: true
     static_configs:
-      - targets: ['127.0.0.1:59464', '127.0.0.1:59465']
+      - targets: ['127.0.0.1:$SCRAPE_A', '127.0.0.1:$SCRAPE_B']
 EOF
   launch prometheus prometheus --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
     --web.listen-address="127.0.0.1:$PROM_PORT" --web.enable-lifecycle --web.enable-admin-api
@@ -598,6 +601,8 @@ export LOADGEN_TLS_CA=$TLS_DIR/ca.crt
 export LOADGEN_TLS_WRONG_CA=$TLS_DIR/wrong-ca.crt
 export LOADGEN_TLS_SERVER_KEY=$TLS_DIR/server.key
 export LOADGEN_PROM_PORT=$PROM_PORT
+export LOADGEN_PROM_SCRAPE_A=$SCRAPE_A
+export LOADGEN_PROM_SCRAPE_B=$SCRAPE_B
 export LOADGEN_PG_SOCKET_DIR=$PG_DIR/sock
 export LOADGEN_MY_SOCKET=$MY_DIR/mysqld.sock
 export LOADGEN_MC_SOCKET=$MC_SOCK

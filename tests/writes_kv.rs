@@ -8,6 +8,7 @@ use common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::Command;
 
 const MIX: &str = "read=50,update=30,insert=10,delete=10";
 const VERIFY_MIX: &str = "read=50,update=20,insert=10,delete=10,upsert=10";
@@ -246,6 +247,67 @@ fn memcached_conserves_every_op() {
     assert_eq!(code, 0, "{err}");
     let r = &doc["runs"][0];
     assert_conserved(r, &own, &["read", "upsert"], &[], "memcached upsert");
+}
+
+/// The text report's op lines say that the server's figure holds the warm-up, and its
+/// figure is the JSON's (the same run, written both ways).
+#[test]
+fn memcached_op_lines_say_the_server_count_holds_the_warm_up() {
+    let Some(base) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let keys = McKeys::new(&base, "w");
+    prepare(&keys.url, ROWS);
+    let dir = TempDir::new("lg-oplines");
+    let json = dir.join("r.json");
+    let keys_arg = format!("1-{ROWS}");
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &keys.url,
+            "-d",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--mix",
+            "read=90,upsert=10",
+        ])
+        .args(["--keys", &keys_arg, "-c", "2", "-q", "-o"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = &doc["runs"][0];
+    assert!(u(r, "warmup_requests") > 0, "{r}");
+    let so = &r["ops"]["read"]["server_observed"];
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("read "))
+        .unwrap_or_else(|| panic!("no read line in {text}"));
+    let n = |v: u64| {
+        let s = v.to_string();
+        let mut o = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                o.push(',');
+            }
+            o.push(c);
+        }
+        o
+    };
+    let want = format!(
+        "server {} (sent {}, warm-up included), matches",
+        n(u(so, "delta")),
+        n(u(so, "expected"))
+    );
+    assert!(line.ends_with(&want), "{line} / {want}");
 }
 
 #[test]

@@ -20,6 +20,20 @@ mod temp_dir;
 #[allow(unused_imports)] // not every test binary makes a temp dir
 pub(crate) use temp_dir::TempDir;
 
+/// The two `--metrics` ports scripts/servers.sh's Prometheus scrapes (LOADGEN_PROM_SCRAPE_A/B).
+pub fn scrape_ports() -> [u16; 2] {
+    let port = |var: &str, default: u16| {
+        std::env::var(var)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(default)
+    };
+    [
+        port("LOADGEN_PROM_SCRAPE_A", 59464),
+        port("LOADGEN_PROM_SCRAPE_B", 59465),
+    ]
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_loadgen")
 }

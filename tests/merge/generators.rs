@@ -165,21 +165,23 @@ fn prometheus_sum_of_rates_across_generators_matches_their_qps() {
     let mut tries = 0;
     let (start_at, a, b) = loop {
         tries += 1;
-        // scripts/servers.sh's Prometheus scrapes 127.0.0.1:59464 and :59465 every second.
-        wait_port_free(59464);
-        wait_port_free(59465);
+        // scripts/servers.sh's Prometheus scrapes these two ports every second.
+        let [pa, pb] = scrape_ports();
+        wait_port_free(pa);
+        wait_port_free(pb);
+        let (ma, mb) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
         let start_at = now_unix().ceil() as i64 + 3;
         let at = rfc3339(start_at);
         #[rustfmt::skip]
         let mut ca = spawn(&[
             "run", &url, "-R", "2000", "-d", "12s", "-c", "8", "--seed", "1", "--start-at", &at,
-            "--instance", "prom-a", "--metrics", "127.0.0.1:59464", "-o", a_json.to_str().unwrap(),
+            "--instance", "prom-a", "--metrics", &ma, "-o", a_json.to_str().unwrap(),
             "--format", "json", "-q",
         ]);
         #[rustfmt::skip]
         let mut cb = spawn(&[
             "run", &url, "-R", "2000", "-d", "12s", "-c", "8", "--seed", "2", "--start-at", &at,
-            "--instance", "prom-b", "--metrics", "127.0.0.1:59465", "-o", b_json.to_str().unwrap(),
+            "--instance", "prom-b", "--metrics", &mb, "-o", b_json.to_str().unwrap(),
             "--format", "json", "-q",
         ]);
         // Both bind their port before waiting for --start-at; one that lost a race for its

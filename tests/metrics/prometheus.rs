@@ -43,10 +43,11 @@ fn start_scraped_run(
     rate: &str,
     extra: impl Fn(u16) -> Vec<String>,
 ) -> (Child, String, String) {
-    let port = [59464u16, 59465]
+    let ports = scrape_ports();
+    let port = ports
         .into_iter()
         .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("port 59464 or 59465 is free");
+        .unwrap_or_else(|| panic!("neither scraped port {ports:?} is free"));
     let extra = extra(port);
     let run_id = format!("{what}-{}-{}", std::process::id(), now_unix() as u64);
     let addr = format!("127.0.0.1:{port}");
