@@ -291,17 +291,7 @@ fn memcached_op_lines_say_the_server_count_holds_the_warm_up() {
         .lines()
         .find(|l| l.trim_start().starts_with("read "))
         .unwrap_or_else(|| panic!("no read line in {text}"));
-    let n = |v: u64| {
-        let s = v.to_string();
-        let mut o = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                o.push(',');
-            }
-            o.push(c);
-        }
-        o
-    };
+    let n = loadgen::report::text::thousands;
     let want = format!(
         "server {} (sent {}, warm-up included), matches",
         n(u(so, "delta")),
