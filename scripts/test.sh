@@ -84,31 +84,17 @@ step "build (cargo build --release)" cargo build --release --quiet
 built=$ok
 lg=target/release/loadgen
 
-# Load the data sets once; a server restarted from its data dir keeps them.
-rows=1000000
-load_pg() {
-  local n
-  [ -n "${LOADGEN_PG_URL:-}" ] || { say "no LOADGEN_PG_URL from servers.sh env"; return 1; }
-  n=$(psql "$LOADGEN_PG_URL" -XAtqc "SELECT count(*) FROM usr" 2>/dev/null || echo 0)
-  [ "$n" = "$rows" ] || $lg prepare "$LOADGEN_PG_URL" --rows $rows
-}
-load_my() {
-  local n
-  [ -n "${LOADGEN_MY_URL:-}" ] || { say "no LOADGEN_MY_URL from servers.sh env"; return 1; }
-  n=$(mariadb --protocol=tcp -h 127.0.0.1 -P "${LOADGEN_MY_PORT:-3306}" -u loadgen -N -e "SELECT count(*) FROM loadgen.usr" 2>/dev/null || echo 0)
-  [ "$n" = "$rows" ] || $lg prepare "$LOADGEN_MY_URL" --rows $rows
-}
+# Load the data sets once (scripts/load_data.sh: a server restarted from its data dir keeps them).
 if [ -z "$built" ] || [ -z "$servers" ]; then
   why=$([ -z "$built" ] && echo "the build failed" || echo "no server environment")
   notrun "loading the data sets" "$why"
 else
-  step "loading PostgreSQL" load_pg
-  step "loading MariaDB" load_my
-  # memcached and Redis keep nothing across a restart: load them every time. The second
+  step "loading PostgreSQL" bash scripts/load_data.sh $lg pg
+  step "loading MariaDB" bash scripts/load_data.sh $lg my
+  # memcached and Redis keep nothing across a restart: loaded every time. The second
   # memcached (on a Unix socket only) starts empty too.
-  [ -z "${LOADGEN_MC_URL:-}" ] || step "loading memcached" $lg prepare "$LOADGEN_MC_URL" --rows $rows
-  [ -z "${LOADGEN_MC_SOCKET_URL:-}" ] || step "loading memcached_unix" $lg prepare "$LOADGEN_MC_SOCKET_URL" --rows $rows
-  [ -z "${LOADGEN_REDIS_URL:-}" ] || step "loading Redis" $lg prepare "$LOADGEN_REDIS_URL" --rows $rows
+  step "loading memcached" bash scripts/load_data.sh $lg mc mc_unix
+  step "loading Redis" bash scripts/load_data.sh $lg redis
 fi
 
 if [ -z "$built" ]; then

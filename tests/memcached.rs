@@ -530,6 +530,15 @@ fn a_proxy_is_counted_by_the_servers_behind_it() {
     let before = gets();
     let (code, doc, err) = mget_mix_run(&through, "1-600");
     let moved = gets() - before;
+    // The same proxy with one of its servers left out of ?behind=: the count it reads is the
+    // two others', fewer than loadgen sent, and the run says so (its verdict, --strict's exit).
+    let short = format!(
+        "memcache://127.0.0.1:{proxy_port}?prefix=proxytest:&behind={}",
+        addrs[..2].join(",")
+    );
+    let (short_code, short_doc, short_err) = run_json(&[
+        &short, "-n", "600", "--keys", "1-600", "-c", "2", "--strict",
+    ]);
     let _ = proxy.kill();
     let _ = proxy.wait();
     pool_down(&ports);
@@ -554,6 +563,18 @@ fn a_proxy_is_counted_by_the_servers_behind_it() {
         so["source"].as_str().unwrap().ends_with("behind the proxy"),
         "{so}"
     );
+    assert_eq!(short_code, 3, "{short_err}");
+    let so = &short_doc["runs"][0]["server_observed"];
+    assert_eq!(
+        (so["matches"].clone(), u(so, "expected")),
+        (false.into(), 600),
+        "{so}"
+    );
+    assert!(u(so, "delta") < 600, "{so}");
+    let note = so["note"].as_str().unwrap();
+    assert!(note.contains("but loadgen sent 600"), "{note}");
+    let reasons = short_doc["runs"][0]["verdict"]["reasons"].to_string();
+    assert!(reasons.contains("server count differs"), "{reasons}");
     // The proxy and the servers behind it are the server's processes: their CPU is the
     // server's, not "other processes" of the machine.
     let process = r["server_cpu"]["process"].as_str().unwrap_or_default();
