@@ -221,14 +221,21 @@ fn verdict_a_clean_paced_run_is_valid() {
         "-d", "3s", "--warmup", "1s", "-R", "2000", "--keys", "1-100000", "--strict",
     ]);
     assert_schema_valid(&doc);
-    // Valid, unless this machine was busy with other work (then --strict exits 3 for it).
+    // Valid, unless this machine was busy with other work: then only reasons a busy machine
+    // causes, and --strict exits 3 for them. Never a reason the run itself controls.
+    let (valid, why) = verdict(&doc);
     let v = &doc["runs"][0]["verdict"];
-    if only_disturbed(v) {
-        assert_eq!(code, 3, "{err}");
-        return;
+    for r in v["reasons"].as_array().unwrap() {
+        let r = r.as_str().unwrap();
+        let machine = [
+            "machine disturbed",
+            "behind schedule: send lag",
+            "warm-up too short",
+            "client saturated",
+        ];
+        assert!(machine.iter().any(|m| r.starts_with(m)), "{r}");
     }
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(verdict(&doc), (true, String::new()));
+    assert_eq!(code, if valid { 0 } else { 3 }, "{why}: {err}");
 }
 
 #[test]
@@ -368,12 +375,22 @@ fn verdict_one_worker_thread_never_idle_is_client_saturated() {
         &url, "-t", "1", "-c", "4", "-p", "32", "-d", "2s", "--warmup", "500ms", "--keys", "1-1000",
     ]);
     let busiest = f(&doc["runs"][0], "client_cpu.busiest");
-    assert!(busiest >= 0.9, "busiest {busiest}: {err}");
     let (valid, why) = verdict(&doc);
-    assert!(
-        !valid && why.contains("client saturated: busiest worker thread"),
-        "{why}"
+    // On a quiet machine the one thread is never idle. On a busy one the instant server's
+    // thread may get too little of a core to keep it busy: then the rule is checked the other
+    // way, the verdict saying nothing of a saturation that did not happen.
+    let shown = format!(
+        "client saturated: busiest worker thread {:.0}% busy",
+        busiest * 100.0
     );
+    if busiest >= 0.9 {
+        assert!(!valid && why.contains(&shown), "{why}: {err}");
+    } else {
+        assert!(
+            !why.contains("client saturated"),
+            "busiest {busiest}: {why}"
+        );
+    }
     assert_schema_valid(&doc);
 }
 
