@@ -266,7 +266,7 @@ async fn drive<T: Target>(
                 if ctx.now_ns() < deadline {
                     continue; // fired for an older request: re-arm for this one
                 }
-                None
+                Some(Err(timed_out(&*ctx.target, c, lane.request_timeout)))
             }
             _ = pace(&mut pace_timer, &ctx, wait_for.unwrap_or(0)), if wait_for.is_some() => continue,
         };
@@ -281,6 +281,20 @@ async fn drive<T: Target>(
     }
     lane.close(conn.as_mut()).await;
     conn
+}
+
+/// The oldest request's timeout, naming the server it waited on (a set's member, or the
+/// target's one server): the connection is lost with every request in flight on it.
+#[cold]
+fn timed_out<T: Target>(target: &T, c: &T::Conn, limit: std::time::Duration) -> LookupError {
+    let server = c
+        .awaiting()
+        .unwrap_or_else(|| target.endpoint().to_string());
+    LookupError::new(
+        crate::outcome::ErrorKind::Timeout,
+        true,
+        format!("no reply within {limit:?} from {server}"),
+    )
 }
 
 /// The reply to the oldest request: a one-key request's, or with `--batch` (`keys` not empty)

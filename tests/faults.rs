@@ -207,6 +207,13 @@ fn pause_and_resume(name: &str, url: &str, source: &str) {
     let r = &doc["runs"][0];
     assert!(u(r, "errors.timeout") > 0, "{r}");
     assert_eq!(u(r, "requests"), N, "a request was lost: {r}");
+    // The timeout's sample names the server that did not answer.
+    let hostport = url.rsplit(['/', '@']).find(|p| p.contains(':')).unwrap();
+    let samples = r["error_samples"].to_string();
+    assert!(
+        samples.contains(&format!("no reply within 500ms from {hostport}")),
+        "{samples}"
+    );
     // The server's own count: every answered lookup was executed; a timed-out one was sent and
     // may or may not have been (the server reads it after SIGCONT even from a closed socket);
     // a failed connect never reached it.

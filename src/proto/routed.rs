@@ -362,6 +362,12 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         }
     }
 
+    fn awaiting(&self) -> Option<String> {
+        self.pool.as_ref()?;
+        let (i, _) = self.sent.front()?;
+        self.names.get(*i).cloned()
+    }
+
     /// Also hands this connection's latencies per server in: a run step ends here.
     async fn settle(&mut self, grace: Duration) -> Result<(), LookupError> {
         if let Some(l) = &mut self.latency {

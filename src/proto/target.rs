@@ -258,6 +258,12 @@ pub trait Conn: 'static {
     fn settle(&mut self, _grace: Duration) -> impl Future<Output = Result<(), LookupError>> {
         async { Ok(()) }
     }
+
+    /// The server the oldest request in flight waits on, where the connection spans several
+    /// (a set's member); None: the target's one server.
+    fn awaiting(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]
