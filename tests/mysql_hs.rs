@@ -123,7 +123,7 @@ fn bad_handlersocket_inputs_exit_2_with_one_line() {
     let cases = [
         (
             format!("hs://127.0.0.1:{my_port}/loadgen/usr"),
-            "HandlerSocket port",
+            "this looks like a MySQL/MariaDB server, not HandlerSocket",
         ),
         (hs.replace("/usr", "/no_such_table"), "open"),
         (format!("{hs}?index=no_such_index"), "index"),
