@@ -125,7 +125,8 @@ fn sweep_over_embedded_and_postgres_finds_the_peak_and_draws_it() {
     assert_eq!(stdout.matches("server count").count(), 2, "{stdout}");
     let runs = doc["runs"].as_array().unwrap();
     for r in runs {
-        let cell = format!("{} matches", thousands(u(&r["server_observed"], "delta")));
+        let delta = u(&r["server_observed"], "delta");
+        let cell = format!("{} matches", loadgen::report::text::thousands(delta));
         assert_eq!(r["server_observed"]["matches"], true, "{r}");
         assert!(stdout.contains(&cell), "{cell} not in {stdout}");
     }
@@ -414,17 +415,4 @@ fn sweep_progress_says_1_connection_not_1_connections() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("sweep step: 1 connection\n"), "{err}");
     assert!(err.contains("sweep step: 2 connections\n"), "{err}");
-}
-
-/// `1234567` as the text report writes it: `1,234,567`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
