@@ -321,6 +321,12 @@ impl Plan {
         Ok(())
     }
 
+    /// Requests have due times: `-R`, or a trace whose lines carry timestamps. Their send
+    /// lag (sent minus due) is then measured and judged.
+    pub fn scheduled(&self) -> bool {
+        self.rate.is_some() || self.trace.as_ref().is_some_and(|t| t.survey.timed)
+    }
+
     /// Keys per multi-get request: `--batch N` (every request), or `mget:N` in `--mix` (those
     /// requests); 0 when no request reads several keys.
     pub fn multi_get(&self) -> usize {

@@ -274,3 +274,50 @@ fn a_bad_trace_is_one_line_exit_2_before_anything_is_sent() {
     assert!(stderr.contains("which --batch would change"), "{stderr}");
     assert!(!stderr.contains("--mix"), "{stderr}");
 }
+
+/// A replay has a schedule, its lines' due times, and is judged by it as `-R` is: 100 gets
+/// due within one second against a server that answers each after 20 ms, on one connection,
+/// cannot be sent on time (they take 2 s or more), so the send lag is measured, shown, and
+/// the verdict says the replay fell behind (`--strict` exits 3).
+#[test]
+fn a_replay_that_falls_behind_its_trace_says_so() {
+    let served = Served::start_with(1000, &["--delay", "20ms"]);
+    let d = dir("behind");
+    let path = d.join("t.csv");
+    let text: String = (1..=100)
+        .map(|k| format!("1700000000,{k},{},0,1,get,0\n", k.to_string().len()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let (code, doc, err) = run_json(&[
+        &served.url,
+        "--trace",
+        path.to_str().unwrap(),
+        "-c",
+        "1",
+        "--strict",
+    ]);
+    let r = &doc["runs"][0];
+    assert_eq!(u(r, "hits"), 100, "{err}");
+    // The k-th request waits for the k-1 before it (20 ms each) but is due at k x 10 ms.
+    assert!(f(r, "lag_us.p99") > 500_000.0, "{}", r["lag_us"]);
+    let reasons = r["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("behind schedule: send lag p99")
+            && reasons.contains("the trace's own times"),
+        "{reasons}"
+    );
+    assert_eq!(code, 3, "--strict on a replay behind its schedule: {err}");
+    assert_schema_valid(&doc);
+    // The text report shows the lag beside the service time.
+    let out = run(&[
+        "run",
+        &served.url,
+        "--trace",
+        path.to_str().unwrap(),
+        "-c",
+        "1",
+        "-q",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nlag "), "{text}");
+}

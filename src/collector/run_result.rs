@@ -57,7 +57,7 @@ impl Collector<'_> {
             connect_error: connect.first_error,
             latency_us: Percentiles::of(&totals.latency),
             service_us: Percentiles::of(&totals.service),
-            lag_us: self.plan.rate.map(|_| Percentiles::of(&totals.lag)),
+            lag_us: self.plan.scheduled().then(|| Percentiles::of(&totals.lag)),
             connect_us: self
                 .plan
                 .reconnect_every

@@ -372,7 +372,7 @@ fn pace_lines(out: &mut String, r: &RunResult) {
     if let Some(c) = &r.connect_us {
         out.push_str(&pct_line("connects", c));
     }
-    if r.rate.is_some() {
+    if r.rate.is_some() || r.lag_us.is_some() {
         out.push_str(&pct_line("service", &r.service_us));
         if let Some(l) = &r.lag_us {
             out.push_str(&pct_line("lag", l));
