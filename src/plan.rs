@@ -327,6 +327,12 @@ impl Plan {
         self.rate.is_some() || self.trace.as_ref().is_some_and(|t| t.survey.timed)
     }
 
+    /// A timed trace sets the pace (no `-R`): the rate is the trace's, which may change on
+    /// purpose, so rules for a steady rate do not apply.
+    pub fn trace_paced(&self) -> bool {
+        self.rate.is_none() && self.trace.as_ref().is_some_and(|t| t.survey.timed)
+    }
+
     /// Keys per multi-get request: `--batch N` (every request), or `mget:N` in `--mix` (those
     /// requests); 0 when no request reads several keys.
     pub fn multi_get(&self) -> usize {

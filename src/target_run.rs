@@ -112,7 +112,7 @@ pub async fn run<T: Target>(
     });
     result.durability = before.durability.into_iter().collect();
     result.machine_load = machine_load;
-    result.verdict = crate::verdict::judge(&result);
+    result.verdict = crate::verdict::judge(&result, !plan.trace_paced());
     Ok(result)
 }
 

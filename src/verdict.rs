@@ -20,8 +20,9 @@ pub const OTHERS_BOUND: f64 = 0.20;
 /// before it: the client's own cost grows with the load, so its peak may be the client's.
 pub const CPU_RISE_BOUND: f64 = 1.5;
 
-/// The verdict on one run, from its result alone.
-pub fn judge(r: &RunResult) -> Verdict {
+/// The verdict on one run, from its result; `steady`: its rate was meant to stay level (not a
+/// timed trace's own pace), so the warm-up rule applies.
+pub fn judge(r: &RunResult, steady: bool) -> Verdict {
     let mut why = Vec::new();
     if r.interrupted {
         why.push(format!(
@@ -95,7 +96,7 @@ pub fn judge(r: &RunResult) -> Verdict {
             ));
         }
     }
-    if let Some(w) = warmup_short(r) {
+    if let Some(w) = warmup_short(r).filter(|_| steady) {
         why.push(w);
     }
     let answered = r.hits + r.misses;
