@@ -324,7 +324,7 @@ impl Plan {
     /// Requests have due times: `-R`, or a trace whose lines carry timestamps. Their send
     /// lag (sent minus due) is then measured and judged.
     pub fn scheduled(&self) -> bool {
-        self.rate.is_some() || self.trace.as_ref().is_some_and(|t| t.survey.timed)
+        self.rate.is_some() || self.trace_paced()
     }
 
     /// A timed trace sets the pace (no `-R`): the rate is the trace's, which may change on
