@@ -22,7 +22,7 @@ count-fewer-matches^src/result/run.rs^delta <= expected && delta + unknown >= ex
 verdict-drops-count-reason^src/verdict.rs^            why.push(w);^            let _ = w;^conservation_negative: faults:memcached_killed_and_restarted_mid_run
 warmup-keys-counted^src/recorder.rs^        self.count(warm, None, |c| {^        self.count(false, None, |c| {^mget_warmup: mget_mix:
 ketama-wrong-word^src/proto/memcached/ketama.rs^let hash = word(&Md5::digest(key), 0);^let hash = word(&Md5::digest(key), 4);^memcached:a_proxy_is_counted_by_the_servers_behind_it
-moved-not-kept^src/proto/redis/slots.rs^        self.owner[slot].store(to as u16, Ordering::Relaxed);^        let _ = slot;^redis_cluster:a_reshard_mid_run_loses_no_lookup
+moved-not-kept^src/proto/redis/slots.rs^        self.owner[slot].store(to as u16, Ordering::Relaxed);^        let _ = slot;^redis_failover:a_graceful_failover_is_followed_and_counted_on_every_node
 pacer-gap-off^src/pacer.rs^let gap_ns = 1e9 * conns as f64 / r;^let gap_ns = 1e9 * conns as f64 / r * 1.01;^load_models:a_fixed_rate_sends_exactly_its_schedule
 trace-speed-ignored^src/trace/schedule.rs^            speed,^            speed: 1.0,^trace:
 EOF

@@ -24,6 +24,7 @@ use crate::result::{
 use crate::totals::Totals;
 use crate::transport::Endpoint;
 
+mod members;
 mod run_result;
 
 /// A final interval shorter than this is not printed (see `close_interval`).

@@ -141,10 +141,14 @@ const WAITED_FOR_A_CORE: f64 = 0.5;
 /// The server-count reason, named for what it is: a count that differs, one that cannot be
 /// compared (a restart), or one that could not be read.
 fn server_count(so: &ServerObserved) -> Option<String> {
+    let note = so.note.as_deref().unwrap_or("");
+    // A set compared over some of its servers: what it says holds for those only.
+    if so.matches && so.members.iter().any(|m| m.not_comparable) {
+        return Some(format!("server count partial: {note}"));
+    }
     if so.matches {
         return None;
     }
-    let note = so.note.as_deref().unwrap_or("");
     Some(match so.delta {
         _ if so.not_comparable => format!("server count not comparable: {note}"),
         None => format!("server count unavailable: {note}"),

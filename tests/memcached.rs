@@ -1,6 +1,7 @@
 //! memcached, for real: conservation against its own stats, --verify.
 
 mod common;
+use common::cluster::assert_only_the_hung_server_waited;
 use common::*;
 
 #[test]
@@ -593,4 +594,36 @@ fn a_proxy_is_counted_by_the_servers_behind_it() {
         let why = why.as_str().unwrap();
         assert!(why.starts_with("machine disturbed"), "{why}");
     }
+}
+
+/// A pool server hung mid-run (SIGSTOP for 3 s of an 8 s run, `--timeout 1s`): each
+/// connection waits for it once, then drops its connection to it alone, so its keys fail at
+/// once while the two others' keys go on at their rate; once it answers again (SIGCONT) its
+/// keys are served again. Its timeouts are on its own line, as sends of unknown fate: every
+/// server's own count, read by loadgen and here, is within its range.
+#[test]
+fn a_hung_pool_server_holds_up_only_its_own_keys() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let (pool, _, ports) = memcached_pool(&url, 81, "hungtest:", "600");
+    let pid = servers(&["pid", &format!("memcached_{}", ports[1])]);
+    let child = std::process::Command::new(bin())
+        .args(["run", &pool, "-d", "8s", "-c", "2", "--keys", "1-600"])
+        .args(["--timeout", "1s", "--warmup", "0s"])
+        .args(["--format", "json", "-o", "-", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("loadgen runs");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    kill("-STOP", &pid);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    kill("-CONT", &pid);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    pool_down(&ports);
+    assert_only_the_hung_server_waited(&doc["runs"][0], &format!(":{}", ports[1]));
 }

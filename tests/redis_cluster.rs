@@ -3,134 +3,15 @@
 //! a run sends every GET to its key's master. The masters' own counters are read here.
 
 mod common;
+use common::cluster::*;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Three cluster-enabled redis-servers, killed when dropped.
-struct Nodes {
-    children: Vec<Child>,
-    ports: Vec<u16>,
-    /// Dropped after `drop` below has stopped the servers.
-    dir: TempDir,
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("redis-cli runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn start_cluster(first: u16) -> Nodes {
-    let ports: Vec<u16> = (first..first + 3).collect();
-    let mut nodes = Nodes {
-        children: Vec::new(),
-        ports: ports.clone(),
-        dir: TempDir::new(&format!("loadgen-cluster-{first}")),
-    };
-    for p in &ports {
-        let conf = nodes.dir.join(format!("nodes-{p}.conf"));
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &p.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--cluster-enabled",
-                "yes",
-            ])
-            .arg("--cluster-config-file")
-            .arg(&conf)
-            .arg("--dir")
-            .arg(nodes.dir.path())
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        nodes.children.push(child);
-    }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ports.iter().all(|p| cli(*p, &["ping"]) == "PONG") {
-        assert!(
-            Instant::now() < deadline,
-            "the cluster nodes did not answer PING"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let out = Command::new("redis-cli")
-        .arg("--cluster")
-        .arg("create")
-        .args(&addrs)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli --cluster create runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    while !ports
-        .iter()
-        .all(|p| cli(*p, &["cluster", "info"]).contains("cluster_state:ok"))
-    {
-        assert!(Instant::now() < deadline, "cluster_state did not become ok");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    nodes
-}
-
-fn gets(port: u16) -> u64 {
-    let info = cli(port, &["info", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
-        .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
-}
-
-/// keyspace_hits + keyspace_misses of one node: the keys its reads looked up.
-fn keyspace(port: u16) -> u64 {
-    let info = cli(port, &["info", "stats"]);
-    let field = |name: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map_or(0, |v| v.trim().parse().unwrap())
-    };
-    field("keyspace_hits:") + field("keyspace_misses:")
-}
-
-/// A cluster of our own whose rows 1..`rows` are loaded with `prepare`, and its URL.
+/// Three masters of our own whose rows 1..`rows` are loaded with `prepare`, and the URL.
 fn prepared_cluster(first: u16, rows: &str) -> (Nodes, String) {
-    let nodes = start_cluster(first);
-    let url = format!("redis://127.0.0.1:{}?cluster=1", nodes.ports[0]);
-    let out = run(&["prepare", &url, "--rows", rows]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (nodes, url)
-}
-
-/// Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus (its
-/// port + 10,000) lies below the kernel's ephemeral range (32768 up), where a client
-/// connection's local port could hold it.
-fn cluster_ports(redis_url: &str) -> u16 {
-    let port: u16 = redis_url.rsplit_once(':').unwrap().1.parse().unwrap();
-    12_000 + port % 10_000 + 100
+    prepared(start_cluster(first), rows)
 }
 
 #[test]

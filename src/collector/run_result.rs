@@ -1,9 +1,9 @@
 //! The `RunResult` a finished run is: counts, rates, percentiles, the server's own count and
 //! CPU beside loadgen's, built once every worker has stopped.
 
+use super::members::{members_observed, over_members, partial};
 use super::*;
-use crate::proto::target::MemberCount;
-use crate::result::{count_matches, sent_text, MemberObserved, Redirects};
+use crate::result::{count_matches, sent_text, Redirects};
 
 impl Collector<'_> {
     /// The run's result, once every worker has stopped: `wall_ns` is when they had,
@@ -158,7 +158,7 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
         .map(|(&op, o)| {
             let c = &o.counts;
             let server_observed = match (counted(&server.0, op), counted(&server.1, op)) {
-                _ if restarted(&server.0, &server.1).is_some() => None,
+                _ if restarted(&server.0, &server.1).is_some() || partial(server) => None,
                 (Some(b), Some(a)) => Some(observed(
                     format!("{} ({})", server_source(server), op.name()),
                     a.saturating_sub(b),
@@ -211,6 +211,10 @@ fn restarted(
     let (Ok(Some(b)), Ok(Some(a))) = (before, after) else {
         return None;
     };
+    // A set's servers restart one by one: each is judged on its own (`members_observed`).
+    if !a.members.is_empty() && a.members.len() == b.members.len() && a.parts.is_none() {
+        return None;
+    }
     match (&b.epoch, &a.epoch) {
         (Some(x), Some(y)) if !crate::proto::target::same_epoch(x, y) => Some(format!(
             "the server restarted or reset its counters during the run ({x}, then {y}): its count is not comparable"
@@ -315,7 +319,7 @@ fn server_observed(
             let delta = a.value.saturating_sub(b.value);
             let unsure = totals.counts.error_total() + totals.warm.error_total() - connect;
             let per = a.per_request.max(1);
-            let members = members_observed(&b.members, &a.members, unsure * per);
+            let members = members_observed(&b.members, &a.members);
             let what = if per > 1 { "key" } else { "lookup" };
             let multi = totals
                 .ops
@@ -333,13 +337,17 @@ fn server_observed(
                     format!("the shards counted {delta} statements but loadgen sent {} (a multi-get is one per shard it reads; warm-up included)", sent_text(parts, unknown, |n| n.to_string()))
                 });
             }
-            let (expected, unknown) = (o.expected, o.unknown);
             o.members = members;
+            (o.before, o.after) = (Some(b.value), Some(a.value));
+            // A set of servers (not SQL shards' parts): compared server by server.
+            if !o.members.is_empty() && a.parts.is_none() {
+                over_members(&mut o, what);
+            }
+            let (expected, unknown) = (o.expected, o.unknown);
             o.redirects = b
                 .redirects
                 .zip(a.redirects)
                 .map(|(b, a)| Redirects::between(b, a));
-            (o.before, o.after) = (Some(b.value), Some(a.value));
             if shared {
                 o.shared = true;
                 o.matches = delta + unknown >= expected;
@@ -369,49 +377,6 @@ fn server_observed(
             redirects: None,
         }),
     }
-}
-
-/// Each server of a pool: its counter's change against what loadgen routed to it; `unsure`
-/// requests (errors other than connect failures) may or may not have reached one.
-fn members_observed(
-    before: &[MemberCount],
-    after: &[MemberCount],
-    unsure: u64,
-) -> Vec<MemberObserved> {
-    let sent = |(a, b): (&MemberCount, &MemberCount)| a.sent.saturating_sub(b.sent);
-    let total: u64 = after.iter().zip(before).map(sent).sum();
-    after
-        .iter()
-        .zip(before)
-        .map(|(a, b)| {
-            let delta = a.value.saturating_sub(b.value);
-            let expected = sent((a, b));
-            let unknown = unsure.min(expected);
-            // The latencies between the two reads.
-            // None when it answered nothing in between: no percentiles of nothing.
-            let latency = a
-                .latency
-                .as_ref()
-                .map(|h| {
-                    let mut h = h.clone();
-                    if let Some(b) = &b.latency {
-                        let _ = h.subtract(b);
-                    }
-                    h
-                })
-                .filter(|h| !h.is_empty());
-            MemberObserved {
-                server: a.server.clone(),
-                delta,
-                expected,
-                unknown,
-                matches: count_matches(delta, expected, unknown),
-                share: MemberObserved::share_of(expected, total),
-                latency: latency.as_ref().map(Percentiles::of),
-                histogram: latency.as_ref().map(encode_histogram),
-            }
-        })
-        .collect()
 }
 
 fn round1(x: f64) -> f64 {

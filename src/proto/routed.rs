@@ -64,6 +64,12 @@ pub trait Router: Send + Sync {
     fn asking(&self) -> (&'static [u8], &'static [u8]) {
         (b"", b"")
     }
+
+    /// Reads the set's placement again, when it is the set's to tell (a Redis Cluster's slot
+    /// map), after server `at` was lost or refused; None where placement is fixed.
+    fn reread(&self, _at: usize) -> Option<Pin<Box<dyn Future<Output = ()> + '_>>> {
+        None
+    }
 }
 
 /// Where a redirected request goes next.
@@ -76,6 +82,9 @@ pub enum Redirect {
     /// To the same server again after [`TRYAGAIN_PAUSE`]: a multi-key request whose keys a
     /// migration has split.
     TryAgain,
+    /// To the same server again, with a growing pause, within the request's timeout: the set
+    /// is failing over (Redis's `CLUSTERDOWN`).
+    Down,
 }
 
 /// Where a request redirected by `r` from server `at` goes, and whether it must ask first.
@@ -83,8 +92,13 @@ fn hop(at: usize, r: Redirect) -> (usize, bool) {
     match r {
         Redirect::Moved(to) => (to, false),
         Redirect::Ask(to) => (to, true),
-        Redirect::TryAgain => (at, false),
+        Redirect::TryAgain | Redirect::Down => (at, false),
     }
+}
+
+/// The pause before the `n`th try of a request the set answered [`Redirect::Down`].
+fn down_pause(n: u32) -> Duration {
+    (TRYAGAIN_PAUSE * 2u32.saturating_pow(n)).min(Duration::from_millis(200))
 }
 
 /// How long a request answered `TRYAGAIN` waits before it is sent again.
@@ -100,6 +114,35 @@ pub type Route = (Arc<dyn Router>, Arc<[AtomicU64]>);
 pub type Reopen<C> =
     Box<dyn Fn(usize) -> Pin<Box<dyn Future<Output = Result<StreamConn<C>, LookupError>>>>>;
 
+/// Opens server `0..n` of a set with `open`. One that cannot be reached is down, as one lost
+/// mid-run (its keys fail until it answers, or a failover gives them to another): Err only
+/// when none can be reached, or for another error (a login refused).
+pub async fn open_each<C: Codec, F, Fut>(
+    n: usize,
+    open: F,
+) -> Result<Vec<Option<StreamConn<C>>>, LookupError>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<StreamConn<C>, LookupError>>,
+{
+    let mut conns = Vec::with_capacity(n);
+    let mut first_error = None;
+    for i in 0..n {
+        match open(i).await {
+            Ok(c) => conns.push(Some(c)),
+            Err(e) if e.kind == ErrorKind::Connect || e.fatal => {
+                first_error.get_or_insert(e);
+                conns.push(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match first_error {
+        Some(e) if conns.iter().all(Option::is_none) => Err(e),
+        _ => Ok(conns),
+    }
+}
+
 /// How often a lane tries a server of its set that is down.
 pub const RETRY: Duration = Duration::from_millis(500);
 
@@ -109,22 +152,43 @@ pub struct Routed<C: Codec> {
     /// None: one server.
     pool: Option<Route>,
     keys: KeyFormat,
-    /// The server of each request in flight and when it was sent, oldest first.
-    sent: VecDeque<(usize, Instant)>,
+    /// The server of each request in flight, when it was sent, and whether it went out
+    /// (counted as routed there: its server was up), oldest first.
+    sent: VecDeque<(usize, Instant, bool)>,
     /// A set's way to open one server again, and when each down server may be tried next.
     reopen: Option<(Reopen<C>, Vec<Instant>)>,
+    /// Each down server's opening under way: polled when its keys come, never waited for.
+    opening: Vec<Option<Opening<C>>>,
     /// Each server's address, for messages.
     names: Vec<String>,
     /// The multi-get in flight on a set.
     multi: MultiGet,
     /// Each server's latencies, when the set's are kept ([`Self::timed`]).
     latency: Option<LocalLatency>,
+    /// How long a request may be tried again while the set fails over: within its timeout.
+    patience: Duration,
+    /// How long a set's server may take to answer before it is taken for hung: its
+    /// connection is dropped alone, before the request's own timeout drops every server's.
+    hang_after: Duration,
 }
+
+/// A server of a set being opened again.
+type Opening<C> = Pin<Box<dyn Future<Output = Result<StreamConn<C>, LookupError>>>>;
 
 impl<C: Codec + 'static> Routed<C> {
     pub fn new(conns: Vec<StreamConn<C>>, pool: Option<Route>, keys: KeyFormat) -> Self {
+        Self::with_down(conns.into_iter().map(Some).collect(), pool, keys)
+    }
+
+    /// A set some of whose servers could not be opened (None): their keys fail until they are.
+    pub fn with_down(
+        conns: Vec<Option<StreamConn<C>>>,
+        pool: Option<Route>,
+        keys: KeyFormat,
+    ) -> Self {
         Routed {
-            conns: conns.into_iter().map(Some).collect(),
+            opening: conns.iter().map(|_| None).collect(),
+            conns,
             pool,
             keys,
             sent: VecDeque::with_capacity(16),
@@ -132,7 +196,17 @@ impl<C: Codec + 'static> Routed<C> {
             names: Vec::new(),
             multi: MultiGet::default(),
             latency: None,
+            patience: Duration::from_secs(1),
+            hang_after: Duration::MAX,
         }
+    }
+
+    /// Tries a request again while the set fails over for at most most of `timeout`, so its
+    /// last error stands before the request's own timeout ends the connection.
+    pub fn patient(mut self, timeout: Duration) -> Self {
+        self.patience = timeout * 3 / 4;
+        self.hang_after = timeout * 9 / 10;
+        self
     }
 
     /// A set that opens a server again after its connection broke (see the module); `names`
@@ -148,6 +222,14 @@ impl<C: Codec + 'static> Routed<C> {
     pub fn timed(mut self, shared: Arc<ServerLatency>) -> Self {
         self.latency = Some(LocalLatency::new(shared));
         self
+    }
+
+    /// `n` of what server `i` counts (requests, or keys) went out to it, and their fate is
+    /// unknown: no reply, or an error reply.
+    fn unsure(&self, i: usize, n: u64) {
+        if let Some(l) = &self.latency {
+            l.unsure(i, n);
+        }
     }
 
     /// A reply from server `i` to a request sent at `since`.
@@ -168,7 +250,8 @@ impl<C: Codec + 'static> Routed<C> {
     /// (a request for a server that is down is never sent, and fails as a connect error).
     #[inline]
     fn route(&mut self, i: usize) -> Option<&mut StreamConn<C>> {
-        self.sent.push_back((i, Instant::now()));
+        self.sent
+            .push_back((i, Instant::now(), self.conns[i].is_some()));
         let c = self.conns[i].as_mut()?;
         if let Some((_, routed)) = &self.pool {
             routed[i].fetch_add(1, Ordering::Relaxed);
@@ -222,16 +305,6 @@ impl<C: Codec + 'static> Routed<C> {
         Ok(())
     }
 
-    /// Where a redirect error sends its request next: the server, and whether it must be
-    /// asked for this request alone; None when `e` is no redirect.
-    async fn next_hop(&self, at: usize, e: &LookupError) -> Option<(usize, bool)> {
-        let r = self.redirect_of(e)?;
-        if r == Redirect::TryAgain {
-            tokio::time::sleep(TRYAGAIN_PAUSE).await;
-        }
-        Some(hop(at, r))
-    }
-
     /// The redirect `e` asks for (counted once here); None when it is none.
     fn redirect_of(&self, e: &LookupError) -> Option<Redirect> {
         let (router, _) = self.pool.as_ref()?;
@@ -249,8 +322,16 @@ impl<C: Codec + 'static> Routed<C> {
         let Some(c) = &mut self.conns[i] else {
             return Err(self.down(i, "not connected").await);
         };
-        let mut r = c.recv(req).await;
-        for _ in 0..MAX_HOPS {
+        let deadline = since.checked_add(self.hang_after);
+        let mut r = match deadline {
+            Some(d) => match tokio::time::timeout_at(d.into(), c.recv(req)).await {
+                Ok(r) => r,
+                Err(_) => return Err(self.hung(i)),
+            },
+            None => c.recv(req).await,
+        };
+        let (mut hops, mut waits) = (0, 0);
+        loop {
             let e = match r {
                 Err(e) => e,
                 Ok(o) => {
@@ -263,45 +344,141 @@ impl<C: Codec + 'static> Routed<C> {
                 self.conns[i] = None;
                 return Err(self.down(i, &e.message).await);
             }
-            let Some((to, ask)) = self.next_hop(i, &e).await else {
+            let Some(redirect) = self.redirect_of(&e) else {
                 return Err(e);
             };
-            self.redirected(i, to, ask, 1).await?;
-            i = to;
-            // A `recv` dropped and called again takes the reply from where it was sent last.
-            if let Some(front) = self.sent.front_mut() {
-                front.0 = to;
+            if redirect == Redirect::Down {
+                // Failing over: the map may name new masters; the same server is tried again.
+                let pause = down_pause(waits);
+                if since.elapsed() + pause > self.patience {
+                    return Err(e);
+                }
+                waits += 1;
+                self.reread(i).await;
+                tokio::time::sleep(pause).await;
+            } else {
+                hops += 1;
+                if hops > MAX_HOPS {
+                    return Err(e);
+                }
+                if redirect == Redirect::TryAgain {
+                    tokio::time::sleep(TRYAGAIN_PAUSE).await;
+                }
             }
+            let (to, ask) = hop(i, redirect);
+            let moved = self.redirected(i, to, ask, 1).await;
+            i = to;
+            // A `recv` dropped and called again takes the reply from where it was sent last;
+            // a redirect to a server that is down never went out.
+            if let Some(front) = self.sent.front_mut() {
+                (front.0, front.2) = (to, self.conns[to].is_some());
+            }
+            moved?;
             let Some(c) = &mut self.conns[i] else {
                 return Err(self.down(i, "not connected").await);
             };
             c.send(req);
             r = c.recv(req).await;
         }
-        r
+    }
+
+    /// Reads the set's placement again after server `i` was lost or refused (at most a few
+    /// times a second for the whole run: see the router).
+    async fn reread(&self, i: usize) {
+        if let Some(f) = self.pool.as_ref().and_then(|(router, _)| router.reread(i)) {
+            f.await;
+        }
     }
 
     /// Server `i` is down: the request that found it so fails, and the server is tried again
     /// once [`RETRY`] has passed since the last try.
     async fn down(&mut self, i: usize, why: &str) -> LookupError {
-        if let Some((reopen, next)) = &mut self.reopen {
-            if Instant::now() >= next[i] {
-                next[i] = Instant::now() + RETRY;
-                if let Ok(c) = reopen(i).await {
-                    self.conns[i] = Some(c);
-                }
-            }
-        }
+        // A lost master may have been failed over: its slots then have another.
+        self.reread(i).await;
+        self.try_open(i);
         LookupError::new(
             ErrorKind::Connect,
             false,
             format!(
                 "{} is down ({why}): its keys fail until it is back",
-                self.names
-                    .get(i)
-                    .map_or("a server of the set", String::as_str)
+                self.name(i)
             ),
         )
+    }
+
+    /// Server `i` did not answer in time: its connection alone is dropped (a late reply
+    /// would be out of step), and its keys fail until it answers a new one.
+    fn hung(&mut self, i: usize) -> LookupError {
+        self.conns[i] = None;
+        if let Some((_, next)) = &mut self.reopen {
+            next[i] = Instant::now();
+        }
+        self.try_open(i);
+        LookupError::new(
+            ErrorKind::Timeout,
+            false,
+            format!(
+                "{} did not answer within {:?}: its keys fail until it answers",
+                self.name(i),
+                self.hang_after
+            ),
+        )
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.names
+            .get(i)
+            .map_or("a server of the set", String::as_str)
+    }
+
+    /// Opens server `i` again, once [`RETRY`] has passed since the last try: started here
+    /// and polled each time its keys come, never waited for, so a server that accepts but
+    /// never answers holds up no request of another.
+    fn try_open(&mut self, i: usize) {
+        use futures_util::FutureExt;
+        let Some((reopen, next)) = &mut self.reopen else {
+            return;
+        };
+        if self.opening[i].is_none() {
+            if Instant::now() < next[i] {
+                return;
+            }
+            next[i] = Instant::now() + RETRY;
+            self.opening[i] = Some(reopen(i));
+        }
+        let Some(f) = self.opening[i].as_mut() else {
+            return;
+        };
+        match f.as_mut().now_or_never() {
+            None => {}
+            Some(r) => {
+                self.opening[i] = None;
+                if let Ok(c) = r {
+                    self.conns[i] = Some(c);
+                }
+            }
+        }
+    }
+}
+
+/// A connection given up (a timeout, a lost server, the end): what it still waited for went
+/// out, and is of unknown fate to its server.
+impl<C: Codec> Drop for Routed<C> {
+    fn drop(&mut self) {
+        let Some(l) = &self.latency else {
+            return;
+        };
+        for &(i, _, out) in &self.sent {
+            if out {
+                l.unsure(i, 1);
+            }
+        }
+        for (server, n) in self.multi.outstanding() {
+            l.unsure(
+                server,
+                self.pool.as_ref().map_or(n, |(r, _)| r.weight(n as usize)),
+            );
+        }
     }
 }
 
@@ -335,8 +512,15 @@ impl<C: Codec + 'static> Conn for Routed<C> {
         if let (None, Some(c)) = (&self.pool, &mut self.conns[0]) {
             return c.recv(req).await;
         }
-        let (i, since) = self.sent.front().copied().unwrap_or((0, Instant::now()));
+        let (i, since, _) = self
+            .sent
+            .front()
+            .copied()
+            .unwrap_or((0, Instant::now(), false));
         let r = self.recv_at(i, since, req).await;
+        if let (Err(_), Some(&(at, _, true))) = (&r, self.sent.front()) {
+            self.unsure(at, 1);
+        }
         self.sent.pop_front();
         r
     }
@@ -364,7 +548,7 @@ impl<C: Codec + 'static> Conn for Routed<C> {
 
     fn awaiting(&self) -> Option<String> {
         self.pool.as_ref()?;
-        let (i, _) = self.sent.front()?;
+        let (i, _, _) = self.sent.front()?;
         self.names.get(*i).cloned()
     }
 

@@ -42,16 +42,27 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Every server's latencies so far, from the connections that handed theirs in.
+/// Every server's latencies so far, from the connections that handed theirs in, and the
+/// requests routed to each whose fate is unknown.
 pub struct ServerLatency {
     each: Vec<Mutex<Histogram<u64>>>,
+    /// Sent to the server (counted as routed there), then no reply: timed out, lost with the
+    /// connection, or an error reply; the server may or may not have counted them.
+    unsure: Vec<AtomicU64>,
 }
 
 impl ServerLatency {
     pub fn new(servers: usize) -> Arc<ServerLatency> {
         Arc::new(ServerLatency {
             each: (0..servers).map(|_| Mutex::new(histogram())).collect(),
+            unsure: (0..servers).map(|_| AtomicU64::new(0)).collect(),
         })
+    }
+
+    /// Server `i`'s requests of unknown fate so far (in what it counts: keys of a multi-get
+    /// where it counts keys).
+    pub fn unsure(&self, i: usize) -> u64 {
+        self.unsure.get(i).map_or(0, |u| u.load(Ordering::Relaxed))
     }
 
     /// Server `i`'s latencies so far.
@@ -97,6 +108,13 @@ impl LocalLatency {
             if self.handed.elapsed() >= HAND_IN_EVERY {
                 self.hand_in();
             }
+        }
+    }
+
+    /// `n` requests routed to `server` whose fate is unknown: rare, so counted at once.
+    pub fn unsure(&self, server: usize, n: u64) {
+        if let Some(u) = self.shared.unsure.get(server) {
+            u.fetch_add(n, Ordering::Relaxed);
         }
     }
 

@@ -26,8 +26,9 @@ pub struct ServerCount {
     /// count: 1, or N where the server counts the keys it read (memcached's
     /// get_hits+get_misses, Handler_read_key). Every other request adds 1.
     pub per_request: u64,
-    /// A Redis Cluster: the redirects loadgen followed so far (MOVED, ASK, TRYAGAIN).
-    pub redirects: Option<[u64; 3]>,
+    /// A Redis Cluster: the redirects loadgen followed so far (MOVED, ASK, TRYAGAIN,
+    /// CLUSTERDOWN) and its re-reads of the slot map.
+    pub redirects: Option<[u64; 5]>,
     /// SQL shards under `--batch`: a split multi-get is one statement per shard, and each is
     /// counted. The parts loadgen sent so far, which the count is checked against instead of
     /// requests × `per_request`.
@@ -44,6 +45,33 @@ pub struct MemberCount {
     /// The latencies of the requests this server answered so far, as the connections handed
     /// them in ([`crate::proto::server_latency`]).
     pub latency: Option<hdrhistogram::Histogram<u64>>,
+    /// Of `sent`, those whose fate is unknown (no reply, or an error reply), in what the
+    /// server counts.
+    pub unsure: u64,
+    /// This server's own epoch (its run id or start), to tell a restart of this one alone.
+    pub epoch: Option<String>,
+    /// Why this server's counter could not be read (it is down): `value` means nothing.
+    pub missing: Option<String>,
+}
+
+impl MemberCount {
+    /// Server `server`, whose counter reads `value`, with what loadgen routed to it so far.
+    pub fn new(
+        server: String,
+        value: u64,
+        (sent, latency): (u64, &crate::proto::server_latency::ServerLatency),
+        i: usize,
+    ) -> MemberCount {
+        MemberCount {
+            server,
+            value,
+            sent,
+            latency: Some(latency.of(i)),
+            unsure: latency.unsure(i),
+            epoch: None,
+            missing: None,
+        }
+    }
 }
 
 impl ServerCount {

@@ -322,16 +322,25 @@ pub struct Redirects {
     pub ask: u64,
     /// A multi-get's keys were split by a migration: sent again after a pause.
     pub tryagain: u64,
+    /// The cluster was failing over (`CLUSTERDOWN`): sent again after a growing pause.
+    #[serde(default)]
+    pub clusterdown: u64,
+    /// The slot map read again (after a lost master, a `CLUSTERDOWN`), at most a few times a
+    /// second.
+    #[serde(default)]
+    pub map_reads: u64,
 }
 
 impl Redirects {
     /// The redirects between two reads of the followed counts.
-    pub fn between(before: [u64; 3], after: [u64; 3]) -> Redirects {
+    pub fn between(before: [u64; 5], after: [u64; 5]) -> Redirects {
         let d = |i: usize| after[i].saturating_sub(before[i]);
         Redirects {
             moved: d(0),
             ask: d(1),
             tryagain: d(2),
+            clusterdown: d(3),
+            map_reads: d(4),
         }
     }
 }
@@ -344,6 +353,8 @@ impl std::ops::Add for Redirects {
             moved: self.moved + o.moved,
             ask: self.ask + o.ask,
             tryagain: self.tryagain + o.tryagain,
+            clusterdown: self.clusterdown + o.clusterdown,
+            map_reads: self.map_reads + o.map_reads,
         }
     }
 }
@@ -359,6 +370,12 @@ pub struct MemberObserved {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unknown: u64,
     pub matches: bool,
+    /// Its counter could not be compared (not readable, or the server restarted): `note`
+    /// says why, and the set's count leaves it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_comparable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// This server's part of what loadgen routed to the set (0 to 1).
     #[serde(default)]
     pub share: f64,

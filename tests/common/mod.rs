@@ -2,6 +2,7 @@
 //! scripts/servers.sh started (their URLs come from `scripts/servers.sh env`).
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod fake_mysql;
 pub mod fake_pg;
 pub mod fakes;

@@ -18,7 +18,7 @@ use crate::plan::Plan;
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
 use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
-use crate::proto::routed::{Reopen, Route, Routed};
+use crate::proto::routed::{open_each, Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
 use crate::proto::sniff::{Hello, Kind};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
@@ -164,14 +164,22 @@ pub async fn counts(ep: &Endpoint, connect_timeout: Duration) -> Result<McCounts
 async fn pool_counts(
     members: &[Endpoint],
     timeout: Duration,
-) -> Result<(McCounts, Vec<u64>), SetupError> {
+) -> Result<(McCounts, Vec<MemberRead>), SetupError> {
     let mut sum: Option<McCounts> = None;
     let mut each = Vec::with_capacity(members.len());
+    let mut first_error = None;
     for ep in members {
-        let c = counts(ep, timeout)
-            .await
-            .map_err(|e| format!("{ep}: {}", e.message))?;
-        each.push(c.gets + c.sets + c.deletes);
+        let c = match counts(ep, timeout).await {
+            Ok(c) => c,
+            // One server down: named, the others counted (every one down: the count fails).
+            Err(e) => {
+                let why = format!("{ep}: {}", e.message);
+                first_error.get_or_insert(why.clone());
+                each.push(Err(why));
+                continue;
+            }
+        };
+        each.push(Ok((c.gets + c.sets + c.deletes, c.epoch.clone())));
         sum = Some(match sum {
             None => c,
             Some(s) => McCounts {
@@ -182,8 +190,14 @@ async fn pool_counts(
             },
         });
     }
-    Ok((sum.expect("a target has a server"), each))
+    match (sum, first_error) {
+        (Some(sum), _) => Ok((sum, each)),
+        (None, e) => Err(SetupError(e.unwrap_or_else(|| "no server to count".into()))),
+    }
 }
+
+/// One server's count and epoch, or why it could not be read.
+type MemberRead = Result<(u64, String), String>;
 
 impl Target for McTarget {
     type Conn = Routed<McCodec>;
@@ -238,14 +252,19 @@ impl Target for McTarget {
 
     /// A connection to each server of a pool.
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
-        let mut conns = Vec::with_capacity(self.members.len());
-        for ep in &self.members {
-            let c = StreamConn::connect(ep, self.connect_timeout, None, self.codec(), self.verify);
-            conns.push(c.await?);
-        }
+        let open = |i: usize| {
+            let ep = &self.members[i];
+            StreamConn::connect(ep, self.connect_timeout, None, self.codec(), self.verify)
+        };
         let Some(ring) = self.ring.clone() else {
+            let mut conns = Vec::with_capacity(self.members.len());
+            for i in 0..self.members.len() {
+                conns.push(open(i).await?);
+            }
             return Ok(Routed::new(conns, None, self.keys.clone()));
         };
+        // A pool's server that cannot be reached is down: its keys fail until it answers.
+        let conns = open_each(self.members.len(), open).await?;
         let route: Route = (ring, self.routed.clone());
         let (members, timeout, codec, verify) = (
             self.members.clone(),
@@ -253,14 +272,25 @@ impl Target for McTarget {
             self.codec(),
             self.verify,
         );
+        // A server opened again answers `version` first: one that accepts but never answers
+        // (hung) stays down.
         let reopen: Reopen<McCodec> = Box::new(move |i| {
             let (ep, codec) = (members[i].clone(), codec.clone());
-            Box::pin(async move { StreamConn::connect(&ep, timeout, None, codec, verify).await })
+            Box::pin(async move {
+                let mut c = StreamConn::connect(&ep, timeout, None, codec, verify).await?;
+                let probe = c.round_trip_line(b"version\r\n");
+                match tokio::time::timeout(timeout, probe).await {
+                    Ok(Ok(line)) if line.starts_with(b"VERSION") => Ok(c),
+                    _ => Err(LookupError::io(format!("{ep} did not answer `version`"))),
+                }
+            })
         });
         let names = self.members.iter().map(|m| m.to_string()).collect();
-        Ok(Routed::new(conns, Some(route), self.keys.clone())
+        // --timeout bounds the connect and the request alike (`Timeouts`).
+        Ok(Routed::with_down(conns, Some(route), self.keys.clone())
             .reopening(reopen, names)
-            .timed(self.latency.clone()))
+            .timed(self.latency.clone())
+            .patient(self.connect_timeout))
     }
 
     const MAX_PIPELINE: usize = usize::MAX;
@@ -288,6 +318,10 @@ impl Target for McTarget {
     /// insert and upsert in the mix, or of none of them when the mix has several.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let (c, each) = pool_counts(&self.counted, self.connect_timeout).await?;
+        // Servers behind a proxy are counted as one: all of them, or no count.
+        if let (true, Some(Err(why))) = (self.routed.is_empty(), each.iter().find(|r| r.is_err())) {
+            return Err(SetupError(why.clone()));
+        }
         // A pool's servers one by one: each one's requests against what was routed to it.
         let members: Vec<MemberCount> = self
             .routed
@@ -295,11 +329,15 @@ impl Target for McTarget {
             .zip(each)
             .zip(&self.members)
             .enumerate()
-            .map(|(i, ((sent, value), ep))| MemberCount {
-                server: ep.to_string(),
-                value,
-                sent: sent.load(Ordering::Relaxed),
-                latency: Some(self.latency.of(i)),
+            .map(|(i, ((sent, read), ep))| {
+                let at = (sent.load(Ordering::Relaxed), &*self.latency);
+                let value = read.as_ref().map_or(0, |r| r.0);
+                let mut m = MemberCount::new(ep.to_string(), value, at, i);
+                (m.epoch, m.missing) = match read {
+                    Ok((_, epoch)) => (Some(epoch), None),
+                    Err(why) => (None, Some(why)),
+                };
+                m
             })
             .collect();
         let behind = if self.proxied {

@@ -10,10 +10,10 @@ use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::redis::codec::RedisCodec;
-use crate::proto::redis::count::{calls, lookups};
+use crate::proto::redis::count::{calls, is_master, lookups};
 use crate::proto::redis::login::Login;
 use crate::proto::redis::slots::SlotMap;
-use crate::proto::routed::{Reopen, Route, Routed};
+use crate::proto::routed::{open_each, Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
 use crate::proto::sniff::{Hello, Kind, PING};
 use crate::proto::target::{MemberCount, ServerCount, SetupError, Target};
@@ -30,10 +30,16 @@ pub struct RedisTarget {
     ttl: u32,
     /// `?cluster=1`: the cluster, read from the URL's node at the first connect.
     cluster: Option<Arc<OnceCell<Cluster>>>,
+    /// `--timeout`: how long a request may wait out a cluster's failover.
+    request_timeout: std::time::Duration,
 }
 
-/// A Redis Cluster as a run sees it: its slot map, a login per master, and the requests
-/// routed to each.
+/// One node's command calls (get, set, setnx, del, mget), run id and keyspace lookups, or
+/// why they could not be read.
+type NodeCount = Result<(Vec<u64>, Option<String>, u64), String>;
+
+/// A Redis Cluster as a run sees it: its slot map, a login per node (masters and replicas: a
+/// failover may promote one), and the requests routed to each.
 pub struct Cluster {
     map: Arc<SlotMap>,
     logins: Vec<Login>,
@@ -84,6 +90,7 @@ impl RedisTarget {
             batch: plan.multi_get(),
             ttl: plan.ttl,
             cluster,
+            request_timeout: plan.timeouts().request,
         })
     }
 
@@ -111,16 +118,45 @@ impl RedisTarget {
         Ok(Some(c))
     }
 
-    /// Each server's calls of `commands` (INFO commandstats), and its run id.
+    /// Each server's calls of `commands` (INFO commandstats) and its run id; on a cluster,
+    /// with `keys` its keyspace lookups too. One server's failure fails the count; a
+    /// cluster's node that cannot be read is named (its counter missing), unless none can.
     async fn calls_each(
         &self,
         commands: &[&str],
-    ) -> Result<Vec<(Vec<u64>, Option<String>)>, SetupError> {
+        keys: bool,
+    ) -> Result<Vec<NodeCount>, SetupError> {
         let cluster = self.cluster().await.map_err(|e| e.message)?;
-        let logins = cluster.map_or(std::slice::from_ref(&self.login), |c| &c.logins[..]);
-        let mut each = Vec::with_capacity(logins.len());
-        for l in logins {
-            each.push(calls(l, commands).await.map_err(|e| e.message)?);
+        let Some(c) = cluster else {
+            let (n, epoch) = calls(&self.login, commands).await.map_err(|e| e.message)?;
+            return Ok(vec![Ok((n, epoch, 0))]);
+        };
+        let mut each = Vec::with_capacity(c.logins.len());
+        for l in &c.logins {
+            let one = async {
+                let (mut n, epoch) = calls(l, commands).await?;
+                let k = match keys {
+                    true => lookups(l).await?.0,
+                    false => 0,
+                };
+                // A replica's write calls are its master's writes, replicated: not loadgen's
+                // sends to it. Its role is part of its epoch: a node failed over mid-run has
+                // no write count to compare.
+                let master = is_master(l).await?;
+                if !master {
+                    n.iter_mut().skip(1).take(3).for_each(|w| *w = 0);
+                }
+                let epoch = epoch.map(|e| match (!self.mix.writes(), master) {
+                    (true, _) => e,
+                    (false, true) => format!("{e} (master)"),
+                    (false, false) => format!("{e} (replica)"),
+                });
+                Ok::<_, LookupError>((n, epoch, k))
+            };
+            each.push(one.await.map_err(|e| e.message));
+        }
+        if let Some(Err(e)) = each.iter().find(|_| each.iter().all(Result::is_err)) {
+            return Err(SetupError(e.clone()));
         }
         Ok(each)
     }
@@ -186,20 +222,30 @@ impl Target for RedisTarget {
                 keys,
             ));
         };
-        let mut conns = Vec::with_capacity(c.logins.len());
-        for l in &c.logins {
-            conns.push(l.open(self.verify).await?);
-        }
+        let verify = self.verify;
+        let conns = open_each(c.logins.len(), |i| c.logins[i].open(verify)).await?;
         let route: Route = (c.map.clone(), c.routed.clone());
         let (logins, verify) = (c.logins.clone(), self.verify);
+        // A node opened again answers PING first: one that accepts but never answers (hung)
+        // stays down.
         let reopen: Reopen<RedisCodec> = Box::new(move |i| {
             let login = logins[i].clone();
-            Box::pin(async move { login.open(verify).await })
+            Box::pin(async move {
+                let mut c = login.open(verify).await?;
+                match login.ask(&mut c, &[b"PING"], "PING").await? {
+                    crate::proto::redis::login::Answer::Status(_) => Ok(c),
+                    other => Err(LookupError::protocol(format!(
+                        "{}: PING answered {other:?}",
+                        login.addr
+                    ))),
+                }
+            })
         });
         let names = c.logins.iter().map(|l| l.addr.clone()).collect();
-        Ok(Routed::new(conns, Some(route), keys)
+        Ok(Routed::with_down(conns, Some(route), keys)
             .reopening(reopen, names)
-            .timed(c.latency.clone()))
+            .timed(c.latency.clone())
+            .patient(self.request_timeout))
     }
 
     /// On a cluster the replies come from several servers and are taken in order: one request
@@ -233,37 +279,45 @@ impl Target for RedisTarget {
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let cluster = self.cluster().await.map_err(|e| e.message)?;
         let redirects = cluster.map(|c| c.map.followed());
-        let each = self
-            .calls_each(&["get", "set", "setnx", "del", "mget"])
-            .await?;
         // On a cluster a multi-get is one MGET per slot of its keys: reads are counted in keys
         // (keyspace_hits+misses, which writes do not touch), not calls.
-        let mut keys = Vec::new();
-        if let (Some(c), true) = (cluster, self.batch > 0) {
-            for l in &c.logins {
-                keys.push(lookups(l).await.map_err(|e| e.message)?.0);
-            }
-        }
-        let keyed = !keys.is_empty();
-        let reads_of = |i: usize, c: &[u64]| match keyed {
-            true => keys[i],
-            false => c[0] + c[4],
+        let keyed = cluster.is_some() && self.batch > 0;
+        let each = self
+            .calls_each(&["get", "set", "setnx", "del", "mget"], keyed)
+            .await?;
+        let read = |n: &(Vec<u64>, Option<String>, u64)| match keyed {
+            true => n.2,
+            false => n.0[0] + n.0[4],
         };
-        let sum = |i: usize| each.iter().map(|(c, _)| c[i]).sum::<u64>();
+        let ok = || each.iter().filter_map(|n| n.as_ref().ok());
+        let sum = |i: usize| ok().map(|(c, _, _)| c[i]).sum::<u64>();
         let (get, set, setnx, del, mget) = (sum(0), sum(1), sum(2), sum(3), sum(4));
-        let key_reads: u64 = keys.iter().sum();
-        let epochs: Option<Vec<String>> = each.iter().map(|(_, e)| e.clone()).collect();
-        let epoch = epochs.map(|e| e.join(","));
-        // A cluster's masters one by one: each one's requests against what was routed to it.
+        let key_reads: u64 = ok().map(|n| n.2).sum();
+        // One server's run id; a cluster's are each node's own (a member restarts alone).
+        let epoch = match cluster {
+            None => ok().next().and_then(|n| n.1.clone()),
+            Some(_) => None,
+        };
+        // A cluster's nodes one by one: each one's requests against what was routed to it.
         let members = match cluster {
             None => Vec::new(),
             Some(c) => (c.routed.iter().zip(&each).zip(&c.map.nodes))
                 .enumerate()
-                .map(|(i, ((sent, (n, _)), (host, port)))| MemberCount {
-                    server: format!("{host}:{port}"),
-                    value: reads_of(i, n) + n[1] + n[2] + n[3],
-                    sent: sent.load(Ordering::Relaxed),
-                    latency: Some(c.latency.of(i)),
+                .map(|(i, ((sent, n), (host, port)))| {
+                    // A read-only run's count is reads alone: a failover changes which
+                    // node's writes (prepare's, replicated) count, not what this run did.
+                    let writes = |n: &(Vec<u64>, _, _)| match !self.mix.writes() {
+                        true => 0,
+                        false => n.0[1] + n.0[2] + n.0[3],
+                    };
+                    let value = n.as_ref().map_or(0, |n| read(n) + writes(n));
+                    let at = (sent.load(Ordering::Relaxed), &*c.latency);
+                    let mut m = MemberCount::new(format!("{host}:{port}"), value, at, i);
+                    (m.epoch, m.missing) = match n {
+                        Ok(n) => (n.1.clone(), None),
+                        Err(e) => (None, Some(e.clone())),
+                    };
+                    m
                 })
                 .collect(),
         };

@@ -96,6 +96,24 @@ pub fn calls_of(info: &[u8], command: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Whether the server is a master now (`role:master` in `INFO replication`): a replica counts
+/// the writes its master sends it as calls of its own.
+pub async fn is_master(login: &Login) -> Result<bool, LookupError> {
+    let mut conn = login.open(false).await?;
+    match login
+        .ask(&mut conn, &[b"INFO", b"replication"], "INFO replication")
+        .await?
+    {
+        Answer::Bulk(info) => Ok(String::from_utf8_lossy(&info)
+            .lines()
+            .any(|l| l.trim() == "role:master")),
+        other => Err(LookupError::protocol(format!(
+            "{}: unexpected reply to INFO replication: {other:?}",
+            login.addr
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

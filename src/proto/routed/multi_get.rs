@@ -13,10 +13,13 @@ use std::time::Instant;
 use futures_util::future::join_all;
 
 use super::parts::{lock, Part, Stage};
-use super::{hop, Redirect, Routed, MAX_HOPS, TRYAGAIN_PAUSE};
+use super::{down_pause, hop, Redirect, Routed, MAX_HOPS, TRYAGAIN_PAUSE};
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::proto::codec::{Codec, Tally};
 use crate::proto::target::Conn;
+
+/// A part's server did not answer within the set's bound ([`Routed::hung`]).
+const HUNG: &str = "no reply in time";
 
 impl<C: Codec + 'static> Routed<C> {
     /// Splits `keys` by owner (and slot) and sends each part to its server; a part for a
@@ -48,6 +51,7 @@ impl<C: Codec + 'static> Routed<C> {
                 server: run[0].1,
                 from,
                 to: m.keys.len(),
+                out: self.conns[run[0].1].is_some(),
             };
             m.parts.push(part);
             if let Some(c) = &mut self.conns[part.server] {
@@ -79,6 +83,12 @@ impl<C: Codec + 'static> Routed<C> {
                 }
                 // The server's connection broke (once per server, whatever its parts), or it
                 // was down already: its parts fail, and it is tried again in time.
+                Stage::Got(Err(e), _) if e.message == HUNG => {
+                    if !broken.contains(&p.server) {
+                        broken.push(p.server);
+                    }
+                    Err(self.hung(p.server))
+                }
                 Stage::Got(Err(e), _) if e.fatal || self.conns[p.server].is_none() => {
                     if e.fatal && !broken.contains(&p.server) {
                         broken.push(p.server);
@@ -118,6 +128,13 @@ impl<C: Codec + 'static> Routed<C> {
                 }
                 Stage::Waiting => Err(LookupError::protocol("a multi-get part was not read")),
             };
+            if let (Err(_), true) = (&r, p.out) {
+                let n = self
+                    .pool
+                    .as_ref()
+                    .map_or(0, |(r, _)| r.weight(p.to - p.from));
+                self.unsure(p.server, n);
+            }
             let m = &mut self.multi;
             match r {
                 Ok(t) => {
@@ -155,6 +172,7 @@ impl<C: Codec + 'static> Routed<C> {
                 .enumerate()
                 .any(|(k, p)| p.server == i && matches!(s[k], Stage::Waiting))
         };
+        let deadline = since.checked_add(self.hang_after);
         let each = self.conns.iter_mut().enumerate().filter_map(|(i, c)| {
             let c = c.as_mut().filter(|_| waiting(i))?;
             Some(async move {
@@ -162,7 +180,16 @@ impl<C: Codec + 'static> Routed<C> {
                     if !matches!(lock(stages)[k], Stage::Waiting) {
                         continue;
                     }
-                    let r = c.recv_batch(&keys[p.from..p.to]).await;
+                    let reply = c.recv_batch(&keys[p.from..p.to]);
+                    // A server that does not answer in time fails its parts alone.
+                    let r = match deadline {
+                        Some(d) => tokio::time::timeout_at(d.into(), reply)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(LookupError::new(ErrorKind::Timeout, true, HUNG))
+                            }),
+                        None => reply.await,
+                    };
                     lock(stages)[k] = Stage::Got(r, since.elapsed().as_nanos() as u64);
                 }
             })
@@ -183,10 +210,21 @@ impl<C: Codec + 'static> Routed<C> {
         mut e: LookupError,
     ) -> Result<Tally, LookupError> {
         for hops in 1..=MAX_HOPS {
-            if r == Redirect::TryAgain {
+            if matches!(r, Redirect::TryAgain | Redirect::Down) {
+                let pause = match r {
+                    Redirect::Down => down_pause(hops as u32 - 1),
+                    _ => TRYAGAIN_PAUSE,
+                };
+                let since = self.multi.sent.unwrap_or_else(Instant::now);
+                if r == Redirect::Down && since.elapsed() + pause > self.patience {
+                    return Err(e);
+                }
                 // Nothing is outstanding during the pause: cut short, it is taken up again.
                 lock(&self.multi.stages)[k] = Stage::Pausing(i, e.clone());
-                tokio::time::sleep(TRYAGAIN_PAUSE).await;
+                if r == Redirect::Down {
+                    self.reread(i).await;
+                }
+                tokio::time::sleep(pause).await;
             }
             let (to, ask) = hop(i, r);
             lock(&self.multi.stages)[k] = Stage::Following(to);

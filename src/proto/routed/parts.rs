@@ -13,6 +13,8 @@ pub(super) struct Part {
     pub server: usize,
     pub from: usize,
     pub to: usize,
+    /// Sent: its server was up (counted as routed there).
+    pub out: bool,
 }
 
 /// Where a part stands.
@@ -47,6 +49,20 @@ pub(super) struct MultiGet {
     pub sent: Option<Instant>,
     pub tally: Tally,
     pub failed: Option<LookupError>,
+}
+
+impl MultiGet {
+    /// The parts that went out and are not answered (server, keys): a connection dropped
+    /// now leaves their fate unknown.
+    pub fn outstanding(&self) -> Vec<(usize, u64)> {
+        let stages = lock(&self.stages);
+        self.parts
+            .iter()
+            .zip(stages.iter())
+            .filter(|(p, s)| p.out && !matches!(s, Stage::Done | Stage::Got(Ok(_), _)))
+            .map(|(p, _)| (p.server, (p.to - p.from) as u64))
+            .collect()
+    }
 }
 
 pub(super) fn lock(stages: &Mutex<Vec<Stage>>) -> MutexGuard<'_, Vec<Stage>> {

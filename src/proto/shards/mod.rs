@@ -190,12 +190,10 @@ where
             else {
                 return Ok(None);
             };
-            members.push(MemberCount {
-                server: label.clone(),
-                value: c.value,
-                sent: self.routed[i].load(Ordering::Relaxed),
-                latency: Some(self.latency.of(i)),
-            });
+            let at = (self.routed[i].load(Ordering::Relaxed), &*self.latency);
+            let mut m = MemberCount::new(label.clone(), c.value, at, i);
+            m.epoch = c.epoch.clone();
+            members.push(m);
             sum = Some(match sum {
                 None => c,
                 Some(s) => add(s, c),

@@ -74,10 +74,12 @@
       (s.matches && s.shared ? '<span class="note">includes the other generators\' (--instance)</span>'
         : s.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
       (s.redirects ? `<br><span class="note">redirects followed: ${thousands(s.redirects.moved)} MOVED, ` +
-        `${thousands(s.redirects.ask)} ASK, ${thousands(s.redirects.tryagain)} TRYAGAIN</span>` : '') +
+        `${thousands(s.redirects.ask)} ASK, ${thousands(s.redirects.tryagain)} TRYAGAIN, ` +
+        `${thousands(s.redirects.clusterdown || 0)} CLUSTERDOWN; slot map read ${thousands(s.redirects.map_reads || 0)} times</span>` : '') +
       (s.members || []).map((m, k) => `<br><span id="server-${i}-member-${k}" data-value="${m.delta}" ` +
         `data-matches="${m.matches}">${esc(m.server)}: ${thousands(m.delta)} (loadgen sent ${thousands(m.expected)}), ` +
-        (m.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
+        (m.not_comparable ? `<span class="note">not comparable: ${esc(m.note || '')}</span>`
+          : m.matches ? '<span class="ok">matches</span>' : '<span class="bad">counts differ</span>') +
         (m.latency ? `<span id="server-${i}-member-${k}-latency" data-value="${m.latency.p99}">, ` +
           `share ${(m.share * 100).toFixed(1)}%, p50 ${micros(m.latency.p50)} ` +
           `p99 ${micros(m.latency.p99)} max ${micros(m.latency.max)}</span>` : '') + '</span>').join('') +

@@ -44,13 +44,35 @@ pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) 
     if let Some(r) = so.redirects {
         let _ = writeln!(
             out,
-            "  redirects followed: {} MOVED, {} ASK, {} TRYAGAIN",
+            "  redirects followed: {} MOVED, {} ASK, {} TRYAGAIN, {} CLUSTERDOWN; slot map read {} times",
             thousands(r.moved),
             thousands(r.ask),
-            thousands(r.tryagain)
+            thousands(r.tryagain),
+            thousands(r.clusterdown),
+            thousands(r.map_reads)
+        );
+    }
+    // A set compared over some of its servers says so, above the ones left out.
+    let left_out = so.members.iter().filter(|m| m.not_comparable).count();
+    if left_out > 0 && so.delta.is_some() {
+        let _ = writeln!(
+            out,
+            "  over {} of {} servers: the count leaves out the {left_out} not comparable",
+            so.members.len() - left_out,
+            so.members.len()
         );
     }
     for m in &so.members {
+        if m.not_comparable {
+            let _ = writeln!(
+                out,
+                "  {:<24} NOT COMPARABLE: {} (loadgen sent {})",
+                m.server,
+                m.note.as_deref().unwrap_or_default(),
+                sent_text(m.expected, m.unknown, thousands)
+            );
+            continue;
+        }
         // Each server's share and latency: a slow one shows here, not as the total's tail.
         let latency = m.latency.as_ref().map_or(String::new(), |l| {
             format!(
