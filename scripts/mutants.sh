@@ -25,7 +25,7 @@ ketama-wrong-word^src/proto/memcached/ketama.rs^let hash = word(&Md5::digest(key
 moved-not-kept^src/proto/redis/slots.rs^        self.owner[slot].store(to as u16, Ordering::Relaxed);^        let _ = slot;^redis_failover:a_graceful_failover_is_followed_and_counted_on_every_node
 set-hang-ignored^src/proto/routed.rs^        self.hang_after = timeout * 9 / 10;^        self.hang_after = Duration::MAX;^memcached:a_hung_pool_server_holds_up_only_its_own_keys redis_failover:a_hung_master
 replicas-not-mapped^src/proto/redis/slots.rs^            .filter(|l| !l.gone)^            .filter(|l| !l.gone && l.master)^redis_failover:a_graceful_failover
-member-borrows-run-unknowns^src/collector/members.rs^let unknown = a.unsure.saturating_sub(b.unsure).min(expected);^let unknown = expected;^conservation_negative:
+member-borrows-run-unknowns^src/collector/members.rs^let unknown = a.unsure.saturating_sub(b.unsure).min(expected);^let unknown = expected;^memcached:a_hung_pool_server_holds_up_only_its_own_keys
 pacer-gap-off^src/pacer.rs^let gap_ns = 1e9 * conns as f64 / r;^let gap_ns = 1e9 * conns as f64 / r * 1.01;^load_models:a_fixed_rate_sends_exactly_its_schedule
 trace-speed-ignored^src/trace/schedule.rs^            speed,^            speed: 1.0,^trace:
 EOF
