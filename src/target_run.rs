@@ -327,10 +327,22 @@ async fn preflight<T: Target>(
         }
     }
     if plan.pipeline > target.max_pipeline() {
-        return Err(SetupError(format!(
-            "{label}: this {} driver cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",
-            target.kind()
-        )));
+        // A set takes its replies in order from several servers: one in flight per connection.
+        let why = match (target.is_set(), target.driver()) {
+            (true, _) => format!(
+                "a {} set of servers takes one request in flight per connection; use -p 1 and more connections (-c)",
+                target.kind()
+            ),
+            (false, Some(d)) if d != "wire" => format!(
+                "the {d} driver of this {} target cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",
+                target.kind()
+            ),
+            _ => format!(
+                "this {} target cannot pipeline; use -p 1 and more connections (-c)",
+                target.kind()
+            ),
+        };
+        return Err(SetupError(format!("{label}: {why}")));
     }
     // Targets bound their own connect by --timeout, per step, with a message that names the
     // step that hung (e.g. "sent no MySQL greeting"); this bound is only the backstop, so it

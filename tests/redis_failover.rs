@@ -197,13 +197,6 @@ fn a_killed_master_is_failed_over_and_its_slots_served_again() {
     assert!(gets(replica) + mgets(replica) - before > 1_000);
 }
 
-fn mgets(port: u16) -> u64 {
-    let info = cli(port, &["info", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_mget:calls="))
-        .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
-}
-
 /// A master hung mid-run (SIGSTOP for 3 s of an 8 s run, `--timeout 1s`; no failover, the
 /// node timeout is longer): each connection waits for it once, then its keys fail at once
 /// while the other masters' keys go on; once it answers again its keys are served again, and

@@ -321,3 +321,70 @@ fn a_replay_that_falls_behind_its_trace_says_so() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\nlag "), "{text}");
 }
+
+/// `add` lines with a TTL are `SET NX EX` on Redis (SETNX takes no expiry), so loadgen
+/// counts them against `cmdstat_set`, not `cmdstat_setnx`: the insert op's server count
+/// matches the server's own. With only some of the adds carrying a TTL neither command holds
+/// the inserts alone: the op is not compared, and the whole-run count still matches.
+#[test]
+fn redis_adds_with_a_ttl_are_counted_as_the_sets_they_are() {
+    let Some(url) = server("LOADGEN_REDIS_URL") else {
+        return;
+    };
+    let d = dir("redis-add-ttl");
+    let prefix = format!("lgaddttl{}:", std::process::id());
+    let trace = |path: &PathBuf, ttl_every: u64| {
+        let mut text = String::new();
+        for i in 0..300u64 {
+            let ttl = if i % ttl_every == 0 { 60 } else { 0 };
+            let key = format!("{prefix}{ttl_every}:{i}");
+            text += &format!(
+                "{},{key},{},10,1,add,{ttl}\n",
+                1_700_000_000 + i / 150,
+                key.len()
+            );
+        }
+        std::fs::write(path, text).unwrap();
+    };
+    let all = d.join("all.csv");
+    trace(&all, 1);
+    let before = [redis_calls("set"), redis_calls("setnx")];
+    let doc = replay(&url, &all, &["-c", "2"]);
+    let after = [redis_calls("set"), redis_calls("setnx")];
+    assert_eq!((after[0] - before[0], after[1] - before[1]), (300, 0));
+    let insert = &doc["runs"][0]["ops"]["insert"];
+    let so = &insert["server_observed"];
+    assert_eq!(
+        (so["matches"].clone(), u(so, "delta")),
+        (true.into(), 300),
+        "{insert}"
+    );
+    assert!(so["source"].as_str().unwrap().contains("set"), "{so}");
+    let ttl: i64 = redis_cli(&["TTL", &format!("{prefix}1:7")])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(ttl > 0, "{ttl}");
+    // Half of them with a TTL: 150 SET NX EX and 150 SETNX.
+    let half = d.join("half.csv");
+    trace(&half, 2);
+    let doc = replay(&url, &half, &["-c", "2"]);
+    let r = &doc["runs"][0];
+    assert!(
+        r["ops"]["insert"]["server_observed"].is_null(),
+        "{}",
+        r["ops"]["insert"]
+    );
+    assert_eq!(
+        r["server_observed"]["matches"], true,
+        "{}",
+        r["server_observed"]
+    );
+    // The keys are this test's own: gone again.
+    for every in [1, 2] {
+        let keys: Vec<String> = (0..300).map(|i| format!("{prefix}{every}:{i}")).collect();
+        let mut del = vec!["DEL"];
+        del.extend(keys.iter().map(String::as_str));
+        redis_cli(&del);
+    }
+}

@@ -270,7 +270,8 @@ impl<C: Codec + 'static> Routed<C> {
         }
     }
 
-    /// Moves a redirected request of `n` keys from server `from` to `to` in the routed counts,
+    /// Moves a redirected request (`n`: what the servers count of it) from server `from` to
+    /// `to` in the routed counts,
     /// and on `to` sends `asking` first when the redirect is for this request alone.
     async fn redirected(
         &mut self,

@@ -34,6 +34,8 @@ pub struct Survey {
     /// µs the trace lasts as written (before `--speed`): first request to last, plus the last
     /// second when the timestamps are whole seconds (its requests spread over it).
     pub span_us: u64,
+    /// Inserts (`add`) with a TTL: Redis sends them as `SET NX EX`, counted as `set`.
+    pub ttl_inserts: u64,
 }
 
 impl Survey {
@@ -44,6 +46,7 @@ impl Survey {
         while let Some(l) = r.next_line()? {
             s.lines += 1;
             s.ops[l.op.op().index()] += 1;
+            s.ttl_inserts += u64::from(l.op.op() == Op::Insert && l.ttl > 0);
             if let Some(t) = l.time_us {
                 s.timed = true;
                 finer |= t % 1_000_000 != 0;

@@ -111,15 +111,12 @@ pub fn gets(port: u16) -> u64 {
         .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
 }
 
-/// keyspace_hits + keyspace_misses of one node: the keys its reads looked up.
-pub fn keyspace(port: u16) -> u64 {
-    let info = cli(port, &["info", "stats"]);
-    let field = |name: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map_or(0, |v| v.trim().parse().unwrap())
-    };
-    field("keyspace_hits:") + field("keyspace_misses:")
+/// `cmdstat_mget` calls of one node.
+pub fn mgets(port: u16) -> u64 {
+    let info = cli(port, &["info", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_mget:calls="))
+        .map_or(0, |v| v.split(',').next().unwrap().parse().unwrap())
 }
 
 /// Ports of our own next to servers.sh's Redis, low enough that each node's cluster bus (its

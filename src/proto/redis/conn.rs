@@ -10,8 +10,9 @@ use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
 use crate::proto::redis::codec::RedisCodec;
-use crate::proto::redis::count::{calls, is_master, lookups};
+use crate::proto::redis::count::{calls, is_master};
 use crate::proto::redis::login::Login;
+use crate::proto::redis::not_cluster::refuse_cluster_node;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{open_each, Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
@@ -26,17 +27,102 @@ pub struct RedisTarget {
     verify: bool,
     /// Keys per multi-get (`--batch`, `mget:N`; 0 without).
     batch: usize,
-    /// `--ttl`: writes carry an expiry, so an insert is `SET NX EX`, not SETNX.
-    ttl: u32,
+    /// Which command an insert is: SETNX, or `SET NX EX` when it carries an expiry
+    /// (`--ttl`, or a trace's `add` lines with a TTL): counted as `set`.
+    inserts: Inserts,
     /// `?cluster=1`: the cluster, read from the URL's node at the first connect.
     cluster: Option<Arc<OnceCell<Cluster>>>,
     /// `--timeout`: how long a request may wait out a cluster's failover.
     request_timeout: std::time::Duration,
+    /// One server: whether it was found to be a cluster's node (the refusal), once.
+    checked: OnceCell<Option<LookupError>>,
+    /// A cluster's seed list (`redis://h1:p1,h2:p2?cluster=1`): the nodes tried in turn for
+    /// the slot map, as cluster clients do; empty for one node.
+    seeds: Vec<(String, u16)>,
 }
 
-/// One node's command calls (get, set, setnx, del, mget), run id and keyspace lookups, or
-/// why they could not be read.
-type NodeCount = Result<(Vec<u64>, Option<String>, u64), String>;
+/// The URL with its seed list's first node as its host, and the seed list (empty for one
+/// node).
+pub fn seeded(url: &TargetUrl) -> Result<(TargetUrl, Vec<(String, u16)>), SetupError> {
+    let mut seeds = seed_list(url)?;
+    // The first that takes a connection leads (the preflight greets it): a seed down at the
+    // start is passed over, as cluster clients pass it.
+    let up = |(host, port): &(String, u16)| {
+        use std::net::ToSocketAddrs;
+        (host.as_str(), *port).to_socket_addrs().is_ok_and(|mut a| {
+            a.any(|a| std::net::TcpStream::connect_timeout(&a, SEED_CONNECT).is_ok())
+        })
+    };
+    if let Some(i) = seeds.iter().position(up) {
+        seeds.rotate_left(i);
+    }
+    let mut first = url.clone();
+    if let Some((host, port)) = seeds.first() {
+        (first.host, first.port) = (host.clone(), Some(*port));
+    }
+    Ok((first, seeds))
+}
+
+/// How long a seed may take to accept a connection before the next is tried first.
+const SEED_CONNECT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The nodes of a seed list `h1:p1,h2:p2` in the URL's host (the parser leaves the last port
+/// apart): each with its port, Redis's default where none is given. Only on a cluster.
+fn seed_list(url: &TargetUrl) -> Result<Vec<(String, u16)>, SetupError> {
+    if !url.host.contains(',') {
+        return Ok(Vec::new());
+    }
+    if url.param("cluster") != Some("1") {
+        return Err(SetupError(format!(
+            "{}: several servers in a redis:// URL are a Redis Cluster's seed list: add ?cluster=1 (a Redis pool is not supported)",
+            url.redacted()
+        )));
+    }
+    let all = match url.port {
+        Some(p) => format!("{}:{p}", url.host),
+        None => url.host.clone(),
+    };
+    all.split(',')
+        .map(|node| {
+            let (host, port) = match node.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse::<u16>().ok()),
+                None => (node, Some(super::DEFAULT_PORT)),
+            };
+            match (host.is_empty(), port) {
+                (false, Some(port)) => Ok((host.to_string(), port)),
+                _ => Err(SetupError(format!(
+                    "{}: `{node}` in the seed list is not host:port",
+                    url.redacted()
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// The command the run's inserts are, as the server counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Inserts {
+    Setnx,
+    Set,
+    /// Some each (a trace with and without TTLs): neither count is the inserts' alone.
+    Both,
+}
+
+impl Inserts {
+    fn of(plan: &Plan) -> Inserts {
+        let survey = plan.trace.as_ref().map(|t| &t.survey);
+        match survey.map(|s| (s.ttl_inserts, s.ops[Op::Insert.index()])) {
+            _ if plan.ttl > 0 => Inserts::Set,
+            Some((0, _)) | None => Inserts::Setnx,
+            Some((with, all)) if with == all => Inserts::Set,
+            Some(_) => Inserts::Both,
+        }
+    }
+}
+
+/// One node's command calls (get, set, setnx, del, mget) and run id, or why they could not
+/// be read.
+type NodeCount = Result<(Vec<u64>, Option<String>), String>;
 
 /// A Redis Cluster as a run sees it: its slot map, a login per node (masters and replicas: a
 /// failover may promote one), and the requests routed to each.
@@ -64,7 +150,8 @@ impl RedisTarget {
     ];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<RedisTarget, SetupError> {
-        let mut login = Login::new(url, plan.timeouts().connect)?;
+        let (first, seeds) = seeded(url)?;
+        let mut login = Login::new(&first, plan.timeouts().connect)?;
         if let Some(f) = &plan.key_format {
             login.keys = f.clone();
         }
@@ -88,9 +175,11 @@ impl RedisTarget {
             mix: plan.mix.clone(),
             verify: plan.verify,
             batch: plan.multi_get(),
-            ttl: plan.ttl,
+            inserts: Inserts::of(plan),
             cluster,
             request_timeout: plan.timeouts().request,
+            checked: OnceCell::new(),
+            seeds,
         })
     }
 
@@ -101,7 +190,7 @@ impl RedisTarget {
         };
         let c = cell
             .get_or_try_init(|| async {
-                let map = SlotMap::discover(&self.login).await?;
+                let map = SlotMap::discover_any(&self.login, &self.seeds).await?;
                 let logins = map
                     .nodes
                     .iter()
@@ -118,27 +207,19 @@ impl RedisTarget {
         Ok(Some(c))
     }
 
-    /// Each server's calls of `commands` (INFO commandstats) and its run id; on a cluster,
-    /// with `keys` its keyspace lookups too. One server's failure fails the count; a
-    /// cluster's node that cannot be read is named (its counter missing), unless none can.
-    async fn calls_each(
-        &self,
-        commands: &[&str],
-        keys: bool,
-    ) -> Result<Vec<NodeCount>, SetupError> {
+    /// Each server's calls of `commands` (INFO commandstats) and its run id. One server's
+    /// failure fails the count; a cluster's node that cannot be read is named (its counter
+    /// missing), unless none can.
+    async fn calls_each(&self, commands: &[&str]) -> Result<Vec<NodeCount>, SetupError> {
         let cluster = self.cluster().await.map_err(|e| e.message)?;
         let Some(c) = cluster else {
             let (n, epoch) = calls(&self.login, commands).await.map_err(|e| e.message)?;
-            return Ok(vec![Ok((n, epoch, 0))]);
+            return Ok(vec![Ok((n, epoch))]);
         };
         let mut each = Vec::with_capacity(c.logins.len());
         for l in &c.logins {
             let one = async {
                 let (mut n, epoch) = calls(l, commands).await?;
-                let k = match keys {
-                    true => lookups(l).await?.0,
-                    false => 0,
-                };
                 // A replica's write calls are its master's writes, replicated: not loadgen's
                 // sends to it. Its role is part of its epoch: a node failed over mid-run has
                 // no write count to compare.
@@ -151,7 +232,7 @@ impl RedisTarget {
                     (false, true) => format!("{e} (master)"),
                     (false, false) => format!("{e} (replica)"),
                 });
-                Ok::<_, LookupError>((n, epoch, k))
+                Ok::<_, LookupError>((n, epoch))
             };
             each.push(one.await.map_err(|e| e.message));
         }
@@ -216,11 +297,15 @@ impl Target for RedisTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let keys = self.login.keys.clone();
         let Some(c) = self.cluster().await? else {
-            return Ok(Routed::new(
-                vec![self.login.open(self.verify).await?],
-                None,
-                keys,
-            ));
+            let mut conn = self.login.open(self.verify).await?;
+            // Once per run: a cluster's node given as one server is refused.
+            let checked = self
+                .checked
+                .get_or_init(|| async { refuse_cluster_node(&self.login, &mut conn).await.err() });
+            if let Some(e) = checked.await {
+                return Err(e.clone());
+            }
+            return Ok(Routed::new(vec![conn], None, keys));
         };
         let verify = self.verify;
         let conns = open_each(c.logins.len(), |i| c.logins[i].open(verify)).await?;
@@ -274,25 +359,23 @@ impl Target for RedisTarget {
 
     /// Reads are `cmdstat_get`, multi-gets `cmdstat_mget` (on a cluster, reads of both kinds
     /// are the keys they read); with a writing mix, inserts `cmdstat_setnx`, deletes
-    /// `cmdstat_del`, and updates and upserts `cmdstat_set` (inserts too, with `--ttl`): the
+    /// `cmdstat_del`, and updates and upserts `cmdstat_set` (inserts too when they carry an
+    /// expiry: `--ttl`, or a trace's TTLs; when only some do, inserts are not counted): the
     /// count of whichever of them is in the mix, of none when several are.
     async fn server_count(&self) -> Result<Option<ServerCount>, SetupError> {
         let cluster = self.cluster().await.map_err(|e| e.message)?;
         let redirects = cluster.map(|c| c.map.followed());
-        // On a cluster a multi-get is one MGET per slot of its keys: reads are counted in keys
-        // (keyspace_hits+misses, which writes do not touch), not calls.
-        let keyed = cluster.is_some() && self.batch > 0;
+        // On a cluster a multi-get is one MGET per slot of its keys, each counted as a call
+        // and routed as one: the commands' own counts, which a migration's reads (MIGRATE's
+        // keyspace lookups) do not move.
+        let parts = cluster.is_some() && self.batch > 0;
         let each = self
-            .calls_each(&["get", "set", "setnx", "del", "mget"], keyed)
+            .calls_each(&["get", "set", "setnx", "del", "mget"])
             .await?;
-        let read = |n: &(Vec<u64>, Option<String>, u64)| match keyed {
-            true => n.2,
-            false => n.0[0] + n.0[4],
-        };
+        let read = |n: &(Vec<u64>, Option<String>)| n.0[0] + n.0[4];
         let ok = || each.iter().filter_map(|n| n.as_ref().ok());
-        let sum = |i: usize| ok().map(|(c, _, _)| c[i]).sum::<u64>();
+        let sum = |i: usize| ok().map(|(c, _)| c[i]).sum::<u64>();
         let (get, set, setnx, del, mget) = (sum(0), sum(1), sum(2), sum(3), sum(4));
-        let key_reads: u64 = ok().map(|n| n.2).sum();
         // One server's run id; a cluster's are each node's own (a member restarts alone).
         let epoch = match cluster {
             None => ok().next().and_then(|n| n.1.clone()),
@@ -306,7 +389,7 @@ impl Target for RedisTarget {
                 .map(|(i, ((sent, n), (host, port)))| {
                     // A read-only run's count is reads alone: a failover changes which
                     // node's writes (prepare's, replicated) count, not what this run did.
-                    let writes = |n: &(Vec<u64>, _, _)| match !self.mix.writes() {
+                    let writes = |n: &(Vec<u64>, _)| match !self.mix.writes() {
                         true => 0,
                         false => n.0[1] + n.0[2] + n.0[3],
                     };
@@ -321,56 +404,52 @@ impl Target for RedisTarget {
                 })
                 .collect(),
         };
-        let per_request = if keyed { self.batch as u64 } else { 1 };
         if self.mix.read_only() {
-            let mut count = match (keyed, self.batch > 0) {
-                (true, _) => {
-                    ServerCount::reads(key_reads, "INFO stats keyspace_hits+keyspace_misses")
-                }
+            let mut count = match (parts, self.batch > 0) {
+                (true, _) => ServerCount::reads(
+                    get + mget,
+                    "INFO commandstats cmdstat_mget.calls (one MGET per slot of a multi-get's keys)",
+                ),
                 // One MGET per request, whatever its keys.
                 (false, true) => ServerCount::reads(mget, "INFO commandstats cmdstat_mget.calls"),
                 (false, false) => ServerCount::reads(get, "INFO commandstats cmdstat_get.calls"),
             };
             (count.epoch, count.members, count.redirects) = (epoch, members, redirects);
-            count.per_request = per_request;
             return Ok(Some(count));
         }
-        // With `--ttl` an insert is a SET too (SETNX takes no expiry): counted with the others.
-        let on_set: &[Op] = match self.ttl {
-            0 => &[Op::Update, Op::Upsert],
+        // An insert with an expiry is a SET too (SETNX takes none): counted with the others.
+        let on_set: &[Op] = match self.inserts {
+            Inserts::Setnx => &[Op::Update, Op::Upsert],
             _ => &[Op::Update, Op::Upsert, Op::Insert],
         };
-        let sets = match on_set.iter().filter(|o| self.mix.has(**o)).count() > 1 {
+        let mixed = self.inserts == Inserts::Both && self.mix.has(Op::Insert);
+        let sets = match mixed || on_set.iter().filter(|o| self.mix.has(**o)).count() > 1 {
             true => ServerCount::UNCOUNTED,
             false => set,
         };
         let mut ops = vec![sets; Op::COUNT];
-        (ops[Op::Read.index()], ops[Op::Mget.index()]) = match keyed {
-            true if self.mix.has(Op::Read) => (ServerCount::UNCOUNTED, ServerCount::UNCOUNTED),
-            true => (key_reads, key_reads),
+        // A cluster's MGETs are one per slot of a multi-get: the set's count, not the op's.
+        (ops[Op::Read.index()], ops[Op::Mget.index()]) = match parts {
+            true => (get, ServerCount::UNCOUNTED),
             false => (get, mget),
         };
-        if self.ttl == 0 {
-            ops[Op::Insert.index()] = setnx;
+        match self.inserts {
+            Inserts::Setnx => ops[Op::Insert.index()] = setnx,
+            Inserts::Both => ops[Op::Insert.index()] = ServerCount::UNCOUNTED,
+            Inserts::Set => {}
         }
         ops[Op::Delete.index()] = del;
-        let (reads, source) = match keyed {
-            true => (
-                key_reads,
-                "INFO stats keyspace_hits+keyspace_misses, commandstats calls of set, setnx, del",
-            ),
-            false => (
-                get + mget,
-                "INFO commandstats calls of get, mget, set, setnx, del",
-            ),
-        };
+        let (reads, source) = (
+            get + mget,
+            "INFO commandstats calls of get, mget, set, setnx, del",
+        );
         Ok(Some(ServerCount {
             epoch,
             value: reads + set + setnx + del,
             source: source.into(),
             ops,
             members,
-            per_request,
+            per_request: 1,
             redirects,
             parts: None,
         }))

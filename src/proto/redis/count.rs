@@ -46,35 +46,6 @@ pub async fn calls(
     Ok((counts, run_id))
 }
 
-/// The keys the server looked up for reads since it started (`keyspace_hits` +
-/// `keyspace_misses` of `INFO stats`: an MGET adds one per key), and its `run_id`.
-pub async fn lookups(login: &Login) -> Result<(u64, Option<String>), LookupError> {
-    let mut conn = login.open(false).await?;
-    let mut info = Vec::new();
-    for section in [&b"server"[..], b"stats"] {
-        match login.ask(&mut conn, &[b"INFO", section], "INFO").await? {
-            Answer::Bulk(text) => info.extend_from_slice(&text),
-            other => {
-                return Err(LookupError::protocol(format!(
-                    "{}: unexpected reply to INFO: {other:?}",
-                    login.addr
-                )))
-            }
-        }
-    }
-    let field = |name: &str| {
-        String::from_utf8_lossy(&info)
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| {
-                LookupError::protocol(format!("{}: INFO stats has no {name}", login.addr))
-            })
-    };
-    let n = field("keyspace_hits:")? + field("keyspace_misses:")?;
-    Ok((n, run_id_of(&info)))
-}
-
 /// `run_id` in an `INFO server` text: a new one at every start of the server.
 pub fn run_id_of(info: &[u8]) -> Option<String> {
     String::from_utf8_lossy(info)

@@ -17,6 +17,7 @@ pub mod codec;
 pub mod conn;
 pub mod count;
 pub mod login;
+pub mod not_cluster;
 pub mod prepare;
 pub mod prune;
 pub mod slots;

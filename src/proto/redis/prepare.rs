@@ -22,11 +22,15 @@ const BATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Loads `keys` (inclusive) into the URL's database; returns the number of rows.
 pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> {
-    let login = &Login::new(url, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
+    let (first, seeds) = super::conn::seeded(url)?;
+    let login = &Login::new(&first, crate::timeouts::PREPARE_CONNECT).map_err(|e| e.0)?;
     if url.param("cluster") == Some("1") {
-        return load_cluster(login, keys).await;
+        return load_cluster(login, &seeds, keys).await;
     }
     let mut conn = login.open(true).await.map_err(|e| e.message)?;
+    super::not_cluster::refuse_cluster_node(login, &mut conn)
+        .await
+        .map_err(|e| e.message)?;
     set_all(login, &mut conn, keys, |_| true).await?;
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
@@ -58,9 +62,15 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
 /// A Redis Cluster: each master gets the keys of its slots, as a run reads them (keys of
 /// other ids are left as they are: a cluster is not pruned). Each master's DBSIZE must hold
 /// at least the keys it was given.
-async fn load_cluster(login: &Login, keys: (u64, u64)) -> Result<u64, SetupError> {
+async fn load_cluster(
+    login: &Login,
+    seeds: &[(String, u16)],
+    keys: (u64, u64),
+) -> Result<u64, SetupError> {
     use crate::proto::routed::Router;
-    let map = SlotMap::discover(login).await.map_err(|e| e.message)?;
+    let map = SlotMap::discover_any(login, seeds)
+        .await
+        .map_err(|e| e.message)?;
     for (i, (host, port)) in map.nodes.iter().enumerate() {
         let node = login.at(host, *port);
         let mut conn = node.open(true).await.map_err(|e| e.message)?;

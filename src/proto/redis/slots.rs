@@ -125,6 +125,25 @@ impl SlotMap {
         Ok(map)
     }
 
+    /// The map from the node `login` reaches, or from each node of `seeds` in turn until one
+    /// answers (the last one's error when none does), as cluster clients read a seed list.
+    pub async fn discover_any(
+        login: &Login,
+        seeds: &[(String, u16)],
+    ) -> Result<SlotMap, LookupError> {
+        let mut last = None;
+        for (host, port) in seeds {
+            match SlotMap::discover(&login.at(host, *port)).await {
+                Ok(map) => return Ok(map),
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => Err(e),
+            None => SlotMap::discover(login).await,
+        }
+    }
+
     /// `CLUSTER NODES` text: every node not failed, in address order (so reports list them
     /// the same way every run), and each slot's master.
     pub fn parse(text: &str, addr: &str) -> Result<SlotMap, LookupError> {
@@ -266,6 +285,11 @@ impl Router for SlotMap {
         }
         self.owner[slot].store(to as u16, Ordering::Relaxed);
         Some(Redirect::Moved(to))
+    }
+
+    /// A multi-get's part is one MGET of one slot's keys: one call, as the node counts it.
+    fn weight(&self, _keys: usize) -> u64 {
+        1
     }
 
     fn asking(&self) -> (&'static [u8], &'static [u8]) {

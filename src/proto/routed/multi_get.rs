@@ -228,7 +228,11 @@ impl<C: Codec + 'static> Routed<C> {
             }
             let (to, ask) = hop(i, r);
             lock(&self.multi.stages)[k] = Stage::Following(to);
-            self.redirected(i, to, ask, (p.to - p.from) as u64).await?;
+            let weight = self
+                .pool
+                .as_ref()
+                .map_or(1, |(router, _)| router.weight(p.to - p.from));
+            self.redirected(i, to, ask, weight).await?;
             i = to;
             let Some(c) = &mut self.conns[i] else {
                 return Err(self.down(i, "not connected").await);
