@@ -98,6 +98,9 @@ fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
         ));
     }
     let survey = loadgen::trace::feed::Survey::read(path).map_err(|e| e.to_string())?;
+    if let Some(w) = survey.clamp_warning() {
+        eprintln!("loadgen: warning: {}: {w}", path.display());
+    }
     Ok(Some(loadgen::plan::TracePlan {
         // Absolute, so the result's settings lead a repeat to it from any directory.
         path: std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),

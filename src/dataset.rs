@@ -49,7 +49,9 @@ pub fn write_value(
 ) {
     let row = TsvRow::new(id, version);
     let row = row.as_bytes();
-    let size = size as usize;
+    // The header and the bytes agree: a larger size is sent as the largest (a trace's value
+    // over 1 MiB, which the survey warns of).
+    let size = (size as usize).min(MAX_FILL);
     match size {
         0 => {
             head(row.len(), out);

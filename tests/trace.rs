@@ -388,3 +388,48 @@ fn redis_adds_with_a_ttl_are_counted_as_the_sets_they_are() {
         redis_cli(&del);
     }
 }
+
+/// A trace's value over 1 MiB is sent at the largest size the server takes, header and bytes
+/// agreeing (it was once a 2,000,000-byte header over 1 MiB of bytes: the server waited and
+/// the write timed out), with one warning line naming how many and the largest: memcached
+/// stores it (1 MiB less 1 KiB, in its default item limit) and the replay has no error.
+#[test]
+fn a_value_over_1_mib_is_sent_at_the_servers_limit_with_a_warning() {
+    let Some(url) = server("LOADGEN_MC_URL") else {
+        return;
+    };
+    let d = dir("big-value");
+    let path = d.join("big.csv");
+    let key = format!("lgbig{}", std::process::id());
+    let text = format!(
+        "1700000000,{key},{},2000000,1,set,0\n1700000000,{key},{},0,1,get,0\n",
+        key.len(),
+        key.len()
+    );
+    std::fs::write(&path, text).unwrap();
+    let args = [
+        url.as_str(),
+        "--trace",
+        path.to_str().unwrap(),
+        "--timeout",
+        "2s",
+    ];
+    let (code, doc, err) = run_json(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = &doc["runs"][0];
+    // The set stored and the get found it.
+    assert_eq!(
+        (u(r, "error_total"), u(r, "hits")),
+        (0, 2),
+        "{}",
+        r["error_samples"]
+    );
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("1 writes") && warnings[0].contains("2000000"),
+        "{err}"
+    );
+    let stored = mc_get(&url, &key).expect("the value is stored");
+    assert_eq!(stored.len(), 1024 * 1024 - 1024);
+}

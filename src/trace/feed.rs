@@ -36,6 +36,10 @@ pub struct Survey {
     pub span_us: u64,
     /// Inserts (`add`) with a TTL: Redis sends them as `SET NX EX`, counted as `set`.
     pub ttl_inserts: u64,
+    /// Writes whose value is larger than loadgen sends ([`crate::dataset::MAX_FILL`]): sent
+    /// at that size. And the largest value of the trace.
+    pub clamped: u64,
+    pub largest_value: u32,
 }
 
 impl Survey {
@@ -47,6 +51,10 @@ impl Survey {
             s.lines += 1;
             s.ops[l.op.op().index()] += 1;
             s.ttl_inserts += u64::from(l.op.op() == Op::Insert && l.ttl > 0);
+            if l.op.op().writes() {
+                s.largest_value = s.largest_value.max(l.value_size);
+                s.clamped += u64::from(l.value_size as usize > crate::dataset::MAX_FILL);
+            }
             if let Some(t) = l.time_us {
                 s.timed = true;
                 finer |= t % 1_000_000 != 0;
@@ -65,6 +73,16 @@ impl Survey {
             });
         }
         Ok(s)
+    }
+
+    /// A warning when some of the trace's values are sent smaller than written.
+    pub fn clamp_warning(&self) -> Option<String> {
+        (self.clamped > 0).then(|| {
+            format!(
+                "{} writes of the trace have values over 1 MiB (the largest {} bytes): they are sent at 1 MiB, and on memcached at 1 MiB less 1 KiB (its default item limit, -I 1m, holds the value with its key and header); Redis takes values up to 512 MB, loadgen's stop at 1 MiB",
+                self.clamped, self.largest_value
+            )
+        })
     }
 
     /// The loadgen ops the trace holds.

@@ -324,6 +324,10 @@ impl McCodec {
     }
 }
 
+/// The largest value sent: memcached's default item limit (`-I 1m`) holds the value with the
+/// item's header, key and flags, so a value of a full 1 MiB is refused as too large.
+pub const VALUE_MAX: u32 = (dataset::MAX_FILL - 1024) as u32;
+
 /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
 /// (key, version) in `req.size` bytes (`dataset::write_value`); a delete `delete`. Each has a
 /// reply, so writes pipeline as reads.
@@ -337,7 +341,8 @@ fn encode_op(req: &Request, key: &[u8], out: &mut Vec<u8>) {
     });
     out.extend_from_slice(key);
     if matches!(req.op, Op::Update | Op::Insert | Op::Upsert) {
-        dataset::write_value(req.key, req.version, req.size, out, |len, out| {
+        let size = req.size.min(VALUE_MAX);
+        dataset::write_value(req.key, req.version, size, out, |len, out| {
             out.extend_from_slice(b" 0 ");
             decimal::push(out, u64::from(req.ttl));
             out.extend_from_slice(b" ");
