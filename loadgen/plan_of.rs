@@ -98,7 +98,7 @@ fn trace_of(a: &RunArgs) -> Result<Option<loadgen::plan::TracePlan>, String> {
         ));
     }
     let survey = loadgen::trace::feed::Survey::read(path).map_err(|e| e.to_string())?;
-    if let Some(w) = survey.clamp_warning() {
+    for w in survey.warnings() {
         eprintln!("loadgen: warning: {}: {w}", path.display());
     }
     Ok(Some(loadgen::plan::TracePlan {

@@ -326,6 +326,18 @@ async fn preflight<T: Target>(
             )));
         }
     }
+    // memcached's keys are at most 250 bytes: a trace's longer key would be refused by the
+    // server mid-replay, so the replay is refused before it starts.
+    if let Some(t) = plan.trace.as_ref().filter(|_| target.kind() == "memcache") {
+        let (line, len) = t.survey.longest_key;
+        if len > crate::proto::memcached::codec::MAX_KEY_LEN {
+            return Err(SetupError(format!(
+                "{}:{line}: a key of {len} bytes: memcached takes keys of at most {} bytes; shorten the trace's keys or replay it on Redis or SQL",
+                t.path.display(),
+                crate::proto::memcached::codec::MAX_KEY_LEN
+            )));
+        }
+    }
     if plan.pipeline > target.max_pipeline() {
         // A set takes its replies in order from several servers: one in flight per connection.
         let why = match (target.is_set(), target.driver()) {

@@ -433,3 +433,69 @@ fn a_value_over_1_mib_is_sent_at_the_servers_limit_with_a_warning() {
     let stored = mc_get(&url, &key).expect("the value is stored");
     assert_eq!(stored.len(), 1024 * 1024 - 1024);
 }
+
+/// Each kind of bad line the pre-read once let through is one line naming the file and the
+/// line, exit 2, nothing sent (the embedded server and memcached are the targets; a key too
+/// long for memcached is refused for memcached only); lines out of time order are replayed as
+/// written, with one warning.
+#[test]
+fn bad_lines_are_named_before_anything_is_sent() {
+    let d = dir("badlines");
+    let path = d.join("t.csv");
+    let refused = |text: &str, target: &[&str], want: &str| {
+        std::fs::write(&path, text).unwrap();
+        let mut args = vec!["run"];
+        args.extend_from_slice(target);
+        args.extend(["--trace", path.to_str().unwrap(), "-q"]);
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{text:?}: {err}");
+        assert!(err.contains(want), "{text:?}: {err}");
+        assert!(err.contains(path.to_str().unwrap()), "{err}");
+    };
+    let t = "1700000000,k1,2,5,1,get,0\n";
+    refused(
+        &format!("{t}k2\n"),
+        &[],
+        "line 2: a key without its timestamp",
+    );
+    refused(
+        &format!("k0\n{t}"),
+        &[],
+        "line 2: a timed line in a list of plain keys",
+    );
+    refused(
+        &format!("{t}1700000000,a b,3,5,1,get,0\n"),
+        &[],
+        "line 2: the key \"a b\" has a space",
+    );
+    refused(
+        &format!("{t}1700000000,a\x01b,3,5,1,get,0\n"),
+        &[],
+        "line 2: the key \"a\\x01b\"",
+    );
+    // Lines out of time order are kept as written (sent when reached), with one warning when
+    // a line goes back more than 1 ms (a recording of several connections goes back less).
+    std::fs::write(&path, format!("{t}1699999999.5,k3,2,5,1,get,0\n1700000000.0005,k1,2,5,1,get,0\n1700000000,k1,2,5,1,get,0\n")).unwrap();
+    let (code, _, err) = run_json(&["--trace", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].contains(
+            "2 lines are due before a line above them (the most at line 2, 0.500000 s back)"
+        ),
+        "{err}"
+    );
+    if let Some(mc) = server("LOADGEN_MC_URL") {
+        let long = "x".repeat(300);
+        let before = memcached_stat(&mc, "cmd_get");
+        refused(
+            &format!("{t}1700000000,{long},300,5,1,get,0\n"),
+            &[&mc],
+            ":2: a key of 300 bytes: memcached takes keys of at most 250 bytes",
+        );
+        assert_eq!(memcached_stat(&mc, "cmd_get"), before, "nothing was sent");
+    }
+}

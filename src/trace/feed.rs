@@ -40,14 +40,68 @@ pub struct Survey {
     /// at that size. And the largest value of the trace.
     pub clamped: u64,
     pub largest_value: u32,
+    /// The line of the longest key, and its length: memcached refuses keys over 250 bytes.
+    pub longest_key: (u64, usize),
+    /// Lines whose time is before a line above them, and the line that goes back most (and
+    /// by how many µs): sent when reached, late by that much.
+    pub backwards: u64,
+    pub back_most: (u64, u64),
+}
+
+/// Why a key cannot be sent as one key by a text protocol (memcached's): a space or a control
+/// byte would split it or end the command. None: it can.
+fn bad_key(key: &[u8]) -> Option<String> {
+    let at = key.iter().position(|&b| b <= b' ' || b == 0x7f)?;
+    Some(format!(
+        "the key \"{}\" has a space or control byte at byte {}: a key is one word (memcached's protocol, and the trace's own)",
+        crate::shown::clip(key, 60),
+        at + 1
+    ))
+}
+
+/// Microseconds as seconds, for messages.
+fn seconds(us: u64) -> String {
+    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
 }
 
 impl Survey {
     pub fn read(path: &Path) -> Result<Survey, TraceError> {
         let mut r = TraceReader::open(path)?;
         let mut s = Survey::default();
-        let (mut first, mut finer) = (None, false);
-        while let Some(l) = r.next_line()? {
+        let (mut first, mut finer, mut last_us) = (None, false, None);
+        while let Some((line, l)) = r.next_numbered()? {
+            let timed_line = l.time_us.is_some();
+            let bad = |msg: String| TraceError {
+                path: path.to_path_buf(),
+                line,
+                msg,
+            };
+            if let Some(why) = bad_key(l.key) {
+                return Err(bad(why));
+            }
+            // One format in a file: a plain key inside a timed trace is a line cut short.
+            if s.lines > 0 && timed_line != s.timed {
+                return Err(bad(match s.timed {
+                    true => "a key without its timestamp and fields in a timed trace: expected timestamp,key,key_size,value_size,client_id,op,ttl".into(),
+                    false => "a timed line in a list of plain keys: give the whole file in one format".into(),
+                }));
+            }
+            // Kept as written: a line due before the one above it is sent when reached.
+            if let (Some(t), Some(before)) = (l.time_us, last_us) {
+                if t < before {
+                    s.backwards += 1;
+                    if before - t > s.back_most.1 {
+                        s.back_most = (line, before - t);
+                    }
+                }
+            }
+            last_us = match (l.time_us, last_us) {
+                (Some(t), Some(b)) => Some(t.max(b)),
+                (t, b) => t.or(b),
+            };
+            if l.key.len() > s.longest_key.1 {
+                s.longest_key = (line, l.key.len());
+            }
             s.lines += 1;
             s.ops[l.op.op().index()] += 1;
             s.ttl_inserts += u64::from(l.op.op() == Op::Insert && l.ttl > 0);
@@ -75,8 +129,26 @@ impl Survey {
         Ok(s)
     }
 
-    /// A warning when some of the trace's values are sent smaller than written.
-    pub fn clamp_warning(&self) -> Option<String> {
+    /// A step back in time beyond this is warned of: a recording of several connections
+    /// steps back by less (their lines are written as each finishes).
+    pub const BACK_WARNED_US: u64 = 1_000;
+
+    /// What the replay sends otherwise than the trace says: values larger than sent, lines
+    /// out of time order by more than [`Self::BACK_WARNED_US`]; one warning each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w: Vec<String> = self.clamp_warning().into_iter().collect();
+        if self.back_most.1 > Self::BACK_WARNED_US {
+            w.push(format!(
+                "{} lines are due before a line above them (the most at line {}, {} s back): they are sent when reached, late by up to that; sort the trace (sort -t, -k1,1n -s) to replay it in time order",
+                self.backwards,
+                self.back_most.0,
+                seconds(self.back_most.1)
+            ));
+        }
+        w
+    }
+
+    fn clamp_warning(&self) -> Option<String> {
         (self.clamped > 0).then(|| {
             format!(
                 "{} writes of the trace have values over 1 MiB (the largest {} bytes): they are sent at 1 MiB, and on memcached at 1 MiB less 1 KiB (its default item limit, -I 1m, holds the value with its key and header); Redis takes values up to 512 MB, loadgen's stop at 1 MiB",

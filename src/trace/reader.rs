@@ -71,6 +71,11 @@ impl TraceReader {
 
     /// The next request, skipping blank and `#` lines; Ok(None) at the end of the file.
     pub fn next_line(&mut self) -> Result<Option<TraceLine<'_>>, TraceError> {
+        Ok(self.next_numbered()?.map(|(_, l)| l))
+    }
+
+    /// The next request with its line number in the file, as [`Self::next_line`].
+    pub fn next_numbered(&mut self) -> Result<Option<(u64, TraceLine<'_>)>, TraceError> {
         loop {
             self.buf.clear();
             self.line += 1;
@@ -87,11 +92,12 @@ impl TraceReader {
         }
         let text = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
         let (path, line) = (&self.path, self.line);
-        parse(text).map_err(|e| TraceError {
+        let parsed = parse(text).map_err(|e| TraceError {
             path: path.clone(),
             line,
             msg: e.0,
-        })
+        })?;
+        Ok(parsed.map(|l| (line, l)))
     }
 
     /// Lines read so far (the number of the last one returned).
