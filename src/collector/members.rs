@@ -60,6 +60,7 @@ pub(super) fn members_observed(
                 matches: note.is_none() && count_matches(delta, expected, unknown),
                 not_comparable: note.is_some(),
                 note,
+                reconnects: a.reconnects.saturating_sub(b.reconnects),
                 share: MemberObserved::share_of(expected, total),
                 latency: latency.as_ref().map(Percentiles::of),
                 histogram: latency.as_ref().map(encode_histogram),
@@ -139,6 +140,7 @@ mod tests {
             unsure,
             epoch: Some("run-1".into()),
             missing: None,
+            reconnects: 0,
         }
     }
 

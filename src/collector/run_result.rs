@@ -105,6 +105,11 @@ impl Collector<'_> {
             verdict: Default::default(),
             machine_load: None,
         };
+        // A set's server opened again is a reconnect of the run too.
+        result.reconnects += result
+            .server_observed
+            .as_ref()
+            .map_or(0, |s| s.members.iter().map(|m| m.reconnects).sum());
         // Server messages (error samples, the first connect error) may echo a URL or a secret.
         crate::redact::run(&mut result);
         result

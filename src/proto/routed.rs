@@ -456,6 +456,9 @@ impl<C: Codec + 'static> Routed<C> {
                 self.opening[i] = None;
                 if let Ok(c) = r {
                     self.conns[i] = Some(c);
+                    if let Some(l) = &self.latency {
+                        l.reopened(i);
+                    }
                 }
             }
         }

@@ -49,6 +49,8 @@ pub struct ServerLatency {
     /// Sent to the server (counted as routed there), then no reply: timed out, lost with the
     /// connection, or an error reply; the server may or may not have counted them.
     unsure: Vec<AtomicU64>,
+    /// Times a connection to the server was opened again after it was lost or hung.
+    reopened: Vec<AtomicU64>,
 }
 
 impl ServerLatency {
@@ -56,7 +58,15 @@ impl ServerLatency {
         Arc::new(ServerLatency {
             each: (0..servers).map(|_| Mutex::new(histogram())).collect(),
             unsure: (0..servers).map(|_| AtomicU64::new(0)).collect(),
+            reopened: (0..servers).map(|_| AtomicU64::new(0)).collect(),
         })
+    }
+
+    /// Times server `i` was opened again so far.
+    pub fn reopened(&self, i: usize) -> u64 {
+        self.reopened
+            .get(i)
+            .map_or(0, |u| u.load(Ordering::Relaxed))
     }
 
     /// Server `i`'s requests of unknown fate so far (in what it counts: keys of a multi-get
@@ -108,6 +118,13 @@ impl LocalLatency {
             if self.handed.elapsed() >= HAND_IN_EVERY {
                 self.hand_in();
             }
+        }
+    }
+
+    /// A connection to `server` opened again: rare, so counted at once.
+    pub fn reopened(&self, server: usize) {
+        if let Some(u) = self.shared.reopened.get(server) {
+            u.fetch_add(1, Ordering::Relaxed);
         }
     }
 

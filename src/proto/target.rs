@@ -52,6 +52,8 @@ pub struct MemberCount {
     pub epoch: Option<String>,
     /// Why this server's counter could not be read (it is down): `value` means nothing.
     pub missing: Option<String>,
+    /// Times a connection to it was opened again so far (after it was lost or hung).
+    pub reconnects: u64,
 }
 
 impl MemberCount {
@@ -70,6 +72,7 @@ impl MemberCount {
             unsure: latency.unsure(i),
             epoch: None,
             missing: None,
+            reconnects: latency.reopened(i),
         }
     }
 }

@@ -376,6 +376,10 @@ pub struct MemberObserved {
     pub not_comparable: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Connections to it opened again during the run (after it was lost or hung), warm-up
+    /// included; the run's `reconnects` holds them too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnects: u64,
     /// This server's part of what loadgen routed to the set (0 to 1).
     #[serde(default)]
     pub share: f64,

@@ -166,5 +166,8 @@ pub fn assert_only_the_hung_server_waited(r: &serde_json::Value, hung: &str) {
         assert_eq!(m["matches"], true, "{m}");
         let is_hung = m["server"].as_str().unwrap().ends_with(hung);
         assert_eq!(m["unknown"].as_u64().unwrap_or(0) > 0, is_hung, "{m}");
+        // Its connections were opened again once it answered, and the run counts them.
+        assert_eq!(m["reconnects"].as_u64().unwrap_or(0) > 0, is_hung, "{m}");
     }
+    assert!(u(r, "reconnects") > 0, "{}", r["reconnects"]);
 }

@@ -83,9 +83,13 @@ pub(super) fn server_line(out: &mut String, so: &crate::result::ServerObserved) 
                 micros(l.max)
             )
         });
+        let reconnects = match m.reconnects {
+            0 => String::new(),
+            n => format!(", reconnected {n} times"),
+        };
         let _ = writeln!(
             out,
-            "  {:<24} {} (loadgen sent {}){}{latency}",
+            "  {:<24} {} (loadgen sent {}){}{reconnects}{latency}",
             m.server,
             thousands(m.delta),
             sent_text(m.expected, m.unknown, thousands),
