@@ -127,6 +127,11 @@ pub(super) fn over_members(o: &mut ServerObserved, what: &str) {
     };
 }
 
+/// The connections to a set's servers opened again in the run: reconnects of the run too.
+pub(super) fn reopened(so: Option<&ServerObserved>) -> u64 {
+    so.map_or(0, |s| s.members.iter().map(|m| m.reconnects).sum())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

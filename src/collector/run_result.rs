@@ -1,7 +1,7 @@
 //! The `RunResult` a finished run is: counts, rates, percentiles, the server's own count and
 //! CPU beside loadgen's, built once every worker has stopped.
 
-use super::members::{members_observed, over_members, partial};
+use super::members::{members_observed, over_members, partial, reopened};
 use super::*;
 use crate::result::{count_matches, sent_text, Redirects};
 
@@ -24,7 +24,7 @@ impl Collector<'_> {
         let all_requests = totals.counts.requests() + totals.warm.requests();
         let worker_ns: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
         let errors = by_kind(&totals.counts);
-        let mut result = RunResult {
+        sealed(RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
             label: None,
@@ -104,16 +104,17 @@ impl Collector<'_> {
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
             machine_load: None,
-        };
-        // A set's server opened again is a reconnect of the run too.
-        result.reconnects += result
-            .server_observed
-            .as_ref()
-            .map_or(0, |s| s.members.iter().map(|m| m.reconnects).sum());
-        // Server messages (error samples, the first connect error) may echo a URL or a secret.
-        crate::redact::run(&mut result);
-        result
+        })
     }
+}
+
+/// The result as it leaves the run: a set's servers opened again counted as the run's
+/// reconnects too, and secrets redacted (server messages, as error samples and the first
+/// connect error, may echo a URL or a password).
+fn sealed(mut result: RunResult) -> RunResult {
+    result.reconnects += reopened(result.server_observed.as_ref());
+    crate::redact::run(&mut result);
+    result
 }
 
 /// `-R`: the rate asked, the rate achieved over the window, and how many requests went late.
