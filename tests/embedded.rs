@@ -273,9 +273,10 @@ fn verdict_mostly_misses_says_prepare_and_strict_exits_3() {
 fn verdict_a_paced_run_above_capacity_is_behind_schedule() {
     // 2 connections to a server answering each in 5 ms: at most 400/s.
     let s = Served::start_with(1000, &["--delay", "5ms"]);
-    let (_, doc, err) = run_json(&[
+    let (code, doc, err) = run_json(&[
         &s.url, "-d", "3s", "--warmup", "500ms", "-c", "2", "-R", "2000", "--keys", "1-1000",
     ]);
+    assert_exit_fits(code, &doc["runs"][0], &err);
     let (valid, why) = verdict(&doc);
     assert!(
         !valid && why.contains("behind schedule: achieved"),
@@ -303,9 +304,10 @@ fn open_loop_warmup_backlog_is_dropped_not_carried_into_the_window() {
     // 2 connections answering in 5 ms each: 400/s; asked 600/s, so the warm-up's 2 s leave
     // about 400 requests (a second of work) unsent at its end.
     let s = Served::start_with(1000, &["--delay", "5ms"]);
-    let (_, doc, err) = run_json(&[
+    let (code, doc, err) = run_json(&[
         &s.url, "-d", "3s", "--warmup", "2s", "-c", "2", "-R", "600", "--keys", "1-1000",
     ]);
+    assert_exit_fits(code, &doc["runs"][0], &err);
     let r = &doc["runs"][0];
     let dropped = u(r, "rate.warmup_dropped");
     assert!((150..=700).contains(&dropped), "dropped {dropped}: {err}");
@@ -371,9 +373,10 @@ fn instant_http() -> String {
 #[test]
 fn verdict_one_worker_thread_never_idle_is_client_saturated() {
     let url = instant_http();
-    let (_, doc, err) = run_json(&[
+    let (code, doc, err) = run_json(&[
         &url, "-t", "1", "-c", "4", "-p", "32", "-d", "2s", "--warmup", "500ms", "--keys", "1-1000",
     ]);
+    assert_exit_fits(code, &doc["runs"][0], &err);
     let busiest = f(&doc["runs"][0], "client_cpu.busiest");
     let (valid, why) = verdict(&doc);
     // On a quiet machine the one thread is never idle. On a busy one the instant server's
@@ -445,9 +448,10 @@ fn sweep_marks_a_saturated_step() {
 #[test]
 fn verdict_a_server_still_warming_up_means_warmup_too_short() {
     let s = Served::start_with(10_000, &["--cold", "2s"]);
-    let (_, doc, err) = run_json(&[
+    let (code, doc, err) = run_json(&[
         &s.url, "-d", "5s", "--warmup", "0s", "-c", "2", "-p", "1", "--keys", "1-10000",
     ]);
+    assert_exit_fits(code, &doc["runs"][0], &err);
     let (valid, why) = verdict(&doc);
     assert!(!valid && why.contains("warm-up too short"), "{why} {err}");
     // The first two intervals ran at most 2 connections / 1 ms.
@@ -490,9 +494,10 @@ impl Drop for Hogs {
 fn verdict_other_processes_busy_means_machine_disturbed() {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let hogs = Hogs::start(cores);
-    let (_, doc, err) = run_json(&[
+    let (code, doc, err) = run_json(&[
         "-d", "2s", "--warmup", "500ms", "-R", "1000", "--keys", "1-100000",
     ]);
+    assert_exit_fits(code, &doc["runs"][0], &err);
     drop(hogs);
     let others = f(&doc["runs"][0], "machine_load.others_share");
     assert!(others > 0.2, "others {others}: {err}");

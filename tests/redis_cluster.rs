@@ -338,11 +338,12 @@ fn a_multi_get_split_by_a_migration_is_tried_again() {
         "--timeout",
         "500ms",
     ];
-    let (_, doc, err) = run_json(&args);
+    let (code, doc, err) = run_json(&args);
     let r = &doc["runs"][0];
     let redirects = &r["server_observed"]["redirects"];
     let failed = u(r, "errors.server");
     assert!(failed > 0, "split requests fail in the end: {r} {err}");
+    assert_eq!(code, 1, "a run with errors: {err}");
     // Only as the server's TRYAGAIN: a pause the request loop cuts short is taken up again,
     // never a connection given up.
     assert_eq!(failed, u(r, "error_total"), "{}", r["errors"]);

@@ -167,7 +167,8 @@ fn sigterm_during_the_connect_phase() {
     std::thread::sleep(Duration::from_millis(1000));
     sigterm(&child);
     let (code, err) = exits_within(child, Duration::from_secs(5), "connect phase");
-    assert!(code.is_some(), "killed by the signal: {err}");
+    // Stopped in its connect phase with nothing failed: what was measured is written, exit 0.
+    assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(doc["interrupted"], true);

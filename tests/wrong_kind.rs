@@ -153,8 +153,8 @@ fn each_target_at_its_own_server_runs() {
         "LOADGEN_REDIS_URL",
     ] {
         let Some(url) = server(var) else { return };
-        let (code, _, err) = run_json(&[&url, "-d", "1s", "--warmup", "0s", "-c", "2"]);
-        assert!(code == 0 || code == 1, "{var}: {err}");
+        let (code, doc, err) = run_json(&[&url, "-d", "1s", "--warmup", "0s", "-c", "2"]);
+        assert_exit_fits(code, &doc["runs"][0], &format!("{var}: {err}"));
         assert!(!err.contains("this looks like"), "{var}: {err}");
     }
 }

@@ -488,6 +488,18 @@ pub fn one_error_line(stderr: &str) -> &str {
 }
 
 /// The counts of every error kind of a run (its `errors` object), added up.
+/// A run's exit code is what its result says, exactly: 1 when it had errors or stopped early,
+/// else 0 (no `--strict`: the verdict does not move it).
+pub fn assert_exit_fits(code: i32, r: &Value, context: &str) {
+    let failed = u(r, "error_total") > 0 || !r["stopped_early"].is_null();
+    assert_eq!(
+        code,
+        i32::from(failed),
+        "{context}: exit {code}, errors {}",
+        r["errors"]
+    );
+}
+
 pub fn error_kinds_sum(r: &Value) -> u64 {
     let errors = r["errors"].as_object().expect("errors is an object");
     errors.values().map(|v| v.as_u64().unwrap()).sum()

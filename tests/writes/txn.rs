@@ -65,8 +65,8 @@ fn postgres_retries_deadlocked_transactions_and_counts_only_committed_writes() {
                 PG_COUNTED_UPDATE,
             ]);
             let context = format!("{target} --retries {retries}: {err}");
-            assert!(code == 0 || code == 1, "{context}");
             let r = &doc["runs"][0];
+            assert_exit_fits(code, r, &context);
             let upd = &r["ops"]["update"];
             assert_eq!(u(upd, "requests"), 800, "{context}");
             assert_eq!(

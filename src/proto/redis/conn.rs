@@ -12,7 +12,7 @@ use crate::plan::Plan;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::count::{calls, is_master};
 use crate::proto::redis::login::Login;
-use crate::proto::redis::not_cluster::refuse_cluster_node;
+use crate::proto::redis::not_cluster::cluster_refusal;
 use crate::proto::redis::slots::SlotMap;
 use crate::proto::routed::{open_each, Reopen, Route, Routed};
 use crate::proto::server_latency::{ServerLatency, SetMembers};
@@ -35,7 +35,7 @@ pub struct RedisTarget {
     /// `--timeout`: how long a request may wait out a cluster's failover.
     request_timeout: std::time::Duration,
     /// One server: whether it was found to be a cluster's node (the refusal), once.
-    checked: OnceCell<Option<LookupError>>,
+    checked: OnceCell<Option<String>>,
     /// A cluster's seed list (`redis://h1:p1,h2:p2?cluster=1`): the nodes tried in turn for
     /// the slot map, as cluster clients do; empty for one node.
     seeds: Vec<(String, u16)>,
@@ -297,14 +297,15 @@ impl Target for RedisTarget {
     async fn connect(&self) -> Result<Self::Conn, LookupError> {
         let keys = self.login.keys.clone();
         let Some(c) = self.cluster().await? else {
-            let mut conn = self.login.open(self.verify).await?;
             // Once per run: a cluster's node given as one server is refused.
             let checked = self
                 .checked
-                .get_or_init(|| async { refuse_cluster_node(&self.login, &mut conn).await.err() });
-            if let Some(e) = checked.await {
-                return Err(e.clone());
+                .get_or_init(|| cluster_refusal(&self.login))
+                .await;
+            if let Some(why) = checked {
+                return Err(LookupError::server(why.clone()));
             }
+            let conn = self.login.open(self.verify).await?;
             return Ok(Routed::new(vec![conn], None, keys));
         };
         let verify = self.verify;

@@ -7,12 +7,19 @@ use crate::proto::pipelined::StreamConn;
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::login::{Answer, Login};
 
-/// Err when the server of `conn` is a node of a cluster of more than one master. A server
-/// that answers neither `INFO cluster` nor `CLUSTER INFO` (an ACL that denies them) passes.
-pub async fn refuse_cluster_node(
+/// Why the server `login` reaches is refused as one server: it is a node of a cluster of more
+/// than one master. Asked on a connection of its own, once per run; a server that cannot be
+/// asked (it answers `INFO` with an error, or garbage) is not refused here: its requests then
+/// show what it is.
+pub async fn cluster_refusal(login: &Login) -> Option<String> {
+    let mut conn = login.open(false).await.ok()?;
+    is_cluster_node(login, &mut conn).await.ok().flatten()
+}
+
+async fn is_cluster_node(
     login: &Login,
     conn: &mut StreamConn<RedisCodec>,
-) -> Result<(), LookupError> {
+) -> Result<Option<String>, LookupError> {
     let info = |a: Answer| match a {
         Answer::Bulk(t) => String::from_utf8_lossy(&t).into_owned(),
         _ => String::new(),
@@ -23,7 +30,7 @@ pub async fn refuse_cluster_node(
             .await?,
     );
     if !enabled.lines().any(|l| l.trim() == "cluster_enabled:1") {
-        return Ok(());
+        return Ok(None);
     }
     let state = info(
         login
@@ -35,10 +42,7 @@ pub async fn refuse_cluster_node(
         .find_map(|l| l.trim().strip_prefix("cluster_size:"))
         .and_then(|n| n.parse::<u64>().ok())
         .unwrap_or(0);
-    if masters <= 1 {
-        return Ok(());
-    }
-    Err(LookupError::server(format!(
+    Ok((masters > 1).then(|| format!(
         "{} is a node of a Redis Cluster of {masters} masters, which answers MOVED for the keys of the others' slots: add ?cluster=1 to the URL to send each key to its slot's master",
         login.addr
     )))

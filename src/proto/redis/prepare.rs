@@ -28,9 +28,9 @@ pub async fn load(url: &TargetUrl, keys: (u64, u64)) -> Result<u64, SetupError> 
         return load_cluster(login, &seeds, keys).await;
     }
     let mut conn = login.open(true).await.map_err(|e| e.message)?;
-    super::not_cluster::refuse_cluster_node(login, &mut conn)
-        .await
-        .map_err(|e| e.message)?;
+    if let Some(why) = super::not_cluster::cluster_refusal(login).await {
+        return Err(SetupError(why));
+    }
     set_all(login, &mut conn, keys, |_| true).await?;
     let last = crate::proto::codec::Request::read(keys.1);
     conn.send(&last);
