@@ -432,6 +432,16 @@ fn a_pool_server_that_dies_fails_only_its_keys_and_comes_back() {
     let last = &seconds[5];
     assert_eq!(u(last, "errors"), 0, "{last}");
     assert!(u(last, "misses") > 0, "{last}");
+    // A new server, with counters of its own: not comparable, said on its line (the two runs
+    // side by side count in each other's servers, so the others' lines are not asserted).
+    let members = r["server_observed"]["members"].as_array().unwrap();
+    let restarted = &members[1];
+    assert_eq!(restarted["not_comparable"], true, "{restarted}");
+    let note = restarted["note"].as_str().unwrap();
+    assert!(
+        note.contains("restarted") || note.contains("went back"),
+        "{note}"
+    );
     pool_down(&ports);
 }
 
