@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::control::Control;
 use crate::cpu::ServerProcess;
 use crate::plan::{Mode, Plan};
+use crate::proto::caps::Sets;
 use crate::proto::handlersocket::conn::HsTarget;
 use crate::proto::http::conn::HttpTarget;
 use crate::proto::memcached::conn::McTarget;
@@ -153,7 +154,8 @@ async fn run_shards(
         | DriverKind::RedisWire
         | DriverKind::HttpWire => {
             Err(SetupError(format!(
-                "{label}: ?keys= shards are PostgreSQL and MariaDB (wire drivers) and HandlerSocket; memcached pools and Redis Cluster place keys themselves (memcache://h1:p1,h2:p2, redis://h:p?cluster=1)"
+                "{label}: ?keys= shards are {} (their wire drivers); memcached pools and Redis Cluster place keys themselves (memcache://h1:p1,h2:p2, redis://h:p?cluster=1)",
+                table::who(&|c| c.sets == Sets::Shards)
             )))
         }
     }
@@ -185,11 +187,12 @@ fn each<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::caps::Caps;
     use crate::proto::table::PROTOCOLS;
     use crate::proto::Target;
 
-    /// (kind, max_pipeline) of the target a driver row builds, from a URL that needs no server.
-    fn built(kind: DriverKind, scheme: &str) -> (&'static str, usize) {
+    /// (kind, caps) of the target a driver row builds, from a URL that needs no server.
+    fn built(kind: DriverKind, scheme: &str) -> (&'static str, Caps) {
         let plan = Plan::default();
         let rest = match scheme {
             "postgres" | "mysql" => "u@127.0.0.1:1/db",
@@ -198,9 +201,9 @@ mod tests {
             _ => "127.0.0.1:1",
         };
         let url = TargetUrl::parse(&format!("{scheme}://{rest}")).expect("url");
-        fn of<T: Target>(t: Result<T, SetupError>) -> (&'static str, usize) {
+        fn of<T: Target>(t: Result<T, SetupError>) -> (&'static str, Caps) {
             let t = t.expect("target");
-            (t.kind(), t.max_pipeline())
+            (t.kind(), t.caps())
         }
         match kind {
             DriverKind::PgWire => of(PgWireTarget::new(&url, &plan)),
@@ -215,14 +218,14 @@ mod tests {
     }
 
     /// A driver's row and the target it builds agree: the kind results and metrics carry is
-    /// the row's first scheme, and the row's pipeline depth is the target's.
+    /// the row's first scheme, and the row's capabilities are the target's.
     #[test]
     fn every_driver_builds_the_target_its_row_describes() {
         for p in PROTOCOLS {
             for d in p.drivers {
-                let (kind, depth) = built(d.kind, p.schemes[0]);
+                let (kind, caps) = built(d.kind, p.schemes[0]);
                 assert_eq!(kind, p.kind(), "{} driver {}", p.name, d.name);
-                assert_eq!(depth, d.max_pipeline, "{} driver {}", p.name, d.name);
+                assert_eq!(caps, d.caps, "{} driver {}", p.name, d.name);
             }
         }
     }

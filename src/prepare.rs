@@ -29,10 +29,11 @@ pub async fn prepare(
     let mut url = TargetUrl::parse(target)?;
     if let Some(f) = key_format {
         let named =
-            table::find(&url.scheme).is_some_and(|p| ["memcache", "redis"].contains(&p.kind()));
+            table::find(&url.scheme).is_some_and(|p| p.drivers.iter().any(|d| d.caps.named_keys));
         if !named {
             return Err(SetupError(format!(
-                "--key-format names memcached and Redis keys; '{}://' stores rows by id: leave it out",
+                "--key-format names {} keys; '{}://' stores rows by id: leave it out",
+                table::who(&|c| c.named_keys),
                 url.scheme
             )));
         }

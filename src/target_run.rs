@@ -12,6 +12,8 @@ use crate::cpu::ServerProcess;
 use crate::keys::KeySpace;
 use crate::mix::{InsertSeq, Op};
 use crate::plan::Plan;
+use crate::proto::caps;
+use crate::proto::table;
 use crate::proto::target::{greet_target, ServerCount, SetupError, Target};
 use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
@@ -299,63 +301,22 @@ async fn preflight<T: Target>(
     label: &str,
     control: &Control,
 ) -> Result<(), SetupError> {
+    // What the target itself refuses (a URL's shape, a mode) first: its words are the
+    // more exact; then what its driver cannot do at all (`caps.rs`).
     target
-        .writes(&plan.mix)
-        .and_then(|()| target.txn(plan.txn))
-        .and_then(|()| match plan.multi_get() {
-            0 => Ok(()),
-            n => target.batch(n),
+        .refuse(plan)
+        .and_then(|()| {
+            let set = target.is_set();
+            caps::refuse(
+                &target.caps(),
+                plan,
+                target.kind(),
+                set,
+                target.driver(),
+                table::who,
+            )
         })
         .map_err(|e| SetupError(format!("{label}: {e}")))?;
-    // Only memcached and Redis keys expire.
-    if plan.ttl > 0 && !matches!(target.kind(), "memcache" | "redis") {
-        return Err(SetupError(format!(
-            "{label}: --ttl {}: this {} target has no expiry; leave --ttl out (memcached and Redis have one)",
-            plan.ttl,
-            target.kind()
-        )));
-    }
-    for (on, flag) in [
-        (plan.value_size.is_some(), "--value-size"),
-        (plan.key_format.is_some(), "--key-format"),
-    ] {
-        if on && !target.named_keys() {
-            return Err(SetupError(format!(
-                "{label}: {flag}: this {} target stores rows by id, not values under named keys; leave {flag} out (memcached and Redis take it)",
-                target.kind()
-            )));
-        }
-    }
-    // memcached's keys are at most 250 bytes: a trace's longer key would be refused by the
-    // server mid-replay, so the replay is refused before it starts.
-    if let Some(t) = plan.trace.as_ref().filter(|_| target.kind() == "memcache") {
-        let (line, len) = t.survey.longest_key;
-        if len > crate::proto::memcached::codec::MAX_KEY_LEN {
-            return Err(SetupError(format!(
-                "{}:{line}: a key of {len} bytes: memcached takes keys of at most {} bytes; shorten the trace's keys or replay it on Redis or SQL",
-                t.path.display(),
-                crate::proto::memcached::codec::MAX_KEY_LEN
-            )));
-        }
-    }
-    if plan.pipeline > target.max_pipeline() {
-        // A set takes its replies in order from several servers: one in flight per connection.
-        let why = match (target.is_set(), target.driver()) {
-            (true, _) => format!(
-                "a {} set of servers takes one request in flight per connection; use -p 1 and more connections (-c)",
-                target.kind()
-            ),
-            (false, Some(d)) if d != "wire" => format!(
-                "the {d} driver of this {} target cannot pipeline; use -p 1 and more connections (-c), or ?driver=wire",
-                target.kind()
-            ),
-            _ => format!(
-                "this {} target cannot pipeline; use -p 1 and more connections (-c)",
-                target.kind()
-            ),
-        };
-        return Err(SetupError(format!("{label}: {why}")));
-    }
     // Targets bound their own connect by --timeout, per step, with a message that names the
     // step that hung (e.g. "sent no MySQL greeting"); this bound is only the backstop, so it
     // must not race them.

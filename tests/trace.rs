@@ -494,7 +494,7 @@ fn bad_lines_are_named_before_anything_is_sent() {
         refused(
             &format!("{t}1700000000,{long},300,5,1,get,0\n"),
             &[&mc],
-            ":2: a key of 300 bytes: memcached takes keys of at most 250 bytes",
+            ":2: a key of 300 bytes: this memcache target takes keys of at most 250 bytes",
         );
         assert_eq!(memcached_stat(&mc, "cmd_get"), before, "nothing was sent");
     }

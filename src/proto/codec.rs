@@ -115,7 +115,7 @@ pub trait Codec {
         Self: 'b;
 
     /// Append `req` to `out`. Must not allocate beyond growing `out`. Codecs that cannot
-    /// write are never given a write (`Target::writes` refuses the mix in preflight).
+    /// write are never given a write (the preflight refuses a write its `Caps` lack).
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>);
 
     /// Parse the reply at the front of `buf`. `Ok(None)`: not complete yet, read more.
@@ -145,9 +145,9 @@ pub trait Codec {
     }
 
     /// Appends one request reading every key of `keys` (`--batch`), in the protocol's own
-    /// multi-get. Only called where `Target::batch` said yes.
+    /// multi-get. Only called where its `Caps` have a multi-get.
     fn encode_batch(&mut self, _keys: &[u64], _out: &mut Vec<u8>) {
-        unreachable!("Target::batch refuses --batch for this protocol in preflight")
+        unreachable!("the preflight refuses --batch where Caps have no multi-get")
     }
 
     /// Parses the reply at the front of `buf` to the multi-get of `keys`, checking each row
@@ -158,7 +158,7 @@ pub trait Codec {
         _keys: &[u64],
         _verify: bool,
     ) -> Result<DecodedBatch, LookupError> {
-        unreachable!("Target::batch refuses --batch for this protocol in preflight")
+        unreachable!("the preflight refuses --batch where Caps have no multi-get")
     }
 
     /// `--txn`: appends the commit of the open transaction (nothing in flight) and says

@@ -2,6 +2,7 @@
 //! (`table::PROTOCOLS`) that dispatch, `prepare`, URL checks and `--help` read. Nothing here
 //! imports upward: protocols know the plan and the data set, never the run or the report.
 
+pub mod caps;
 pub mod codec;
 pub mod handlersocket;
 pub mod http;

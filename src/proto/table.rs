@@ -5,6 +5,7 @@ use crate::error::SetupError;
 use std::future::Future;
 use std::pin::Pin;
 
+use super::caps::{Caps, Counted, Sets};
 use super::target::Target;
 use super::{handlersocket, http, memcached, mysql, postgres, redis};
 use crate::url::TargetUrl;
@@ -30,8 +31,8 @@ pub struct Driver {
     pub name: &'static str,
     /// Speaks `--mode simple` (statements with the key inlined) as well as prepared.
     pub simple: bool,
-    /// Requests one connection can have in flight: its target's `Target::MAX_PIPELINE`.
-    pub max_pipeline: usize,
+    /// What it can do (`caps.rs`): its target's `Target::CAPS`, one declaration.
+    pub caps: Caps,
     /// What it is, for messages.
     pub about: &'static str,
     /// The URL query options it reads; any other is refused (a typo would be ignored silently).
@@ -86,7 +87,7 @@ pub const PROTOCOLS: &[Protocol] = &[
                 kind: DriverKind::PgWire,
                 name: "wire",
                 simple: false,
-                max_pipeline: postgres::wire_driver::PgWireTarget::MAX_PIPELINE,
+                caps: postgres::wire_driver::PgWireTarget::CAPS,
                 about: "loadgen's own pipelined extended-protocol driver",
                 options: Options::Only(postgres::wire_driver::PgWireTarget::OPTIONS),
             },
@@ -94,7 +95,7 @@ pub const PROTOCOLS: &[Protocol] = &[
                 kind: DriverKind::PgTokio,
                 name: "tokio",
                 simple: true,
-                max_pipeline: postgres::tokio_driver::PgTarget::MAX_PIPELINE,
+                caps: postgres::tokio_driver::PgTarget::CAPS,
                 about: "tokio-postgres via deadpool",
                 options: Options::Only(postgres::tokio_driver::PgTarget::OPTIONS),
             },
@@ -113,7 +114,7 @@ pub const PROTOCOLS: &[Protocol] = &[
                 kind: DriverKind::MyWire,
                 name: "wire",
                 simple: false,
-                max_pipeline: mysql::wire_driver::MyWireTarget::MAX_PIPELINE,
+                caps: mysql::wire_driver::MyWireTarget::CAPS,
                 about: "loadgen's own pipelined binary-protocol driver",
                 options: Options::Only(mysql::wire_driver::MyWireTarget::OPTIONS),
             },
@@ -121,7 +122,7 @@ pub const PROTOCOLS: &[Protocol] = &[
                 kind: DriverKind::MyAsync,
                 name: "mysql_async",
                 simple: true,
-                max_pipeline: mysql::async_driver::MysqlTarget::MAX_PIPELINE,
+                caps: mysql::async_driver::MysqlTarget::CAPS,
                 about: "the mysql_async crate",
                 options: Options::Only(mysql::async_driver::MysqlTarget::OPTIONS),
             },
@@ -139,7 +140,7 @@ pub const PROTOCOLS: &[Protocol] = &[
             kind: DriverKind::HsWire,
             name: "wire",
             simple: false,
-            max_pipeline: handlersocket::conn::HsTarget::MAX_PIPELINE,
+            caps: handlersocket::conn::HsTarget::CAPS,
             about: "loadgen's own pipelined HandlerSocket codec",
             options: Options::Only(handlersocket::conn::HsTarget::OPTIONS),
         }],
@@ -158,7 +159,7 @@ pub const PROTOCOLS: &[Protocol] = &[
             kind: DriverKind::McWire,
             name: "wire",
             simple: false,
-            max_pipeline: memcached::conn::McTarget::MAX_PIPELINE,
+            caps: memcached::conn::McTarget::CAPS,
             about: "loadgen's own pipelined text-protocol codec",
             options: Options::Only(memcached::conn::McTarget::OPTIONS),
         }],
@@ -175,7 +176,7 @@ pub const PROTOCOLS: &[Protocol] = &[
             kind: DriverKind::RedisWire,
             name: "wire",
             simple: false,
-            max_pipeline: redis::conn::RedisTarget::MAX_PIPELINE,
+            caps: redis::conn::RedisTarget::CAPS,
             about: "loadgen's own pipelined RESP codec",
             options: Options::Only(redis::conn::RedisTarget::OPTIONS),
         }],
@@ -192,7 +193,7 @@ pub const PROTOCOLS: &[Protocol] = &[
             kind: DriverKind::HttpWire,
             name: "wire",
             simple: false,
-            max_pipeline: http::conn::HttpTarget::MAX_PIPELINE,
+            caps: http::conn::HttpTarget::CAPS,
             about: "loadgen's own pipelined HTTP/1.1 client",
             options: Options::ServerTakesTheRest(http::conn::HttpTarget::OPTIONS),
         }],
@@ -231,12 +232,12 @@ pub fn loadable_schemes() -> String {
 pub fn pipelining() -> (String, String) {
     let yes: Vec<&str> = PROTOCOLS
         .iter()
-        .filter(|p| p.drivers.iter().any(|d| d.max_pipeline > 1))
+        .filter(|p| p.drivers.iter().any(|d| d.caps.pipeline > 1))
         .map(|p| p.name)
         .collect();
     let no: Vec<String> = PROTOCOLS
         .iter()
-        .flat_map(|p| p.drivers.iter().filter(|d| d.max_pipeline == 1))
+        .flat_map(|p| p.drivers.iter().filter(|d| d.caps.pipeline == 1))
         .map(|d| format!("?driver={}", d.name))
         .collect();
     (yes.join(", "), no.join(", "))
@@ -268,6 +269,66 @@ pub fn url_forms(loadable: bool) -> Vec<(String, Option<&'static str>)> {
             }
         })
         .collect()
+}
+
+/// The protocols with a driver that can do what `can` asks, for a refusal's "memcached and
+/// Redis have one" (`caps::refuse`).
+pub fn who(can: &dyn Fn(&Caps) -> bool) -> String {
+    let names: Vec<&str> = PROTOCOLS
+        .iter()
+        .filter(|p| p.drivers.iter().any(|d| can(&d.caps)))
+        .map(|p| p.name)
+        .collect();
+    match names.split_last() {
+        None => "none".into(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// What every driver can do, as the Markdown table README.md's "Targets" section holds (a
+/// unit test keeps the two the same): made from the rows, so it cannot fall behind them.
+pub fn capabilities_md() -> String {
+    let yes = |b: bool| if b { "yes" } else { "-" };
+    let mut out = String::from(
+        "| target | driver | `-p` above 1 | writes | `--txn` | multi-get, counted per | `--ttl` | named keys (`--key-format`, `--value-size`, trace keys) | sets of servers |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for p in PROTOCOLS {
+        for d in p.drivers {
+            let c = &d.caps;
+            let writes: Vec<&str> = c.writes.iter().map(|o| o.name()).collect();
+            let multi = match c.multi_get {
+                None => "-",
+                Some(Counted::Requests) => "request",
+                Some(Counted::Keys) => "key",
+                Some(Counted::Commands) => "command",
+            };
+            let sets = match c.sets {
+                Sets::None => "-",
+                Sets::Shards => "`?keys=` shards",
+                Sets::Pool => "ketama pool",
+                Sets::Cluster => "Redis Cluster",
+            };
+            let named = match (c.named_keys, c.max_key) {
+                (true, Some(n)) => format!("yes (keys up to {n} bytes)"),
+                (named, _) => yes(named).to_string(),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {multi} | {} | {named} | {sets} |\n",
+                p.name,
+                d.name,
+                yes(c.pipeline > 1),
+                if writes.is_empty() {
+                    "-".into()
+                } else {
+                    writes.join(", ")
+                },
+                yes(c.txn),
+                yes(c.ttl),
+            ));
+        }
+    }
+    out
 }
 
 /// Every target kind results and metrics name (`RunResult::kind`, the `kind` label): each row's
@@ -334,6 +395,17 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// README.md's capability table is the one the rows make.
+    #[test]
+    fn the_readme_shows_what_the_rows_say() {
+        let readme = include_str!("../../README.md");
+        let table = capabilities_md();
+        assert!(
+            readme.contains(&table),
+            "README.md's capability table differs from the protocol table's rows; put this one in its place:\n{table}"
+        );
+    }
 
     #[test]
     fn every_scheme_is_in_one_row_only() {

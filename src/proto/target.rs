@@ -2,8 +2,9 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use crate::error::SetupError;
-use crate::mix::Mix;
 use crate::outcome::{LookupError, Outcome};
+use crate::plan::Plan;
+use crate::proto::caps::Caps;
 use crate::proto::codec::{Request, Tally};
 use crate::proto::sniff::{greet, Hello};
 use crate::transport::{Endpoint, TlsInfo};
@@ -170,11 +171,6 @@ pub trait Target: Send + Sync + 'static {
         async { vec![self.endpoint().clone()] }
     }
 
-    /// A trace's keys go out as written (memcached, Redis); false: as ids (`trace::key_id`).
-    fn named_keys(&self) -> bool {
-        false
-    }
-
     /// The key of row `id` as this target names it on the wire (`--record-trace`): the id's
     /// digits, or the store's key (`usr:<id>`).
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
@@ -187,48 +183,20 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// Requests one connection can have in flight (1 where the protocol cannot pipeline); the
-    /// protocol table's driver row reads it.
-    const MAX_PIPELINE: usize;
+    /// What its driver can do: its protocol table row's capabilities (`caps.rs`), read by
+    /// the one preflight that refuses what it cannot do.
+    const CAPS: Caps;
 
-    fn max_pipeline(&self) -> usize {
-        Self::MAX_PIPELINE
+    /// [`Self::CAPS`] as this target runs them: a set of servers takes one request in flight
+    /// per connection.
+    fn caps(&self) -> Caps {
+        Self::CAPS
     }
 
-    /// Ok when this target can run every op of `mix`; Err is the one line saying why not
-    /// (checked in preflight, exit 2). Targets that write override it.
-    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
-        match mix.ops().find(|o| o.writes()) {
-            None => Ok(()),
-            Some(op) => Err(SetupError(format!(
-                "--mix {}: this {} target cannot {} yet; use --mix read=100 (the default) here",
-                mix.name(),
-                self.kind(),
-                op.name()
-            ))),
-        }
-    }
-
-    /// Ok when this target can read `n` keys in one request (`--batch n`, `mget:n`); Err is the
-    /// one line saying why not (preflight, exit 2). Asked only of runs with multi-gets;
-    /// targets with a multi-get override it.
-    fn batch(&self, n: usize) -> Result<(), SetupError> {
-        Err(SetupError(format!(
-            "{n} keys per request (--batch, mget:N): this {} target has no multi-get in loadgen yet; leave them out (memcached, Redis, HandlerSocket and the default drivers of PostgreSQL and MariaDB have one)",
-            self.kind()
-        )))
-    }
-
-    /// Ok when this target can group `n` writes per transaction (`--txn`); Err is the one
-    /// line saying why not (preflight, exit 2). SQL targets that group writes override it.
-    fn txn(&self, n: usize) -> Result<(), SetupError> {
-        match n {
-            1 => Ok(()),
-            _ => Err(SetupError(format!(
-                "--txn {n}: this {} target does not group writes into transactions; leave --txn out (every write is its own)",
-                self.kind()
-            ))),
-        }
+    /// Ok when this target can run `plan` beyond what its capabilities say (a URL's shape, a
+    /// mode); Err is the one line saying why not (preflight, exit 2).
+    fn refuse(&self, _plan: &Plan) -> Result<(), SetupError> {
+        Ok(())
     }
 
     /// Where inserts start when `--insert-from` is not given: above the keys the server holds
@@ -263,9 +231,9 @@ pub trait Conn: 'static {
         self.send(req)
     }
 
-    /// Queues one multi-get of `keys` (`--batch`). Only called where `Target::batch` said yes.
+    /// Queues one multi-get of `keys` (`--batch`). Only called where its `Caps` have a multi-get.
     fn send_batch(&mut self, _keys: &[u64]) {
-        unreachable!("Target::batch refuses --batch for this driver in preflight")
+        unreachable!("the preflight refuses --batch where Caps have no multi-get")
     }
 
     /// The reply to the oldest queued multi-get, of `keys`: the request's outcome and its tally
@@ -274,7 +242,7 @@ pub trait Conn: 'static {
         &mut self,
         _keys: &[u64],
     ) -> impl Future<Output = Result<(Outcome, Tally), LookupError>> {
-        async { unreachable!("Target::batch refuses --batch for this driver in preflight") }
+        async { unreachable!("the preflight refuses --batch where Caps have no multi-get") }
     }
 
     /// `--txn`: commits the connection's open transaction, short of its N writes when the run

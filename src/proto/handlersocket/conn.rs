@@ -10,6 +10,7 @@
 use crate::mix::{Mix, Op};
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::Plan;
+use crate::proto::caps::{Caps, Counted, Sets};
 use crate::proto::handlersocket::codec::{
     check_ok, encode_auth, encode_open_index, parse_line, HsCodec,
 };
@@ -222,25 +223,23 @@ impl Target for HsTarget {
             .unwrap_or_else(|_| Err(no_connection(&self.endpoint)))
     }
 
-    const MAX_PIPELINE: usize = usize::MAX;
+    /// A multi-get is a find with an IN list (`multi_get.rs`), a key read per key; the write
+    /// port takes every op but upsert (HandlerSocket has none).
+    const CAPS: Caps = Caps {
+        multi_get: Some(Counted::Keys),
+        pipeline: usize::MAX,
+        writes: &[Op::Update, Op::Insert, Op::Delete],
+        sets: Sets::Shards,
+        ..Caps::READS
+    };
 
-    /// A find with an IN list (`multi_get.rs`).
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// The write port takes every op but upsert (HandlerSocket has none); the read port none
-    /// (known by its answer to a write, asked here: `D` of user_id 0, never a loaded key).
-    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
+    /// The read port writes nothing (known by its answer to a write, asked here: `D` of
+    /// user_id 0, never a loaded key), and writes fill the usr row's own columns.
+    fn refuse(&self, plan: &Plan) -> Result<(), SetupError> {
+        let mix = &plan.mix;
         let Some(op) = mix.ops().find(|o| o.writes()) else {
             return Ok(());
         };
-        if mix.has(Op::Upsert) {
-            return Err(SetupError(format!(
-                "--mix {}: HandlerSocket has no upsert; use update or insert",
-                mix.name()
-            )));
-        }
         if self.columns.join(",") != DEFAULT_COLUMNS {
             return Err(SetupError(format!("--mix {}: HandlerSocket writes the usr row ({DEFAULT_COLUMNS}): drop columns= from the URL", mix.name())));
         }

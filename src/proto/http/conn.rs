@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::mix::Mix;
 use crate::outcome::LookupError;
 use crate::plan::Plan;
+use crate::proto::caps::{Caps, Counted, ALL_WRITES};
 use crate::proto::http::codec::HttpCodec;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::sniff::{Hello, Kind};
@@ -139,20 +139,21 @@ impl Target for HttpTarget {
         self.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
-    /// HTTP/1.1 answers pipelined requests in order; `-p` decides the depth, as for every
-    /// target that can pipeline.
-    const MAX_PIPELINE: usize = usize::MAX;
+    /// HTTP/1.1 answers pipelined requests in order. Reads are GETs, writes PUTs and DELETEs on the same URL (an endpoint that does not
+    /// take them answers with errors, 405, counted as `server` errors); a multi-get is one
+    /// `GET /usr?ids=k1,...,kN`, the bulk form `loadgen serve` answers (`codec/bulk.rs`) and
+    /// counts per key.
+    const CAPS: Caps = Caps {
+        multi_get: Some(Counted::Keys),
+        pipeline: usize::MAX,
+        writes: ALL_WRITES,
+        ..Caps::READS
+    };
 
-    /// Reads are GETs, writes PUTs and DELETEs on the same URL; an endpoint that does not
-    /// take them answers with errors (405), counted as `server` errors.
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// `GET /usr?ids=k1,...,kN`: the bulk form `loadgen serve` answers (`codec/bulk.rs`), for
-    /// a URL whose key is its last path segment.
-    fn batch(&self, n: usize) -> Result<(), SetupError> {
-        if !self.prefix.ends_with('/') || !self.suffix.is_empty() {
+    /// A multi-get needs a URL whose key is its last path segment.
+    fn refuse(&self, plan: &Plan) -> Result<(), SetupError> {
+        let n = plan.multi_get();
+        if n > 0 && (!self.prefix.ends_with('/') || !self.suffix.is_empty()) {
             return Err(SetupError(format!(
                 "a multi-get of {n} keys (--batch, mget:N) on HTTP sends GET /PATH?ids=k1,...,kN: use a URL whose key is its last path segment (http://host:port/PATH/{{key}}) with no query"
             )));

@@ -1,6 +1,7 @@
 //! memcached text (ASCII) protocol: `get` lookups and `replace`/`add`/`set`/`delete` writes
 //! as a [`Codec`], plus the `set ... noreply`
-//! encoder and `stats` parser used by `loadgen prepare`.
+//! encoder and `stats` parser used by `loadgen prepare`. With `?protocol=meta` the same codec
+//! speaks the meta commands instead (`codec/meta.rs`).
 //!
 //! Replies to `get <key>\r\n` (one key per request, so replies pipeline one-to-one):
 //!
@@ -29,15 +30,15 @@ use crate::key_format::KeyFormat;
 use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::proto::codec::{
-    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, Tally, MAX_FRAME,
+    Codec, Decoded, DecodedBatch, NoCells, Reply, Request, RowView, MAX_FRAME,
 };
+use text::{could_start, error_line, line_at, protocol, shown, MultiGet};
+pub use text::{MAX_LINE, VALUE_MAX};
 
 /// Key prefix of the `usr` rows: key `usr:<id>`.
 pub const DEFAULT_PREFIX: &[u8] = b"usr:";
 /// memcached's limit on key length.
 pub const MAX_KEY_LEN: usize = 250;
-/// Longest reply line accepted (a `VALUE` line is at most ~320 bytes, error lines are short).
-pub const MAX_LINE: usize = 8192;
 
 /// A key prefix that cannot be used: with the longest id (20 digits) it would not be a valid key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,57 +69,6 @@ pub fn encode_set_noreply(key: &[u8], value: &[u8], out: &mut Vec<u8>) {
 /// Appends `stats\r\n`; parse the reply with [`parse_stats`].
 pub fn encode_stats(out: &mut Vec<u8>) {
     out.extend_from_slice(b"stats\r\n");
-}
-
-fn protocol(what: &str) -> LookupError {
-    LookupError::protocol(format!("memcached: {what}"))
-}
-
-/// The line for a message: escaped and cut (`crate::shown`).
-fn shown(line: &[u8]) -> String {
-    crate::shown::shown(line)
-}
-
-/// The line starting at `from`, without its `\r\n`, and the offset after it. `Ok(None)` if the
-/// line is not complete yet; a line longer than [`MAX_LINE`] or ending in a bare `\n` is an error.
-fn line_at(buf: &[u8], from: usize) -> Result<Option<(&[u8], usize)>, LookupError> {
-    let rest = buf.get(from..).unwrap_or_default();
-    let window = rest.get(..MAX_LINE).unwrap_or(rest);
-    match window.iter().position(|&b| b == b'\n') {
-        Some(p) => match rest.get(..p).and_then(|l| l.strip_suffix(b"\r")) {
-            Some(line) => Ok(Some((line, from + p + 1))),
-            None => Err(protocol("reply line ends with a bare \\n")),
-        },
-        None if rest.len() >= MAX_LINE => Err(protocol("reply line longer than MAX_LINE")),
-        None => Ok(None),
-    }
-}
-
-/// True when `got` (possibly incomplete) could still be the start of one of `starts`.
-fn could_start(got: &[u8], starts: &[&[u8]]) -> bool {
-    starts.iter().any(|s| {
-        let n = got.len().min(s.len());
-        got.get(..n) == s.get(..n)
-    })
-}
-
-/// The error for an `ERROR`, `CLIENT_ERROR` or `SERVER_ERROR` line, or `None` for other lines.
-fn error_line(line: &[u8]) -> Option<LookupError> {
-    if line == b"ERROR" || line.starts_with(b"ERROR ") {
-        Some(protocol(&format!(
-            "server sent `{}`: it did not understand a command, the stream is out of step",
-            shown(line)
-        )))
-    } else if line.starts_with(b"CLIENT_ERROR") {
-        Some(protocol(&format!(
-            "server sent `{}`: it rejected the input, the stream is out of step",
-            shown(line)
-        )))
-    } else if line.starts_with(b"SERVER_ERROR") {
-        Some(LookupError::server(format!("memcached: {}", shown(line))))
-    } else {
-        None
-    }
 }
 
 /// The reply to a one-key `get`, borrowed from the read buffer.
@@ -292,6 +242,8 @@ pub struct McCodec {
     keys: KeyFormat,
     /// Keys went out as a trace wrote them: a reply's key is not checked against the id.
     named: bool,
+    /// Speaks the meta protocol (`mg`/`ms`/`md`, `meta.rs`) instead of `get`/`set`.
+    meta: bool,
 }
 
 impl McCodec {
@@ -310,7 +262,16 @@ impl McCodec {
 
     /// A codec for keys in `keys` (`--key-format`, checked by its parser).
     pub fn with_format(keys: KeyFormat) -> McCodec {
-        McCodec { keys, named: false }
+        McCodec {
+            keys,
+            named: false,
+            meta: false,
+        }
+    }
+
+    /// The same keys in the meta protocol (`?protocol=meta`).
+    pub fn meta(self) -> McCodec {
+        McCodec { meta: true, ..self }
     }
 
     /// Appends the key of `id` (also for `loadgen prepare`).
@@ -323,10 +284,6 @@ impl McCodec {
         self.keys.id_of(key) == Some(id)
     }
 }
-
-/// The largest value sent: memcached's default item limit (`-I 1m`) holds the value with the
-/// item's header, key and flags, so a value of a full 1 MiB is refused as too large.
-pub const VALUE_MAX: u32 = (dataset::MAX_FILL - 1024) as u32;
 
 /// A read is a `get`; an update `replace`, an insert `add`, an upsert `set` of the row of
 /// (key, version) in `req.size` bytes (`dataset::write_value`); a delete `delete`. Each has a
@@ -360,13 +317,19 @@ impl Codec for McCodec {
     /// (key, version); a delete `delete`. Each has a reply, so writes pipeline as reads.
     fn encode(&mut self, req: &Request, out: &mut Vec<u8>) {
         let (key, n) = self.keys.on_stack(req.key);
-        encode_op(req, &key[..n], out);
+        match self.meta {
+            true => meta::encode_op(req, &key[..n], out),
+            false => encode_op(req, &key[..n], out),
+        }
     }
 
     /// A trace's key as written: a reply then carries that key, not `<prefix><id>`.
     fn encode_named(&mut self, req: &Request, key: &[u8], out: &mut Vec<u8>) {
         self.named = true;
-        encode_op(req, key, out);
+        match self.meta {
+            true => meta::encode_op(req, key, out),
+            false => encode_op(req, key, out),
+        }
     }
 
     /// `SERVER_ERROR` is a `Server` reply; `ERROR`, `CLIENT_ERROR`, garbage and a value for
@@ -376,6 +339,11 @@ impl Codec for McCodec {
         buf: &'b [u8],
         key: u64,
     ) -> Result<Decoded<'b, NoCells<'b>>, LookupError> {
+        if self.meta {
+            let named = self.named;
+            let keys = &self.keys;
+            return meta::decode(buf, key, |got| named || keys.id_of(got) == Some(key));
+        }
         for (line, written) in WRITE_REPLIES {
             if buf.starts_with(line) {
                 return Ok(Some((line.len(), Reply::Written(written))));
@@ -412,6 +380,9 @@ impl Codec for McCodec {
 
     /// `get <key1> ... <keyN>`: memcached's own multi-get.
     fn encode_batch(&mut self, keys: &[u64], out: &mut Vec<u8>) {
+        if self.meta {
+            return meta::encode_batch(keys, |id, out| self.key_into(id, out), out);
+        }
         out.extend_from_slice(b"get");
         for &key in keys {
             out.push(b' ');
@@ -426,7 +397,10 @@ impl Codec for McCodec {
         keys: &[u64],
         verify: bool,
     ) -> Result<DecodedBatch, LookupError> {
-        decode_multi(self, buf, keys, verify)
+        match self.meta {
+            true => meta::decode_batch(buf, keys, verify, |got, id| self.key_matches(got, id)),
+            false => decode_multi(self, buf, keys, verify),
+        }
     }
 }
 
@@ -443,26 +417,16 @@ fn decode_multi(
     keys: &[u64],
     verify: bool,
 ) -> Result<DecodedBatch, LookupError> {
-    let mut tally = Tally::default();
-    let mut bad: Option<LookupError> = None;
-    let (mut pos, mut next_key) = (0, 0);
+    let mut m = MultiGet::default();
     loop {
-        let rest = buf.get(pos..).unwrap_or_default();
-        if !could_start(rest, &GET_STARTS) {
-            return Err(protocol(&format!(
-                "unexpected reply `{}` in a multi-get reply",
-                shown(rest.get(..40).unwrap_or(rest))
-            )));
-        }
-        let Some((line, data_start)) = line_at(buf, pos)? else {
+        let Some((line, data_start)) = m.line(buf, &GET_STARTS)? else {
             return Ok(None);
         };
         if line == b"END" {
-            tally.misses += (keys.len() - next_key) as u32;
-            return Ok(Some((data_start, bad.map_or(Ok(tally), Err))));
+            return Ok(m.end(keys, data_start));
         }
         let Some(fields) = line.strip_prefix(b"VALUE ") else {
-            return match (pos, error_line(line)) {
+            return match (m.pos, error_line(line)) {
                 (0, Some(e)) if !e.fatal => Ok(Some((data_start, Err(e)))),
                 (_, e) => {
                     Err(e.unwrap_or_else(|| {
@@ -482,25 +446,14 @@ fn decode_multi(
         if buf.get(end - 2..end) != Some(b"\r\n") {
             return Err(protocol("value block not followed by \\r\\n"));
         }
-        // The keys before this one that memcached left out are misses.
-        let Some(at) = keys[next_key..]
-            .iter()
-            .position(|&k| codec.key_matches(got, k))
-        else {
-            return Err(protocol(&format!(
-                "a value for `{}` that the multi-get did not ask for (or out of order): the stream is out of step",
-                shown(got)
-            )));
-        };
-        tally.misses += at as u32;
-        let key = keys[next_key + at];
-        if let Err(e) = tally.row(key, &buf[data_start..end - 2], verify) {
-            bad.get_or_insert(e);
-        }
-        next_key += at + 1;
-        pos = end;
+        let data = &buf[data_start..end - 2];
+        m.found((keys, verify), got, data, end, |got, k| {
+            codec.key_matches(got, k)
+        })?;
     }
 }
 
+mod meta;
 #[cfg(test)]
 mod tests;
+mod text;

@@ -15,6 +15,7 @@ use crate::key_format::{key_format, KeyFormat, KEY_FORMAT};
 use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
+use crate::proto::caps::{Caps, Counted, Sets, ALL_WRITES};
 use crate::proto::memcached::codec::{encode_stats, parse_stats, McCodec, DEFAULT_PREFIX};
 use crate::proto::memcached::ketama::Ring;
 use crate::proto::pipelined::StreamConn;
@@ -47,11 +48,13 @@ pub struct McTarget {
     connect_timeout: Duration,
     /// Keys per multi-get (`--batch`, `mget:N`).
     batch: usize,
+    /// `?protocol=meta`: the meta commands (`mg`/`ms`/`md`) instead of the text ones.
+    meta: bool,
 }
 
 impl McTarget {
     /// The options this target reads from its URL's query (dispatch refuses any other).
-    pub const OPTIONS: &'static [&'static str] = &["prefix", "behind", KEY_FORMAT];
+    pub const OPTIONS: &'static [&'static str] = &["prefix", "behind", "protocol", KEY_FORMAT];
 
     pub fn new(url: &TargetUrl, plan: &Plan) -> Result<McTarget, SetupError> {
         let keys = match (url.param("prefix"), key_format(url, plan.key_format.as_ref())?) {
@@ -85,7 +88,18 @@ impl McTarget {
                 super::members(&behind)?.0
             }
         };
+        let meta = match url.param("protocol") {
+            None | Some("text") => false,
+            Some("meta") => true,
+            Some(other) => {
+                return Err(SetupError(format!(
+                    "{}: ?protocol={other}: memcached speaks protocol=text (get/set, the default) or protocol=meta (mg/ms/md, memcached 1.6 and later)",
+                    url.redacted()
+                )))
+            }
+        };
         Ok(McTarget {
+            meta,
             proxied: url.param("behind").is_some(),
             counted,
             routed: (0..pooled).map(|_| AtomicU64::new(0)).collect(),
@@ -111,7 +125,11 @@ impl McTarget {
     }
 
     pub fn codec(&self) -> McCodec {
-        McCodec::with_format(self.keys.clone())
+        let codec = McCodec::with_format(self.keys.clone());
+        match self.meta {
+            true => codec.meta(),
+            false => codec,
+        }
     }
 }
 
@@ -206,10 +224,6 @@ impl Target for McTarget {
         "memcache"
     }
 
-    fn named_keys(&self) -> bool {
-        true
-    }
-
     fn key_name(&self, id: u64, out: &mut Vec<u8>) {
         self.keys.write(id, out);
     }
@@ -293,24 +307,26 @@ impl Target for McTarget {
             .patient(self.connect_timeout))
     }
 
-    const MAX_PIPELINE: usize = usize::MAX;
+    /// Every write op; a multi-get is one `get` of its keys (on a pool one per server,
+    /// [`Routed`]), counted per key.
+    const CAPS: Caps = Caps {
+        ttl: true,
+        named_keys: true,
+        max_key: Some(crate::proto::memcached::codec::MAX_KEY_LEN),
+        multi_get: Some(Counted::Keys),
+        pipeline: usize::MAX,
+        writes: ALL_WRITES,
+        sets: Sets::Pool,
+        ..Caps::READS
+    };
 
     /// On a pool the replies come from several servers and are taken in order: one request in
     /// flight per connection, so none waits behind another server's reply.
-    fn max_pipeline(&self) -> usize {
+    fn caps(&self) -> Caps {
         match self.ring {
-            Some(_) => 1,
-            None => Self::MAX_PIPELINE,
+            Some(_) => Self::CAPS.in_set(),
+            None => Self::CAPS,
         }
-    }
-
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// On a pool a multi-get is one `get` per server of its keys ([`Routed`]).
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
     }
 
     /// Reads are get_hits + get_misses; with a writing mix, deletes are delete_hits +

@@ -17,9 +17,10 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{ClientIdentity, DriverError, Opts, OptsBuilder, Row, SslOpts, Statement, Value};
 
 use crate::dataset;
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
+use crate::proto::caps::{Caps, ALL_WRITES};
 use crate::proto::codec::{outcome, Cell, NoCells, Reply, Request};
 use crate::proto::mysql::codec::time_cell;
 use crate::proto::mysql::plugins::unspoken;
@@ -440,17 +441,13 @@ impl Target for MysqlTarget {
         self.tls.get().cloned()
     }
 
-    const MAX_PIPELINE: usize = 1;
-
-    /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// BEGIN and COMMIT around each group of writes (`MysqlConn::send`).
-    fn txn(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
+    /// Every write op has its prepared statement (`writes`), BEGIN and COMMIT around each
+    /// group (`MysqlConn::send`); mysql_async cannot pipeline.
+    const CAPS: Caps = Caps {
+        txn: true,
+        writes: ALL_WRITES,
+        ..Caps::READS
+    };
 
     async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await

@@ -10,9 +10,10 @@
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
+use crate::proto::caps::{Caps, Counted, Sets, ALL_WRITES};
 use crate::proto::mysql::async_driver::{
     count_names, count_of, explain_server, lookup_sql, mysql_opts, status_values, MyOpts,
 };
@@ -428,22 +429,16 @@ impl Target for MyWireTarget {
 
     /// The server reads commands off the socket in order and answers each in turn, so
     /// executes pipeline (checked with --verify over every key at -p 32: tests/mysql_hs.rs).
-    const MAX_PIPELINE: usize = usize::MAX;
-
-    /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// `user_id IN (?, ..., ?)`, prepared with N placeholders (`multi_get.rs`).
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// BEGIN and COMMIT pipelined with the writes (`txn`).
-    fn txn(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
+    /// Every write op has its prepared statement (`writes`), BEGIN and COMMIT pipelined with
+    /// them (`txn`); a multi-get is `user_id IN (?, ..., ?)` (`multi_get.rs`), one execute.
+    const CAPS: Caps = Caps {
+        multi_get: Some(Counted::Requests),
+        pipeline: usize::MAX,
+        txn: true,
+        writes: ALL_WRITES,
+        sets: Sets::Shards,
+        ..Caps::READS
+    };
 
     async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         self.opts.insert_from(&self.writes).await

@@ -26,9 +26,10 @@ use futures_util::stream::{FuturesOrdered, StreamExt};
 use tokio_postgres::types::{to_sql_checked, Format, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError, Outcome};
 use crate::plan::{Mode, Plan};
+use crate::proto::caps::{Caps, ALL_WRITES};
 use crate::proto::codec::{outcome, Cell, NoCells, Reply, Request};
 use crate::proto::postgres::count::PgCounter;
 use crate::proto::postgres::error::{explain, explain_connect};
@@ -328,27 +329,28 @@ impl Target for PgTarget {
         })
     }
 
-    const MAX_PIPELINE: usize = usize::MAX;
+    /// tokio-postgres pipelines; writes are prepared and grouped with BEGIN and COMMIT.
+    const CAPS: Caps = Caps {
+        pipeline: usize::MAX,
+        txn: true,
+        writes: ALL_WRITES,
+        ..Caps::READS
+    };
 
     fn tls(&self) -> Option<TlsInfo> {
         self.tls.negotiated()
     }
 
-    /// Every write op, prepared; `--mode simple` inlines a lookup's key only.
-    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
-        match mix.ops().find(|o| o.writes()) {
+    /// `--mode simple` inlines a lookup's key only: its writes stay prepared.
+    fn refuse(&self, plan: &Plan) -> Result<(), SetupError> {
+        match plan.mix.ops().find(|o| o.writes()) {
             Some(op) if self.mode == Mode::Simple => Err(SetupError(format!(
                 "--mix {}: --mode simple runs lookups only, not {}; drop --mode simple to write",
-                mix.name(),
+                plan.mix.name(),
                 op.name()
             ))),
             _ => Ok(()),
         }
-    }
-
-    /// Writes grouped with BEGIN and COMMIT.
-    fn txn(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
     }
 
     async fn insert_from(&self) -> Result<Option<u64>, SetupError> {

@@ -17,9 +17,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::fallible_iterator::FallibleIterator;
 use tokio_postgres::types::Type;
 
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
 use crate::outcome::{ErrorKind, LookupError};
 use crate::plan::{Mode, Plan};
+use crate::proto::caps::{Caps, Counted, Sets, ALL_WRITES};
 use crate::proto::codec::MAX_FRAME;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::postgres::codec::multi_get::{element, sql, Form};
@@ -397,23 +398,17 @@ impl Target for PgWireTarget {
         self.tls.negotiated()
     }
 
-    /// Lookups pipeline freely: one Sync per batch written (see `codec`).
-    const MAX_PIPELINE: usize = usize::MAX;
-
-    /// Every write op, with its prepared statement (`writes`).
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// `user_id = ANY($1)` with an array of the keys (`multi_get.rs`).
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// Writes grouped in the extended protocol's implicit transaction (`codec`).
-    fn txn(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
+    /// Lookups pipeline freely (one Sync per batch written, see `codec`); every write op has
+    /// its prepared statement (`writes`), grouped in the extended protocol's implicit
+    /// transaction; a multi-get is `user_id = ANY($1)` (`multi_get.rs`), one index scan.
+    const CAPS: Caps = Caps {
+        multi_get: Some(Counted::Requests),
+        pipeline: usize::MAX,
+        txn: true,
+        writes: ALL_WRITES,
+        sets: Sets::Shards,
+        ..Caps::READS
+    };
 
     async fn insert_from(&self) -> Result<Option<u64>, SetupError> {
         writes::insert_from(&self.config, &self.tls, &self.writes).await

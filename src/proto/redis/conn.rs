@@ -9,6 +9,7 @@ use tokio::sync::OnceCell;
 use crate::mix::{Mix, Op};
 use crate::outcome::LookupError;
 use crate::plan::Plan;
+use crate::proto::caps::{Caps, Counted, Sets, ALL_WRITES};
 use crate::proto::redis::codec::RedisCodec;
 use crate::proto::redis::count::{calls, is_master};
 use crate::proto::redis::login::Login;
@@ -254,10 +255,6 @@ impl Target for RedisTarget {
         "redis"
     }
 
-    fn named_keys(&self) -> bool {
-        true
-    }
-
     fn is_set(&self) -> bool {
         self.cluster.is_some()
     }
@@ -335,11 +332,15 @@ impl Target for RedisTarget {
     }
 
     /// On a cluster the replies come from several servers and are taken in order: one request
-    /// in flight per connection, so none waits behind another server's reply.
-    fn max_pipeline(&self) -> usize {
+    /// in flight per connection, so none waits behind another server's reply; a multi-get is
+    /// one MGET per hash slot of its keys ([`Routed`]), each a command counted.
+    fn caps(&self) -> Caps {
         match self.cluster {
-            Some(_) => 1,
-            None => Self::MAX_PIPELINE,
+            Some(_) => Caps {
+                multi_get: Some(Counted::Commands),
+                ..Self::CAPS.in_set()
+            },
+            None => Self::CAPS,
         }
     }
 
@@ -347,16 +348,16 @@ impl Target for RedisTarget {
         self.login.tls.as_ref().and_then(TlsClient::negotiated)
     }
 
-    const MAX_PIPELINE: usize = usize::MAX;
-
-    fn writes(&self, _mix: &Mix) -> Result<(), SetupError> {
-        Ok(())
-    }
-
-    /// On a cluster a multi-get is one MGET per hash slot of its keys ([`Routed`]).
-    fn batch(&self, _n: usize) -> Result<(), SetupError> {
-        Ok(())
-    }
+    /// Every write op; a multi-get is one MGET, counted once.
+    const CAPS: Caps = Caps {
+        ttl: true,
+        named_keys: true,
+        multi_get: Some(Counted::Requests),
+        pipeline: usize::MAX,
+        writes: ALL_WRITES,
+        sets: Sets::Cluster,
+        ..Caps::READS
+    };
 
     /// Reads are `cmdstat_get`, multi-gets `cmdstat_mget` (on a cluster, reads of both kinds
     /// are the keys they read); with a writing mix, inserts `cmdstat_setnx`, deletes

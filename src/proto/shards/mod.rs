@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::key_format::KeyFormat;
-use crate::mix::{Mix, Op};
+use crate::mix::Op;
 use crate::outcome::LookupError;
+use crate::plan::Plan;
+use crate::proto::caps::Caps;
 use crate::proto::codec::Codec;
 use crate::proto::pipelined::StreamConn;
 use crate::proto::routed::{Reopen, Route, Routed};
@@ -146,23 +148,21 @@ where
             .timed(self.latency.clone()))
     }
 
-    const MAX_PIPELINE: usize = 1;
+    /// The shards' driver's, with no transaction (one would span shards) and one request in
+    /// flight per connection (replies from several servers, taken in order).
+    const CAPS: Caps = Caps {
+        txn: false,
+        ..T::CAPS.in_set()
+    };
 
-    fn writes(&self, mix: &Mix) -> Result<(), SetupError> {
-        self.first().writes(mix)
-    }
-
-    fn batch(&self, n: usize) -> Result<(), SetupError> {
-        self.first().batch(n)
-    }
-
-    fn txn(&self, n: usize) -> Result<(), SetupError> {
-        match n {
-            1 => Ok(()),
-            _ => Err(SetupError(format!(
-                "--txn {n}: a transaction on a sharded target would span shards; leave --txn out (every write is its own)"
-            ))),
+    fn refuse(&self, plan: &Plan) -> Result<(), SetupError> {
+        if plan.txn > 1 {
+            return Err(SetupError(format!(
+                "--txn {}: a transaction on a sharded target would span shards; leave --txn out (every write is its own)",
+                plan.txn
+            )));
         }
+        self.first().refuse(plan)
     }
 
     /// Above the highest id any shard holds: inserts go to the last shard, whose range is open.

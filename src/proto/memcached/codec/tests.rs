@@ -1,6 +1,7 @@
 use super::*;
 use crate::dataset;
 use crate::outcome::{ErrorKind, Outcome};
+use crate::proto::codec::Tally;
 use crate::proto::testkit::{self, dec, dec_err, Seen};
 use proptest::prelude::*;
 
