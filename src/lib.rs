@@ -50,6 +50,7 @@ mod server_stats;
 pub mod shown;
 pub mod signals;
 pub mod sink;
+pub mod stats;
 pub mod sweep;
 mod target_run;
 #[cfg(test)]

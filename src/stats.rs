@@ -1,0 +1,8 @@
+//! Statistics of a run's intervals: how sure its figures are. Computed once per run from the
+//! per-interval rows the collector keeps anyway (never per request), and described, with
+//! their assumptions, in docs/statistics.md.
+
+pub mod autocorr;
+pub mod batch_means;
+
+pub use batch_means::{interval_of, Ci, Precision};
