@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use hdrhistogram::Histogram;
+
 use crate::cells::Cells;
 use crate::control::{Control, IntervalView};
 use crate::cpu::ServerProcess;
@@ -21,6 +23,7 @@ use crate::result::{
     encode_histogram, ClientCpu, KeysResult, OpResult, Percentiles, RateResult, RunResult,
     ServerCpu, ServerObserved, TimelineRow,
 };
+use crate::stats::{Centers, Figures, Point};
 use crate::totals::Totals;
 use crate::transport::Endpoint;
 
@@ -90,6 +93,9 @@ pub struct Collector<'a> {
     pending: BTreeMap<u64, Interval>,
     threads: Vec<Thread>,
     timeline: Vec<TimelineRow>,
+    /// The timeline's intervals as the statistics read them: the run's, then each op's.
+    points: Vec<Point>,
+    op_points: Vec<Vec<Point>>,
     interrupted: bool,
     stopped_at: Option<u64>,
     stopped_early: Option<String>,
@@ -132,6 +138,8 @@ impl<'a> Collector<'a> {
             pending: BTreeMap::new(),
             threads: vec![Thread::default(); threads],
             timeline: Vec::new(),
+            points: Vec::new(),
+            op_points: Vec::new(),
             interrupted: false,
             stopped_at: None,
             stopped_early: None,
@@ -239,6 +247,16 @@ impl<'a> Collector<'a> {
         // the same second twice.
         let sliver = last && k > 1 && t_end < t_start + SLIVER_NS;
         let empty_sliver = sliver && iv.counts.requests() + iv.warm.requests() == 0;
+        let measured = !warm && !empty_sliver;
+        if measured {
+            self.points.push(point(&iv.counts, &iv.latency, len_s));
+            self.op_points.resize_with(iv.ops.len(), Vec::new);
+            for (o, pts) in iv.ops.iter().zip(&mut self.op_points) {
+                pts.push(point(&o.counts, &o.latency, len_s));
+            }
+        }
+        // The CIs so far, for live views: once per interval, from the points (never per request).
+        let so_far = (measured && !self.control.hooks.is_empty()).then(|| self.figures_so_far());
         let view = IntervalView {
             target: self.label,
             kind: self.kind,
@@ -258,13 +276,24 @@ impl<'a> Collector<'a> {
             progress_row: (!sliver).then_some(&row),
             cells: self.cells.as_ref(),
             members: self.members.as_ref(),
+            precision: so_far.as_ref(),
         };
         for f in &self.control.hooks {
             f(&view);
         }
-        if !warm && !empty_sliver {
+        if measured {
             self.timeline.push(row);
         }
+    }
+
+    /// The run's CIs over its measured intervals so far, centered on its figures so far.
+    fn figures_so_far(&self) -> Figures {
+        let (answered, secs) = self
+            .points
+            .iter()
+            .fold((0, 0.0), |(n, t), p| (n + p.answered, t + p.len_s));
+        let centers = centers(per_s(answered, secs), &self.totals.latency);
+        Figures::of(&self.points, self.plan.interval.as_secs_f64(), centers)
     }
 
     /// Ctrl-C or SIGTERM: the run stops now, with what it measured.
@@ -310,6 +339,37 @@ impl<'a> Collector<'a> {
     /// Nanoseconds since the clock started.
     pub fn elapsed_ns(&self) -> u64 {
         self.now_ns()
+    }
+}
+
+/// One measured interval of `len_s` seconds, as the statistics read it.
+fn point(c: &Counts, latency: &Histogram<u64>, len_s: f64) -> Point {
+    let answered = c.hits + c.misses;
+    let at = centers(per_s(answered, len_s), latency);
+    Point {
+        len_s,
+        answered,
+        at,
+    }
+}
+
+/// A rate and the percentiles of `latency`, as the statistics read them.
+fn centers(qps: f64, latency: &Histogram<u64>) -> Centers {
+    let p = Percentiles::of(latency);
+    Centers {
+        qps,
+        p50: p.p50,
+        p90: p.p90,
+        p99: p.p99,
+        p999: p.p999,
+    }
+}
+
+/// `n` a second over `secs` (0 over none).
+fn per_s(n: u64, secs: f64) -> f64 {
+    match secs > 0.0 {
+        true => n as f64 / secs,
+        false => 0.0,
     }
 }
 

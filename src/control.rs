@@ -71,4 +71,6 @@ pub struct IntervalView<'a> {
     pub cells: Option<&'a Arc<crate::cells::Cells>>,
     /// A set's servers one by one, read live (None: one server).
     pub members: Option<&'a crate::proto::server_latency::SetMembers>,
+    /// The run's 95% CIs over its measured intervals so far (None: warm-up, or no hooks).
+    pub precision: Option<&'a crate::stats::Figures>,
 }

@@ -235,6 +235,7 @@ mod tests {
             progress_row: None,
             cells: None,
             members: None,
+            precision: None,
         }
     }
 

@@ -50,6 +50,7 @@
 //! file (a warning when the servers reported different ones).
 
 use crate::error::ConfigError;
+use crate::stats::{Figures, Precision};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -365,6 +366,7 @@ fn merge_group(
             runs.iter().map(|r| r.hits + r.misses).sum::<u64>() as f64 / qps,
         ),
         timeline: group_timeline(&runs, &wins),
+        precision: merged_precision(runs.iter().map(|r| r.precision.as_ref())),
         histogram: encode_histogram(&hist),
         verdict: crate::result::Verdict::combine(
             inputs
@@ -447,10 +449,38 @@ fn merge_ops(
             latency_us,
             server_observed,
             histogram,
+            precision: merged_precision(parts.iter().map(|(_, o)| o.precision.as_ref())),
         };
         ops.insert(name.clone(), op);
     }
     Ok(ops)
+}
+
+/// One part's CIs as they are; several parts' intervals do not line up (nor do their
+/// per-interval percentiles add), so a merged figure has none and says why.
+fn merged_precision<'a>(parts: impl Iterator<Item = Option<&'a Figures>>) -> Option<Figures> {
+    let parts: Vec<Option<&Figures>> = parts.collect();
+    match parts.as_slice() {
+        [one] => one.cloned(),
+        _ => {
+            let none = || {
+                Precision::None {
+                none: format!(
+                    "merged from {} parts, whose intervals do not line up: each part's file has its own",
+                    parts.len()
+                ),
+            }
+            };
+            Some(Figures {
+                intervals: 0,
+                qps: none(),
+                p50: none(),
+                p90: none(),
+                p99: none(),
+                p999: none(),
+            })
+        }
+    }
 }
 
 /// The parts' timelines on one clock: each shifted by when its window opened after the first.

@@ -4,5 +4,7 @@
 
 pub mod autocorr;
 pub mod batch_means;
+pub mod figures;
 
 pub use batch_means::{interval_of, Ci, Precision};
+pub use figures::{Centers, Figures, Point};

@@ -24,6 +24,10 @@ impl Collector<'_> {
         let all_requests = totals.counts.requests() + totals.warm.requests();
         let worker_ns: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
         let errors = by_kind(&totals.counts);
+        let interval = self.plan.interval;
+        let ops = op_results(totals, window_s, &server, (&self.op_points, interval));
+        let lat = &totals.latency;
+        let precision = figures(&self.points, interval, window_s, (answered, lat));
         sealed(RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
@@ -36,11 +40,7 @@ impl Collector<'_> {
             interrupted: self.interrupted,
             stopped_early: stopped_line(self.stopped_early, totals),
             duration_s: round3(window_s),
-            qps: if window_s > 0.0 {
-                round1(answered as f64 / window_s)
-            } else {
-                0.0
-            },
+            qps: round1(per_s(answered, window_s)),
             requests: totals.counts.requests(),
             hits: totals.counts.hits,
             misses: totals.counts.misses,
@@ -88,7 +88,7 @@ impl Collector<'_> {
                 worker_ns,
                 all_requests,
             )),
-            ops: op_results(totals, window_s, &server),
+            ops,
             durability: BTreeMap::new(),
             keys: (self.plan.multi_get() > 0).then(|| {
                 let c = &totals.counts;
@@ -101,6 +101,7 @@ impl Collector<'_> {
                 self.plan.instance.is_some(),
             ),
             timeline: self.timeline,
+            precision: Some(precision),
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
             machine_load: None,
@@ -143,7 +144,12 @@ fn by_kind(c: &Counts) -> std::collections::BTreeMap<String, u64> {
 }
 
 /// Each op of a mix that writes (none for a read-only run), with the server's count of it.
-fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap<String, OpResult> {
+fn op_results(
+    totals: &Totals,
+    window_s: f64,
+    server: &ServerCounts,
+    (points, interval): (&[Vec<Point>], std::time::Duration),
+) -> BTreeMap<String, OpResult> {
     let counted = |r: &Result<Option<ServerCount>, SetupError>, op: Op| match r {
         Ok(Some(c)) => c
             .ops
@@ -160,8 +166,9 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
     Op::ALL
         .iter()
         .zip(&totals.ops)
-        .filter(|(_, o)| o.counts.requests() + o.warm.requests() > 0)
-        .map(|(&op, o)| {
+        .zip(points.iter().map(Some).chain(std::iter::repeat(None)))
+        .filter(|((_, o), _)| o.counts.requests() + o.warm.requests() > 0)
+        .map(|((&op, o), pts)| {
             let c = &o.counts;
             let server_observed = match (counted(&server.0, op), counted(&server.1, op)) {
                 _ if restarted(&server.0, &server.1).is_some() || partial(server) => None,
@@ -191,6 +198,12 @@ fn op_results(totals: &Totals, window_s: f64, server: &ServerCounts) -> BTreeMap
                 latency_us: Percentiles::of(&o.latency),
                 server_observed,
                 histogram: encode_histogram(&o.latency),
+                precision: Some(figures(
+                    pts.map_or(&[][..], |p| p.as_slice()),
+                    interval,
+                    window_s,
+                    (c.hits + c.misses, &o.latency),
+                )),
             };
             (op.name().to_string(), r)
         })
@@ -383,6 +396,18 @@ fn server_observed(
             redirects: None,
         }),
     }
+}
+
+/// The CIs of a run's (or an op's) QPS and percentiles: `answered` over the window and the
+/// whole `latency` histogram are the centers, its intervals' `points` give the widths.
+fn figures(
+    points: &[Point],
+    interval: std::time::Duration,
+    window_s: f64,
+    (answered, latency): (u64, &Histogram<u64>),
+) -> Figures {
+    let centers = centers(per_s(answered, window_s), latency);
+    Figures::of(points, interval.as_secs_f64(), centers).rounded()
 }
 
 fn round1(x: f64) -> f64 {

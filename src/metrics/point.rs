@@ -139,6 +139,8 @@ pub(crate) struct Point {
     /// A set's servers: earlier runs' (sweep steps), and the current run's read at the scrape.
     pub servers_base: Vec<ServerCum>,
     pub members: Option<SetMembers>,
+    /// The run's 95% CIs over its measured intervals so far.
+    pub precision: Option<crate::stats::Figures>,
 }
 
 /// One server of a set as a scrape renders it.

@@ -130,6 +130,17 @@ const SERVER_DURATION: Family = Family {
     help: "A set of servers: latency of each server's replies (label server), from the send to that server's reply, warm-up included, in seconds.",
 };
 
+const QPS_CI: Family = Family {
+    name: "loadgen_qps_ci",
+    kind: "gauge",
+    help: "The 95% confidence interval of the run's QPS so far (bound low, high), by batch means over its measured intervals (docs/statistics.md); absent until it has five.",
+};
+const LATENCY_CI: Family = Family {
+    name: "loadgen_latency_ci_seconds",
+    kind: "gauge",
+    help: "The 95% confidence interval of the run's latency percentiles so far (quantile 0.5, 0.9, 0.99, 0.999; bound low, high), in seconds; absent where the run has too few intervals, or too few requests in each for that percentile.",
+};
+
 const RUN_VALID: Family = Family {
     name: "loadgen_run_valid",
     kind: "gauge",
@@ -137,7 +148,7 @@ const RUN_VALID: Family = Family {
 };
 
 /// Every family loadgen exports, in exposition order.
-pub const FAMILIES: [Family; 12] = [
+pub const FAMILIES: [Family; 14] = [
     BUILD_INFO,
     REQUESTS,
     ERRORS,
@@ -147,6 +158,8 @@ pub const FAMILIES: [Family; 12] = [
     IN_FLIGHT,
     CONNECTIONS,
     TARGET_RATE,
+    QPS_CI,
+    LATENCY_CI,
     SERVER_REQUESTS,
     SERVER_DURATION,
     RUN_VALID,
@@ -309,6 +322,58 @@ fn servers(o: &mut Out, points: &[Point]) {
     }
 }
 
+/// The runs' CIs so far: each bound a sample, none for a figure without one.
+fn cis(o: &mut Out, points: &[Point]) {
+    let with: Vec<(&Point, &crate::stats::Figures)> = points
+        .iter()
+        .filter_map(|p| p.precision.as_ref().map(|f| (p, f)))
+        .collect();
+    if with.iter().any(|(_, f)| f.qps.ci().is_some()) {
+        o.family(&QPS_CI);
+        for (p, f) in &with {
+            o.at_ms = p.stamp();
+            if let Some(c) = f.qps.ci() {
+                for (bound, v) in [("low", c.low), ("high", c.high)] {
+                    o.sample(
+                        QPS_CI.name,
+                        &[("target", &p.target), ("bound", bound)],
+                        float(v),
+                    );
+                }
+            }
+        }
+    }
+    let pcts = |f: &'_ crate::stats::Figures| {
+        [
+            ("0.5", &f.p50),
+            ("0.9", &f.p90),
+            ("0.99", &f.p99),
+            ("0.999", &f.p999),
+        ]
+        .map(|(q, p)| (q, p.ci().cloned()))
+    };
+    if with
+        .iter()
+        .any(|(_, f)| pcts(f).iter().any(|(_, c)| c.is_some()))
+    {
+        o.family(&LATENCY_CI);
+        for (p, f) in &with {
+            o.at_ms = p.stamp();
+            for (q, c) in pcts(f) {
+                let Some(c) = c else { continue };
+                for (bound, v) in [("low", c.low), ("high", c.high)] {
+                    let labels = [
+                        ("target", p.target.as_str()),
+                        ("quantile", q),
+                        ("bound", bound),
+                    ];
+                    o.sample(LATENCY_CI.name, &labels, float(v / 1e6));
+                }
+            }
+        }
+    }
+}
+
 /// `valid`: the runs' verdict, once the run has ended.
 pub(crate) fn render(
     points: &[Point],
@@ -385,6 +450,7 @@ pub(crate) fn render(
                 }
             }
         }
+        cis(&mut o, points);
         servers(&mut o, points);
     }
     if let Some(v) = valid {

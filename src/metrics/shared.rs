@@ -12,6 +12,7 @@ use crate::cells::Cells;
 use crate::control::{target_tag, IntervalView};
 use crate::proto::server_latency::SetMembers;
 use crate::result::{ResultFile, Settings};
+use crate::stats::Figures;
 
 /// One target as the hook tracks it.
 #[derive(Clone, Debug)]
@@ -41,6 +42,8 @@ struct Series {
     /// A set's servers: finished runs', and the current run's live view.
     servers_base: Vec<ServerCum>,
     members: Option<SetMembers>,
+    /// The current run's CIs so far (None until it has measured intervals).
+    precision: Option<Figures>,
 }
 
 impl Series {
@@ -70,6 +73,7 @@ impl Series {
             }),
             servers_base: self.servers_base.clone(),
             members: self.members.clone(),
+            precision: self.precision.clone(),
         }
     }
 }
@@ -176,6 +180,7 @@ impl Shared {
                     offset: f64::NAN,
                     servers_base: Vec::new(),
                     members: None,
+                    precision: None,
                     rows: Rows {
                         kind: v.kind.to_string(),
                         target: crate::url::redact_str(v.target),
@@ -194,6 +199,10 @@ impl Shared {
             s.run_start = v.run_start_unix;
             s.offset = f64::NAN;
             s.servers_base = servers(&s.servers_base, s.members.as_ref());
+            s.precision = None;
+        }
+        if let Some(f) = v.precision {
+            s.precision = Some(f.clone());
         }
         s.members = v.members.cloned();
         s.cur = c;

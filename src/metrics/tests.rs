@@ -42,6 +42,7 @@ fn view<'a>(
         progress_row: None,
         cells: None,
         members: None,
+        precision: None,
     }
 }
 

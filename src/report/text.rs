@@ -284,6 +284,10 @@ pub fn render_run(r: &RunResult) -> String {
     let _ = writeln!(out, "target     {} ({}{driver})", r.target, r.kind);
     count_lines(&mut out, r);
     out.push_str(&pct_line("latency", &r.latency_us));
+    let l = &r.latency_us;
+    if let Some(line) = ci::line(r.precision.as_ref(), [l.p50, l.p90, l.p99, l.p999]) {
+        out.push_str(&line);
+    }
     for line in op_lines(r) {
         out.push_str(&line);
     }
@@ -327,7 +331,11 @@ fn count_lines(out: &mut String, r: &RunResult) {
     let rate = if r.requests > 0 && r.hits + r.misses == 0 {
         ": no request succeeded".to_string()
     } else {
-        format!(" = {} qps", thousands(r.qps.round() as u64))
+        format!(
+            " = {} qps{}",
+            thousands(r.qps.round() as u64),
+            ci::plus_minus(r.precision.as_ref(), r.qps)
+        )
     };
     let _ = writeln!(
         out,
@@ -462,9 +470,10 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 None => String::new(),
             };
             format!(
-                "  {name:<8} {} = {} qps  hits {}  misses {}  errors {}{}{}{}  p50 {}  p99 {}  max {}{server}\n",
+                "  {name:<8} {} = {} qps{}  hits {}  misses {}  errors {}{}{}{}  p50 {}  p99 {}{}  max {}{server}\n",
                 thousands(o.requests),
                 thousands(o.qps.round() as u64),
+                ci::plus_minus(o.precision.as_ref(), o.qps),
                 thousands(o.hits),
                 thousands(o.misses),
                 thousands(o.error_total),
@@ -479,6 +488,10 @@ fn op_lines(r: &RunResult) -> Vec<String> {
                 },
                 micros(o.latency_us.p50),
                 micros(o.latency_us.p99),
+                match o.precision.as_ref().and_then(|f| f.p99.ci()) {
+                    Some(c) => format!(" {}", ci::bounds(c, o.latency_us.p99)),
+                    None => String::new(),
+                },
                 micros(o.latency_us.max),
             )
         })
@@ -613,6 +626,7 @@ pub fn verdict_line(v: &crate::result::Verdict) -> String {
     }
 }
 
+mod ci;
 mod number;
 mod progress;
 mod server_line;

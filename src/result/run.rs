@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::percentiles::Percentiles;
 use super::timeline::TimelineRow;
+use crate::stats::Figures;
 
 /// A run's TLS: `TLS 1.3`, `TLS13_AES_256_GCM_SHA384`, and how far the server's certificate
 /// was checked: `none`, `ca` (its chain) or `full` (chain and host name).
@@ -105,6 +106,10 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeysResult>,
     pub timeline: Vec<TimelineRow>,
+    /// The 95% CIs of `qps` and of `latency_us`'s percentiles, from the timeline's whole
+    /// intervals (docs/statistics.md); absent in files from before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Figures>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
     /// Whether the numbers can be trusted (files from before it was recorded: valid).
@@ -169,6 +174,9 @@ pub struct OpResult {
     /// Empty in files from before it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub histogram: String,
+    /// This op's CIs, as the run's `precision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Figures>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -78,7 +78,7 @@ pub fn interval_of(series: &[f64], center: f64) -> Precision {
     if n < MIN_BATCHES {
         return Precision::None {
             none: format!(
-                "{n} intervals; a CI needs {MIN_BATCHES} at least: run longer or use a shorter --interval"
+                "{n} whole intervals; a CI needs {MIN_BATCHES} at least: run longer or use a shorter --interval"
             ),
         };
     }

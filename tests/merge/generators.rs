@@ -55,6 +55,13 @@ fn merged_counts_and_p99_come_from_one_histogram_of_all_samples() {
         u(ra, "latency_us.count") + u(rb, "latency_us.count")
     );
     assert_eq!(u(m, "latency_us.count"), 60000);
+    // Two generators' intervals do not line up: the merged figures have no CI, and say why.
+    let none = m["precision"]["qps"]["none"].as_str().unwrap_or_default();
+    assert!(
+        none.starts_with("merged from 2 parts"),
+        "{}",
+        m["precision"]
+    );
 
     // The reference: one histogram of both generators' samples, added and read by the
     // hdrhistogram crate itself.

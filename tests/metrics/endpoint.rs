@@ -82,6 +82,51 @@ fn scrape_during_linger_counts_every_request() {
 }
 
 #[test]
+fn cis_follow_the_result() {
+    let _g = serial();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = spawn_run(&[
+        "-d",
+        "3s",
+        "--warmup",
+        "300ms",
+        "--interval",
+        "200ms",
+        "--keys",
+        "1-10000",
+        "--metrics",
+        &addr,
+        "--metrics-linger",
+        "3s",
+    ]);
+    let ended = scrape_until(port, Duration::from_secs(60), |t| {
+        value(t, "loadgen_run_valid").is_some()
+    });
+    let (code, doc, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    validate(&ended, false);
+    let r = &doc["runs"][0];
+    let p = &r["precision"];
+    // The last interval's CIs are the result's: the same intervals, centers within a rounding.
+    let near = |metric: Option<f64>, json: f64, what: &str| {
+        let m = metric.unwrap_or_else(|| panic!("{what} missing:\n{ended}"));
+        assert!(
+            (m - json).abs() <= json.abs() * 0.01,
+            "{what}: metric {m}, result {json}"
+        );
+    };
+    for bound in ["low", "high"] {
+        let s = format!("loadgen_qps_ci{{target=\"embedded\",bound=\"{bound}\"}}");
+        near(value(&ended, &s), f(&p["qps"], bound), &s);
+        let s = format!(
+            "loadgen_latency_ci_seconds{{target=\"embedded\",quantile=\"0.5\",bound=\"{bound}\"}}"
+        );
+        near(value(&ended, &s).map(|v| v * 1e6), f(&p["p50"], bound), &s);
+    }
+}
+
+#[test]
 fn promtool_accepts_a_live_scrape_and_openmetrics_is_well_formed() {
     let _g = serial();
     let port = free_port();
@@ -153,10 +198,12 @@ fn promtool_accepts_a_live_scrape_and_openmetrics_is_well_formed() {
         .iter()
         .map(|f| f.name)
         .filter(|n| *n != "loadgen_run_valid" && !n.starts_with("loadgen_server_"))
+        .filter(|n| !n.ends_with("_ci") && !n.ends_with("_ci_seconds"))
         .collect();
     assert_eq!(
         families, all,
-        "a paced run exports every family but a set's (`sets.rs`)"
+        "a paced run exports every family but a set's (`sets.rs`) and the CIs, which need five \
+         intervals (`cis_follow_the_result`)"
     );
 
     let Some((rc, msg)) = promtool(&live) else {

@@ -122,7 +122,10 @@ fn p99_of_autocorrelated_latencies_is_covered_95_percent_of_the_time() {
 fn a_run_of_too_few_intervals_has_no_ci_and_says_why() {
     match interval_of(&[1.0, 2.0, 3.0, 4.0], 2.5) {
         Precision::None { none } => {
-            assert!(none.starts_with("4 intervals; a CI needs 5"), "{none}")
+            assert!(
+                none.starts_with("4 whole intervals; a CI needs 5"),
+                "{none}"
+            )
         }
         other => panic!("{other:?}"),
     }
