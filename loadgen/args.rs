@@ -133,6 +133,11 @@ pub struct RunArgs {
     /// End the run early (exit 1) once this many errors were counted.
     #[arg(long)]
     pub max_errors: Option<u64>,
+    /// Run until the 95% CIs are this narrow, -d the longest (e.g. 2% for QPS, or
+    /// qps=1%,p99=5%; figures: qps, p50, p90, p99, p99.9): half-widths as a share of each figure,
+    /// checked each interval from the tenth whole one on.
+    #[arg(long, value_name = "GOAL", value_parser = loadgen::stats::Goal::parse)]
+    pub ci: Option<loadgen::stats::Goal>,
     /// Exit 3 when a run's verdict is not valid (see the `verdict` line of the report).
     #[arg(long)]
     pub strict: bool,
@@ -308,6 +313,10 @@ pub struct ServeArgs {
     /// warms up (a cold cache), to see a too short --warmup named in the verdict.
     #[arg(long, value_parser = parse_duration)]
     pub cold: Option<std::time::Duration>,
+    /// With --delay: every EPOCH the delay takes a new factor drawn in [1 - AMP, 1 + AMP], like
+    /// 50%,500ms: a server whose speed wanders, to see a run's CIs widen (and --ci take longer).
+    #[arg(long, value_name = "AMP,EPOCH")]
+    pub noise: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

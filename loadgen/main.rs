@@ -106,7 +106,11 @@ fn cmd_serve(a: ServeArgs) -> Result<Exit, Error> {
     let timing = loadgen::serve::Timing {
         delay: a.delay.unwrap_or_default(),
         cold: a.cold.unwrap_or_default(),
+        noise: a.noise.as_deref().map(noise_of).transpose()?,
     };
+    if timing.noise.is_some() && timing.delay.is_zero() {
+        return Err("--noise scales --delay: give a --delay too, like --delay 1ms".into());
+    }
     let server = loadgen::serve::start_delayed(&bind, (1, a.rows), threads, timing).map_err(
         |e| match &bind {
             Bind::Tcp(addr) => format!("cannot listen on {addr}: {e}"),
@@ -198,6 +202,23 @@ fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// `serve --noise 50%,500ms`: the amplitude (under 100%) and the epoch.
+fn noise_of(s: &str) -> Result<(f64, std::time::Duration), String> {
+    let bad = || format!("bad --noise '{s}': use AMP,EPOCH like 50%,500ms (AMP under 100%)");
+    let (amp, epoch) = s.split_once(',').ok_or_else(bad)?;
+    let amp = amp
+        .trim()
+        .strip_suffix('%')
+        .and_then(|a| a.parse::<f64>().ok())
+        .filter(|a| (0.0..100.0).contains(a))
+        .ok_or_else(bad)?;
+    let epoch = loadgen::plan::parse_duration(epoch.trim()).map_err(|_| bad())?;
+    if epoch.is_zero() {
+        return Err(bad());
+    }
+    Ok((amp / 100.0, epoch))
 }
 
 #[cfg(test)]

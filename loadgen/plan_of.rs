@@ -20,6 +20,9 @@ pub fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         (Stop::Duration(_), None) => Duration::from_secs(1),
         _ => Duration::ZERO,
     });
+    if a.ci.is_some() && (a.sweep.is_some() || a.slo.is_some()) {
+        return Err("--ci ends one run once its CIs are narrow enough, and each step of --sweep or --slo runs -d: leave --ci out".into());
+    }
     let trace = trace_of(a)?;
     let (lo, hi) = a.reconnect_backoff.split_once(',').ok_or_else(|| {
         format!(
@@ -58,6 +61,7 @@ pub fn plan_of(a: &RunArgs) -> Result<Plan, String> {
         },
         reconnect_backoff: backoff,
         max_errors: a.max_errors,
+        ci: a.ci.clone(),
         mix: trace
             .as_ref()
             .map_or_else(|| a.mix.clone(), |t| Mix::of_counts(&t.survey.ops)),

@@ -127,6 +127,7 @@ pub fn settings_of(plan: &Plan) -> Settings {
             [plan.reconnect_backoff.0, plan.reconnect_backoff.1].map(|d| d.as_micros() as u64),
         ),
         max_errors: plan.max_errors,
+        ci: plan.ci.as_ref().map(|g| g.text()),
         insert_from: plan.insert_from,
         trace: plan.trace.as_ref().map(|t| crate::result::TraceSettings {
             file: t.path.display().to_string(),

@@ -96,6 +96,10 @@ pub struct Collector<'a> {
     /// The timeline's intervals as the statistics read them: the run's, then each op's.
     points: Vec<Point>,
     op_points: Vec<Vec<Point>>,
+    /// `--ci`: the measured seconds at which the goal was met, and whether the stop it asks
+    /// for is still to be handed to the workers.
+    goal_reached_s: Option<f64>,
+    goal_stop: bool,
     interrupted: bool,
     stopped_at: Option<u64>,
     stopped_early: Option<String>,
@@ -140,6 +144,8 @@ impl<'a> Collector<'a> {
             timeline: Vec::new(),
             points: Vec::new(),
             op_points: Vec::new(),
+            goal_reached_s: None,
+            goal_stop: false,
             interrupted: false,
             stopped_at: None,
             stopped_early: None,
@@ -255,8 +261,16 @@ impl<'a> Collector<'a> {
                 pts.push(point(&o.counts, &o.latency, len_s));
             }
         }
-        // The CIs so far, for live views: once per interval, from the points (never per request).
-        let so_far = (measured && !self.control.hooks.is_empty()).then(|| self.figures_so_far());
+        // The CIs so far, for live views and `--ci`: once per interval, from the points (never
+        // per request).
+        let want = !self.control.hooks.is_empty() || self.plan.ci.is_some();
+        let so_far = (measured && want).then(|| self.figures_so_far());
+        if let (Some(goal), Some((f, c))) = (&self.plan.ci, &so_far) {
+            if self.goal_reached_s.is_none() && goal.met(f, c) {
+                self.goal_reached_s = Some(row.t_s);
+                self.goal_stop = true;
+            }
+        }
         let view = IntervalView {
             target: self.label,
             kind: self.kind,
@@ -276,7 +290,7 @@ impl<'a> Collector<'a> {
             progress_row: (!sliver).then_some(&row),
             cells: self.cells.as_ref(),
             members: self.members.as_ref(),
-            precision: so_far.as_ref(),
+            precision: so_far.as_ref().map(|(f, _)| f),
         };
         for f in &self.control.hooks {
             f(&view);
@@ -287,13 +301,14 @@ impl<'a> Collector<'a> {
     }
 
     /// The run's CIs over its measured intervals so far, centered on its figures so far.
-    fn figures_so_far(&self) -> Figures {
+    fn figures_so_far(&self) -> (Figures, Centers) {
         let (answered, secs) = self
             .points
             .iter()
             .fold((0, 0.0), |(n, t), p| (n + p.answered, t + p.len_s));
         let centers = centers(per_s(answered, secs), &self.totals.latency);
-        Figures::of(&self.points, self.plan.interval.as_secs_f64(), centers)
+        let f = Figures::of(&self.points, self.plan.interval.as_secs_f64(), centers);
+        (f, centers)
     }
 
     /// Ctrl-C or SIGTERM: the run stops now, with what it measured.
@@ -320,6 +335,17 @@ impl<'a> Collector<'a> {
         ));
         self.stopped_at = Some(self.now_ns());
         true
+    }
+
+    /// Once, when `--ci`'s goal was met at the interval just closed: the run's new end, now,
+    /// which the workers must be given.
+    pub fn goal_reached(&mut self) -> Option<u64> {
+        if !std::mem::take(&mut self.goal_stop) || self.stopped_at.is_some() {
+            return None;
+        }
+        let now = self.now_ns().min(self.end_ns.unwrap_or(u64::MAX));
+        self.end_ns = Some(now);
+        Some(now)
     }
 
     /// The end of the measured window, ns since the start: the last reply, but never before the

@@ -367,6 +367,7 @@ fn merge_group(
         ),
         timeline: group_timeline(&runs, &wins),
         precision: merged_precision(runs.iter().map(|r| r.precision.as_ref())),
+        ci_goal: None, // each part ran to its own goal
         histogram: encode_histogram(&hist),
         verdict: crate::result::Verdict::combine(
             inputs

@@ -58,6 +58,8 @@ pub struct Plan {
     pub reconnect_backoff: (Duration, Duration),
     /// End the run early (exit 1) after this many errors.
     pub max_errors: Option<u64>,
+    /// `--ci`: end the run once its CIs are this narrow (`-d` the longest it may run).
+    pub ci: Option<crate::stats::Goal>,
     /// Which op each request is (`--mix`; default all reads).
     pub mix: Mix,
     /// The first insert key (`--insert-from`); None: the target's own (SQL: max(id) + 1), else
@@ -108,6 +110,7 @@ impl Default for Plan {
             arrival: Arrival::Uniform,
             reconnect_backoff: (Duration::from_millis(10), Duration::from_secs(1)),
             max_errors: None,
+            ci: None,
             mix: Mix::default(),
             insert_from: None,
             instance: None,
@@ -195,6 +198,11 @@ impl Plan {
                 return Err(ConfigError("-n/--requests must be at least 1".into()))
             }
             _ => {}
+        }
+        if self.ci.is_some() && (!matches!(self.stop, Stop::Duration(_)) || self.trace.is_some()) {
+            return Err(ConfigError(
+                "--ci runs until the CIs are narrow enough, with -d the longest it may run: leave out -n and --trace".into(),
+            ));
         }
         if self.interval < Duration::from_millis(10) {
             return Err(ConfigError("--interval must be at least 10ms".into()));

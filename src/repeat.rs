@@ -107,6 +107,7 @@ pub const REPEATED: &[&str] = &[
     "--arrival",
     "--reconnect-backoff",
     "--max-errors",
+    "--ci",
     "--mix",
     "--trace",
     "--value-size",
@@ -213,6 +214,7 @@ fn flags(s: &Settings, instance: Option<&str>) -> Vec<Flag> {
             .map(|[lo, hi]| format!("{lo}us,{hi}us")),
     );
     opt(&mut f, "--max-errors", s.max_errors.map(|n| n.to_string()));
+    opt(&mut f, "--ci", s.ci.clone());
     opt(
         &mut f,
         "--insert-from",
@@ -255,7 +257,7 @@ mod tests {
             "timeout_ms": 9, "interval_ms": 99, "seed": 9, "rate": 99.0, "arrival": "poisson",
             "query": "q", "mix": "read=50,update=50", "txn": 2, "batch": 2, "retries": 1,
             "ttl": 9, "reconnect_every": 9, "key_format": "k:%d", "value_size": "9",
-            "reconnect_backoff_us": [1, 2], "max_errors": 9, "insert_from": 9,
+            "reconnect_backoff_us": [1, 2], "max_errors": 9, "insert_from": 9, "ci": "qps=1%",
             "write_queries": {"update": "u", "insert": "i", "delete": "d", "upsert": "x"},
         }))
         .unwrap();

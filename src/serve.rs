@@ -124,6 +124,9 @@ pub fn start(addr: SocketAddr, rows: (u64, u64), threads: usize) -> std::io::Res
 pub struct Timing {
     pub delay: Duration,
     pub cold: Duration,
+    /// `serve --noise AMP,EPOCH`: each epoch from the first request scales `delay` by a factor
+    /// drawn in [1 - AMP, 1 + AMP]: a server whose speed wanders, for testing that CIs widen.
+    pub noise: Option<(f64, Duration)>,
 }
 
 /// What `--cold` adds to each answer while the server is cold.
@@ -133,13 +136,22 @@ impl Timing {
     /// The wait for a request arriving at `now` (monotonic ns); `first` holds the first
     /// request's arrival.
     fn wait(&self, now: u64, first: &std::sync::OnceLock<u64>) -> Duration {
-        if self.cold.is_zero() {
+        if self.cold.is_zero() && self.noise.is_none() {
             return self.delay;
         }
         let since = now.saturating_sub(*first.get_or_init(|| now));
+        let delay = match self.noise {
+            Some((amp, epoch)) => {
+                let k = since / epoch.as_nanos().max(1) as u64;
+                // A fixed draw per epoch (the key streams' generator, seeded by the epoch).
+                let u = crate::keys::Rng::new(k ^ 0x006e_6f69_7365).unit();
+                self.delay.mul_f64(1.0 + amp * (2.0 * u - 1.0))
+            }
+            None => self.delay,
+        };
         match since < self.cold.as_nanos() as u64 {
-            true => self.delay + COLD_EXTRA,
-            false => self.delay,
+            true => delay + COLD_EXTRA,
+            false => delay,
         }
     }
 }

@@ -5,6 +5,8 @@
 pub mod autocorr;
 pub mod batch_means;
 pub mod figures;
+pub mod goal;
 
 pub use batch_means::{interval_of, Ci, Precision};
 pub use figures::{Centers, Figures, Point};
+pub use goal::{Goal, GoalResult};

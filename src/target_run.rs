@@ -19,7 +19,7 @@ use crate::recorder::Snapshot;
 use crate::result::{RunResult, TlsUsed};
 use crate::trace::feed::Feed;
 use crate::trace::record::TraceRecorder;
-use crate::worker::{self, wait_true, Ctx};
+use crate::worker::{self, wait_true, Ctx, End};
 
 /// Runs `plan` against `target`. `label` is the redacted target shown everywhere.
 pub async fn run<T: Target>(
@@ -66,13 +66,13 @@ pub async fn run<T: Target>(
         start,
         start_mono_ns,
         warm_end_ns: collector.warm_end_ns(),
-        end_ns: collector.end_ns(),
+        end: End::new(collector.end_ns()),
         cells,
         feed,
         record: record.clone(),
     });
-    let _ = workers.go.send(Some(ctx));
-    collect(&mut collector, &mut workers, control).await;
+    let _ = workers.go.send(Some(ctx.clone()));
+    collect(&mut collector, &mut workers, control, &ctx.end).await;
     for h in workers.handles {
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
@@ -267,6 +267,7 @@ async fn collect<T: Target>(
     collector: &mut Collector<'_>,
     workers: &mut Workers<T>,
     control: &Control,
+    end: &End,
 ) {
     let mut stop = control.stop.clone();
     loop {
@@ -281,6 +282,11 @@ async fn collect<T: Target>(
                 collector.close_intervals();
                 if collector.too_many_errors() {
                     let _ = workers.abort.send(true);
+                }
+                // `--ci` met: the run ends now as a timed run ends, its requests in flight
+                // answered (the server's count then agrees).
+                if let Some(ns) = collector.goal_reached() {
+                    end.bring_to(ns);
                 }
             }
             r = stop.changed(), if !collector.interrupted() => {

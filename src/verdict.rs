@@ -96,6 +96,14 @@ pub fn judge(r: &RunResult, steady: bool) -> Verdict {
             ));
         }
     }
+    if let Some(g) = r.ci_goal.as_ref().filter(|g| !g.reached) {
+        why.push(format!(
+            "CI goal not reached: --ci {} ended at {} after {:.2}s (-d); run longer, or on a quieter machine",
+            g.asked,
+            g.widths_text(),
+            r.duration_s
+        ));
+    }
     if let Some(w) = warmup_short(r).filter(|_| steady) {
         why.push(w);
     }

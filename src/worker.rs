@@ -149,7 +149,7 @@ async fn thread_main<T: Target>(
     let idle_from = crate::idle::idle_ns();
     // Requests still in flight at the end get up to one timeout to finish, then are abandoned.
     let timeouts = ctx.plan.timeouts();
-    let hard_end = ctx.end_ns.map(|e| e + timeouts.drain.as_nanos() as u64);
+    let hard_end = ctx.end_ns().map(|e| e + timeouts.drain.as_nanos() as u64);
     let far = ctx.now_ns() + 10 * 365 * 86_400 * 1_000_000_000;
     let mut finished = Vec::new();
     loop {
@@ -247,7 +247,12 @@ async fn drive<T: Target>(
         let Some(&front) = lane.window.front() else {
             match wait_for {
                 Some(d) => {
-                    pace(&mut pace_timer, &ctx, d.min(ctx.end_ns.unwrap_or(u64::MAX))).await;
+                    pace(
+                        &mut pace_timer,
+                        &ctx,
+                        d.min(ctx.end_ns().unwrap_or(u64::MAX)),
+                    )
+                    .await;
                     continue;
                 }
                 None => break, // time or quota reached, nothing in flight
@@ -323,7 +328,7 @@ mod lane;
 mod replies;
 mod requests;
 mod traced;
-pub use ctx::Ctx;
+pub use ctx::{Ctx, End};
 use lane::Lane;
 
 #[cfg(test)]

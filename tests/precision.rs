@@ -116,3 +116,92 @@ fn the_text_report_shows_them() {
     let line = text.lines().find(|l| l.starts_with("95% CI")).unwrap();
     assert!(line.contains("p50 [") && line.contains("from "), "{line}");
 }
+
+#[test]
+fn ci_stops_a_run_on_a_steady_server_sooner_than_on_a_noisy_one() {
+    let steady = Served::start_with(100_000, &["--delay", "1ms"]);
+    // Each 700 ms the noisy one's delay is scaled by a factor in [0.2, 1.8].
+    let noisy = Served::start_with(100_000, &["--delay", "1ms", "--noise", "80%,700ms"]);
+    let run = |url: &str| {
+        let (code, doc, err) = run_json(&[
+            url,
+            "-c",
+            "16",
+            "-d",
+            "8s",
+            "--warmup",
+            "500ms",
+            "--interval",
+            "200ms",
+            "--ci",
+            "8%",
+            "--keys",
+            "1-100000",
+        ]);
+        assert_schema_valid(&doc);
+        assert_eq!(doc["settings"]["ci"], "qps=8%");
+        (code, doc["runs"][0].clone(), err)
+    };
+    let lookups = || serve_lookups(std::net::TcpStream::connect(host_port(&steady.url)).unwrap());
+    let before = lookups();
+    let (code, s, err) = run(&steady.url);
+    let served = lookups() - before;
+    let g = &s["ci_goal"];
+    assert_eq!(code, 0, "{err}\n{g}");
+    assert_eq!(g["reached"], true, "{g}");
+    // It stopped where it got there, from the tenth whole interval on, as a timed run ends:
+    // its requests in flight answered, so the server's count is exact.
+    let after = f(g, "after_s");
+    assert!((2.0..8.0).contains(&after), "{g}");
+    assert!(
+        (f(&s, "duration_s") - after).abs() < 0.3,
+        "{}",
+        s["duration_s"]
+    );
+    assert!(f(g, "widths.qps") <= 0.08, "{g}");
+    assert_eq!(u(&s, "error_total"), 0);
+    assert_eq!(
+        served,
+        u(&s, "requests") + u(&s, "warmup_requests"),
+        "the server's own count"
+    );
+    let (code, n, _) = run(&noisy.url);
+    let g = &n["ci_goal"];
+    assert_eq!(g["reached"], false, "{g}");
+    assert!(f(g, "widths.qps") > 0.08, "{g}");
+    assert!(
+        f(&n, "duration_s") > after,
+        "{} vs {after}",
+        n["duration_s"]
+    );
+    // Not reaching it is in the verdict, and the exit says so with --strict only.
+    let reasons = n["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("CI goal not reached: --ci qps=8%"),
+        "{reasons}"
+    );
+    assert_exit_fits(code, &n, "noisy");
+}
+
+#[test]
+fn bad_ci_goals_are_one_line_and_exit_2() {
+    for (args, want) in [
+        (&["--ci", "2"][..], "bad --ci '2'"),
+        (&["--ci", "p98=2%"][..], "'p98' is not qps"),
+        (
+            &["--ci", "2%", "-n", "100"][..],
+            "--ci runs until the CIs are narrow enough",
+        ),
+        (
+            &["--ci", "2%", "--sweep", "1,2"][..],
+            "each step of --sweep or --slo runs -d",
+        ),
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(one_error_line(&err).contains(want), "{args:?}: {err}");
+    }
+}

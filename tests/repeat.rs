@@ -198,7 +198,19 @@ const ROUND_TRIPS: &[(Option<&str>, &[&str])] = &[
             "X",
         ],
     ),
-    (None, &["-d", "0.3", "-p", "2", "--batch", "3"]),
+    (
+        None,
+        &[
+            "-d",
+            "0.3",
+            "-p",
+            "2",
+            "--batch",
+            "3",
+            "--ci",
+            "qps=50%,p99=90%",
+        ],
+    ),
     (
         Some("LOADGEN_PG_URL"),
         &[

@@ -26,8 +26,14 @@ impl Collector<'_> {
         let errors = by_kind(&totals.counts);
         let interval = self.plan.interval;
         let ops = op_results(totals, window_s, &server, (&self.op_points, interval));
-        let lat = &totals.latency;
-        let precision = figures(&self.points, interval, window_s, (answered, lat));
+        let centers = centers(per_s(answered, window_s), &totals.latency);
+        let precision = Figures::of(&self.points, interval.as_secs_f64(), centers).rounded();
+        let reached = self.goal_reached_s;
+        let ci_goal = self
+            .plan
+            .ci
+            .as_ref()
+            .map(|g| g.outcome(&precision, &centers, reached));
         sealed(RunResult {
             target: self.label.to_string(),
             kind: self.kind.to_string(),
@@ -67,17 +73,7 @@ impl Collector<'_> {
                 warmup_dropped: self.threads.iter().map(|t| t.warm_dropped).sum(),
                 ..rate_result(r, answered + totals.counts.error_total(), window_s, totals)
             }),
-            client_cpu: ClientCpu {
-                kernel_share: kernel_share(&self.threads),
-                ..ClientCpu::new(
-                    worker_ns,
-                    process_cpu_ns,
-                    wall_ns,
-                    self.threads.len(),
-                    all_requests,
-                )
-                .with_busiest(busiest(&self.threads))
-            },
+            client_cpu: client_cpu(&self.threads, (process_cpu_ns, wall_ns), all_requests),
             server_cpu: Some(server_cpu(
                 server_proc,
                 server_cpu_ns.or_else(|| {
@@ -102,6 +98,7 @@ impl Collector<'_> {
             ),
             timeline: self.timeline,
             precision: Some(precision),
+            ci_goal,
             histogram: encode_histogram(&totals.latency),
             verdict: Default::default(),
             machine_load: None,
@@ -468,6 +465,16 @@ fn server_cpu(server: &ServerProcess, ns: Option<u64>, worker_ns: u64, requests:
         per_request_us: per_request_us.map(|u| (u * 1e3).round() / 1e3),
         cpu_bound_qps,
         note,
+    }
+}
+
+/// The workers' CPU over the run, with the whole process's and the wall time it took.
+fn client_cpu(threads: &[Thread], (process_ns, wall_ns): (u64, u64), requests: u64) -> ClientCpu {
+    let worker_ns = threads.iter().map(|t| t.cpu_ns).sum();
+    ClientCpu {
+        kernel_share: kernel_share(threads),
+        ..ClientCpu::new(worker_ns, process_ns, wall_ns, threads.len(), requests)
+            .with_busiest(busiest(threads))
     }
 }
 

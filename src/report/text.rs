@@ -288,6 +288,9 @@ pub fn render_run(r: &RunResult) -> String {
     if let Some(line) = ci::line(r.precision.as_ref(), [l.p50, l.p90, l.p99, l.p999]) {
         out.push_str(&line);
     }
+    if let Some(line) = ci::goal_line(r.ci_goal.as_ref()) {
+        out.push_str(&line);
+    }
     for line in op_lines(r) {
         out.push_str(&line);
     }

@@ -83,6 +83,9 @@ pub struct Settings {
     /// `--max-errors` when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_errors: Option<u64>,
+    /// `--ci` when given, as it reads back (`qps=1%,p99=5%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<String>,
     /// `--insert-from` when given (with `--instance`, of the file, it sets the insert keys).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert_from: Option<u64>,

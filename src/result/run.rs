@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::percentiles::Percentiles;
 use super::timeline::TimelineRow;
-use crate::stats::Figures;
+use crate::stats::{Figures, GoalResult};
 
 /// A run's TLS: `TLS 1.3`, `TLS13_AES_256_GCM_SHA384`, and how far the server's certificate
 /// was checked: `none`, `ca` (its chain) or `full` (chain and host name).
@@ -110,6 +110,9 @@ pub struct RunResult {
     /// intervals (docs/statistics.md); absent in files from before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<Figures>,
+    /// `--ci`: the goal, whether the run reached it (and when), the widths it ended with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_goal: Option<GoalResult>,
     /// The run's latency histogram, HdrHistogram V2 compressed, base64: merge results exactly.
     pub histogram: String,
     /// Whether the numbers can be trusted (files from before it was recorded: valid).

@@ -113,7 +113,7 @@ impl<T: Target> Lane<T> {
     /// Time or quota reached: nothing more is sent.
     #[inline]
     pub(super) fn over(&self, now: u64) -> bool {
-        self.ctx.end_ns.is_some_and(|e| now >= e)
+        self.ctx.end_ns().is_some_and(|e| now >= e)
             || self.quota.is_some_and(|q| self.counted >= q)
             || self.trace.as_ref().is_some_and(|t| t.ended)
     }
@@ -163,7 +163,7 @@ impl<T: Target> Lane<T> {
                     .borrow_mut()
                     .record_error(warm, ErrorKind::Connect, &e.message);
                 self.counted += u64::from(!warm);
-                let end = self.ctx.end_ns.unwrap_or(u64::MAX);
+                let end = self.ctx.end_ns().unwrap_or(u64::MAX);
                 let wake = (now + self.backoff.as_nanos() as u64).min(end);
                 sleep_until(self.ctx.at(wake)).await;
                 self.backoff = (self.backoff * 2).min(self.ctx.plan.reconnect_backoff.1);
@@ -187,7 +187,7 @@ impl<T: Target> Lane<T> {
                 self.placed += 1;
                 continue;
             }
-            if self.ctx.end_ns.is_some_and(|e| now >= e)
+            if self.ctx.end_ns().is_some_and(|e| now >= e)
                 || self.quota.is_some_and(|q| self.counted >= q)
                 || self.left == 0
             {
@@ -367,7 +367,7 @@ impl<T: Target> Lane<T> {
         }
         // A run cut short by its quota owes nothing.
         if let (Some(end), false) = (
-            self.ctx.end_ns,
+            self.ctx.end_ns(),
             self.quota.is_some_and(|q| self.counted >= q),
         ) {
             self.rec.borrow_mut().backlog += self.pacer.first_due_from(self.n, end) - self.n;

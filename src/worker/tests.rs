@@ -71,7 +71,7 @@ fn run(conns: usize, requests: u64) -> Vec<(usize, char)> {
         start: Instant::now(),
         start_mono_ns: 0,
         warm_end_ns: 0,
-        end_ns: None,
+        end: super::ctx::End::new(None),
         cells: Arc::new(crate::cells::Cells::new(1)),
         feed: None,
         record: None,

@@ -103,6 +103,45 @@ fn a_paced_run_draws_latency_service_time_and_lag() {
 }
 
 #[test]
+fn a_runs_cis_are_in_its_card_and_bands_on_its_charts() {
+    let Some(browser) = chromium() else { return };
+    let d = artifacts("cis");
+    let out = lg_line(
+        &d,
+        "run -d 2s --warmup 200ms --interval 100ms -c 4 -t 1 --keys 1-10000 -q -o ci.json",
+    );
+    ok(&out, "run");
+    let doc = read_json(&d.join("ci.json"));
+    let p = &doc["runs"][0]["precision"];
+    let dom = open(browser, &d.join("ci.html"));
+    let (tag, _) = element(&dom, "ci-0");
+    for bound in ["low", "high"] {
+        let shown: f64 = attr(tag, &format!("data-qps-{bound}")).parse().unwrap();
+        assert_eq!(shown, p["qps"][bound].as_f64().unwrap(), "{tag}");
+    }
+    let (_, qps) = element(&dom, "qps-0");
+    assert!(qps.contains(" ±"), "{qps}");
+    // One band for the QPS; p50's and p99's where they have one.
+    assert_eq!(count(&dom, "tl-qps", r#"class="band""#), 1);
+    let lat = ["p50", "p99"]
+        .iter()
+        .filter(|k| p[**k]["low"].is_number())
+        .count();
+    assert!(lat >= 1, "{p}");
+    assert_eq!(count(&dom, "tl-lat", r#"class="band""#), lat);
+    // A run too short for a CI says why instead.
+    let out = lg_line(
+        &d,
+        "run -d 1s --warmup 200ms -c 4 -t 1 --keys 1-10000 -q -o short.json",
+    );
+    ok(&out, "short run");
+    let dom = open(browser, &d.join("short.html"));
+    let (_, text) = element(&dom, "ci-0");
+    assert!(text.starts_with("none: 0 whole intervals"), "{text}");
+    assert_eq!(count(&dom, "tl-qps", r#"class="band""#), 0);
+}
+
+#[test]
 fn report_renders_a_merged_file_a_sweep_and_an_slo_search() {
     let Some(browser) = chromium() else { return };
     let d = artifacts("report");

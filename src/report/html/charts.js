@@ -88,7 +88,9 @@
       (!logX || p[0] > 0);
     const all = o.series.flatMap(s => s.points).filter(ok);
     const xs = scale(o.x, all.map(p => p[0]), pw);
-    const ys = scale(o.y, all.map(p => p[1]).concat(o.hline ? [o.hline.y] : []), ph);
+    const bands = (o.bands || []).filter(b => ok([1, b.lo]) && ok([1, b.hi]));
+    const ys = scale(o.y, all.map(p => p[1]).concat(o.hline ? [o.hline.y] : [],
+      bands.flatMap(b => [b.lo, b.hi])), ph);
     const X = v => +(m.l + xs.pos(v) * pw).toFixed(1);
     const Y = v => +(m.t + ph - ys.pos(v) * ph).toFixed(1);
     let s = svgOpen(W, H, o.label || '');
@@ -112,6 +114,13 @@
       `<text transform="translate(14 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">` +
       `${esc(o.y.label)}</text>`;
     const hov = [];
+    // A 95% CI: a shaded band across the plot, under the lines; its tip at its left end.
+    for (const b of bands) {
+      const y1 = Y(b.hi), y2 = Y(b.lo);
+      s += `<rect class="band" x="${m.l}" y="${y1}" width="${pw}" height="${Math.max(1, y2 - y1)}" ` +
+        `fill="${b.color}" fill-opacity="0.15"/>`;
+      hov.push({ x: m.l + 4, y: (y1 + y2) / 2, tip: b.tip });
+    }
     if (o.hline) {
       // Its label goes in the legend, where no point can cover it.
       const y = Y(o.hline.y);

@@ -101,6 +101,26 @@
     return `${path}, ${r.tls.version} ${r.tls.cipher} (${checked[r.tls.verified] || 'certificate not verified'})`;
   };
 
+  // ` ±1.2%` after the QPS, from its 95% CI.
+  const plusMinus = r => {
+    const c = r.precision && r.precision.qps;
+    if (!c || c.high == null || !(r.qps > 0)) return '';
+    const pct = (c.high - c.low) / 2 / r.qps * 100;
+    return ' ±' + (pct >= 10 ? pct.toFixed(0) : pct >= 1 ? pct.toFixed(1) : pct.toFixed(2)) + '%';
+  };
+
+  // The run's percentiles' 95% CIs, or why it has none.
+  function ciCell(r, i) {
+    const p = r.precision;
+    if (p.qps.none) return `<td id="ci-${i}" class="note">none: ${esc(p.qps.none)}</td>`;
+    const parts = [['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['p999', 'p99.9']].map(([k, n]) =>
+      p[k].none ? `${n} none` : `${n} ${micros(p[k].low)} to ${micros(p[k].high)}`);
+    const why = ['p50', 'p90', 'p99', 'p999'].map(k => p[k].none).find(x => x);
+    return `<td id="ci-${i}" data-qps-low="${p.qps.low}" data-qps-high="${p.qps.high}">` +
+      esc(parts.join(', ')) + ` <span class="note">(${p.qps.batches} batches of ` +
+      `${p.qps.batch_intervals} intervals${why ? '; ' + esc(why) : ''})</span></td>`;
+  }
+
   function card(r, i, name) {
     const errs = errorKinds(r.errors);
     const rows = [];
@@ -109,7 +129,8 @@
     const v = r.verdict;
     if (v) row('verdict', `<td id="verdict-${i}" data-valid="${v.valid}" class="${v.valid ? 'ok' : 'bad'}">` +
       esc(v.valid ? 'valid: no reason to doubt these numbers' : 'NOT VALID: ' + v.reasons.join('; ')) + '</td>');
-    row('QPS', cell('qps-' + i, r.qps, thousands(r.qps), 'big'));
+    row('QPS', cell('qps-' + i, r.qps, thousands(r.qps) + plusMinus(r), 'big'));
+    if (r.precision) row('95% CI', ciCell(r, i));
     row('requests', `<td>${thousands(r.requests)} in ${r.duration_s.toFixed(2)}s` +
       (r.interrupted ? ' <span class="bad">interrupted</span>' : '') + '</td>');
     row('hits', cell('hits-' + i, r.hits, thousands(r.hits)));
@@ -291,14 +312,30 @@
         }
       }
     });
+    // Each run's 95% CIs as bands: of its QPS, and of its p50 and p99.
+    const ci = (r, k) => r.precision && r.precision[k] && r.precision[k].high != null
+      ? r.precision[k] : null;
+    const qbands = [], lbands = [];
+    runs.forEach((r, i) => {
+      const c = ci(r, 'qps');
+      if (c) qbands.push({ lo: c.low, hi: c.high, color: color(i), tip: `${nm[i]}: 95% CI of the ` +
+        `run's QPS ${thousands(c.low)} to ${thousands(c.high)}` });
+      for (const [k, name] of [['p50', 'p50'], ['p99', 'p99']]) {
+        const c = ci(r, k);
+        if (c) lbands.push({ lo: c.low, hi: c.high, color: color(i), tip: `${nm[i]}: 95% CI of ` +
+          `the run's ${name} ${micros(c.low)} to ${micros(c.high)}` });
+      }
+    });
     const runLegend = runs.map((r, i) => ({ name: nm[i], color: color(i) }));
     const leg = runLegend.slice();
     if (marks.some(k => k.shape === 'tri')) leg.push({ name: 'errors', sym: '▲', color: RED });
     if (marks.some(k => k.shape === 'dia')) leg.push({ name: 'reconnects', sym: '◆', color: ORANGE });
     const time = { type: 'lin', min: 0, label: 'seconds since the warm-up ended', fmt: v => v + 's' };
     addChart('tl-qps', b => drawXY(b, { label: 'QPS per interval', x: time, series: qps, marks,
+      bands: qbands,
       legend: leg, y: { type: 'lin', min: 0, label: 'lookups/s', fmt: tickNum } }));
     addChart('tl-lat', b => drawXY(b, { label: 'p50 and p99 per interval', x: time, series: lat,
+      bands: lbands,
       legend: runLegend.concat([{ name: 'p99', color: GREY }, { name: 'p50', color: GREY, dash: 1 }]),
       y: latencyAxis('latency') }));
   }

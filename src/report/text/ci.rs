@@ -1,12 +1,13 @@
 //! The 95% CIs as the text report prints them: `qps 65,415 ±1.2%` on the requests line and
 //! one `95% CI` line of the percentiles' intervals, or why the run has none.
 
-use crate::stats::{Ci, Figures, Precision};
+use crate::stats::goal::percent;
+use crate::stats::{Ci, Figures, GoalResult, Precision};
 
 /// ` ±1.2%` after a rate, or nothing when it has no CI.
 pub fn plus_minus(p: Option<&Figures>, qps: f64) -> String {
     match p.and_then(|f| f.qps.ci()) {
-        Some(c) => format!(" ±{}", share(c.relative(qps))),
+        Some(c) => format!(" ±{}", percent(c.relative(qps))),
         None => String::new(),
     }
 }
@@ -61,12 +62,16 @@ pub fn line(p: Option<&Figures>, centers: [f64; 4]) -> Option<String> {
     Some(format!("95% CI     {}{how}{why}\n", parts.join("  ")))
 }
 
-/// 1.2%, 0.35%, 12%: two significant figures.
-fn share(x: f64) -> String {
-    let pct = x * 100.0;
-    match pct {
-        p if p >= 10.0 => format!("{p:.0}%"),
-        p if p >= 1.0 => format!("{p:.1}%"),
-        p => format!("{p:.2}%"),
-    }
+/// `--ci`'s line: the goal, whether the run reached it and when, the widths it ended with.
+pub fn goal_line(g: Option<&GoalResult>) -> Option<String> {
+    let g = g?;
+    let state = match g.after_s {
+        Some(s) if g.reached => format!("reached after {s:.2}s"),
+        _ => "NOT reached before -d ran out".to_string(),
+    };
+    Some(format!(
+        "ci goal    {}: {state} ({})\n",
+        g.asked,
+        g.widths_text()
+    ))
 }
