@@ -39,9 +39,31 @@ pub enum Cmd {
     /// Render a result file (of a run, a sweep, an SLO search or `merge`) as one self-contained
     /// HTML page: summary, latency by percentile, QPS and latency over time, comparison charts.
     Report(ReportArgs),
+    /// Compare two result files (B against A), or the targets of one: per target and op, the
+    /// QPS and p50/p99/p99.9 differences in percent with 95% CIs, and faster, slower or no
+    /// significant difference.
+    Compare(CompareArgs),
     /// Read and parse a trace file (Twitter cache-trace CSV or a key list, .zst or plain) on one
     /// core and print how many lines per second that is: a replay can go no faster.
     TraceBench(TraceBenchArgs),
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// A (the baseline) and B, result files of `loadgen run` or `merge`; one file of several
+    /// targets compares each with its first.
+    #[arg(required = true, num_args = 1..=2)]
+    pub files: Vec<PathBuf>,
+    /// Compare files whose settings or targets differ (the report says what differs).
+    #[arg(long)]
+    pub force: bool,
+    /// Exit 4 when a difference is significant and beyond its bound, e.g. 'qps<-5%,p99>+10%'
+    /// (figures: qps, p50, p99, p99.9): a gate for performance regressions.
+    #[arg(long, value_name = "CONDITIONS", value_parser = loadgen::compare::FailIf::parse)]
+    pub fail_if: Option<loadgen::compare::FailIf>,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
 }
 
 #[derive(Args)]

@@ -1,7 +1,7 @@
 //! The loadgen command line: flags -> Plan -> library -> print -> exit code.
 //! Exit codes: 0 success, 1 the run finished but saw errors (or stopped early), 2 bad input or
 //! setup failure (one line on stderr, never a panic or a stack trace), 3 with `--strict` when a
-//! run's verdict is not valid.
+//! run's verdict is not valid, 4 with `compare --fail-if` when a difference trips it.
 
 mod args;
 mod plan_of;
@@ -12,7 +12,9 @@ use clap::Parser;
 use loadgen::app::Format;
 use loadgen::error::{Error, Exit};
 
-use args::{Cli, Cmd, FormatArg, MergeArgs, PrepareArgs, ReportArgs, ServeArgs, TraceBenchArgs};
+use args::{
+    Cli, Cmd, CompareArgs, FormatArg, MergeArgs, PrepareArgs, ReportArgs, ServeArgs, TraceBenchArgs,
+};
 use run::cmd_run;
 
 fn main() {
@@ -24,6 +26,7 @@ fn main() {
         Cmd::Merge(a) => cmd_merge(a),
         Cmd::Report(a) => cmd_report(a),
         Cmd::TraceBench(a) => cmd_trace_bench(a),
+        Cmd::Compare(a) => cmd_compare(a),
     };
     // Every exit code is decided here, from `Exit` (loadgen::error).
     std::process::exit(match code {
@@ -159,6 +162,30 @@ fn cmd_merge(a: MergeArgs) -> Result<Exit, Error> {
         eprintln!("loadgen: merged result written to {}{beside}", p.display());
     }
     Ok(Exit::Clean)
+}
+
+fn cmd_compare(a: CompareArgs) -> Result<Exit, Error> {
+    let read = |p: &std::path::PathBuf| loadgen::merge::read_input(p);
+    let a_in = read(&a.files[0])?;
+    let b_in = a.files.get(1).map(read).transpose()?;
+    let c = loadgen::compare::compare(&a_in, b_in.as_ref(), a.force)?;
+    let tripped = a
+        .fail_if
+        .as_ref()
+        .map(|f| f.tripped(&c))
+        .unwrap_or_default();
+    match a.format {
+        FormatArg::Json => emit(&(serde_json::to_string_pretty(&c).expect("serializes") + "\n")),
+        FormatArg::Text => emit(&loadgen::compare::render(&c)),
+    }
+    for t in &tripped {
+        eprintln!("loadgen: regression: {}", t.what);
+    }
+    Ok(if tripped.is_empty() {
+        Exit::Clean
+    } else {
+        Exit::Regression
+    })
 }
 
 fn cmd_report(a: ReportArgs) -> Result<Exit, Error> {

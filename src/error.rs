@@ -62,6 +62,8 @@ pub enum Exit {
     BadInput,
     /// `--strict`: a run's verdict says its numbers cannot be trusted.
     NotValid,
+    /// `compare --fail-if`: a difference is significant and beyond its bound.
+    Regression,
 }
 
 impl Exit {
@@ -71,6 +73,7 @@ impl Exit {
             Exit::Errors => 1,
             Exit::BadInput => 2,
             Exit::NotValid => 3,
+            Exit::Regression => 4,
         }
     }
 }

@@ -16,6 +16,7 @@
 pub mod app;
 mod cells;
 mod collector;
+pub mod compare;
 mod control;
 mod cpu;
 pub mod dataset;

@@ -50,7 +50,7 @@
 //! file (a warning when the servers reported different ones).
 
 use crate::error::ConfigError;
-use crate::stats::{Figures, Precision};
+use crate::stats::Figures;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -463,24 +463,10 @@ fn merged_precision<'a>(parts: impl Iterator<Item = Option<&'a Figures>>) -> Opt
     let parts: Vec<Option<&Figures>> = parts.collect();
     match parts.as_slice() {
         [one] => one.cloned(),
-        _ => {
-            let none = || {
-                Precision::None {
-                none: format!(
-                    "merged from {} parts, whose intervals do not line up: each part's file has its own",
-                    parts.len()
-                ),
-            }
-            };
-            Some(Figures {
-                intervals: 0,
-                qps: none(),
-                p50: none(),
-                p90: none(),
-                p99: none(),
-                p999: none(),
-            })
-        }
+        _ => Some(Figures::none(&format!(
+            "merged from {} parts, whose intervals do not line up: each part's file has its own",
+            parts.len()
+        ))),
     }
 }
 

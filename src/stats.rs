@@ -4,9 +4,13 @@
 
 pub mod autocorr;
 pub mod batch_means;
+pub mod difference;
 pub mod figures;
 pub mod goal;
+#[cfg(test)]
+mod simulate;
 
 pub use batch_means::{interval_of, Ci, Precision};
+pub use difference::{difference, Difference, Estimate};
 pub use figures::{Centers, Figures, Point};
 pub use goal::{Goal, GoalResult};

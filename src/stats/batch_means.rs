@@ -136,7 +136,12 @@ pub fn interval_of_positive(series: &[f64], center: f64) -> Precision {
 
 /// Student's t quantile at (1 + LEVEL) / 2 with `df` degrees of freedom (statrs).
 fn t_quantile(df: usize) -> f64 {
-    StudentsT::new(0.0, 1.0, df as f64)
+    t_quantile_f(df as f64)
+}
+
+/// As `t_quantile`, for the fractional degrees of freedom of a difference (Welch).
+pub fn t_quantile_f(df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df)
         .map(|t| t.inverse_cdf((1.0 + LEVEL) / 2.0))
         .unwrap_or(f64::INFINITY)
 }

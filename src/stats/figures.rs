@@ -79,6 +79,21 @@ impl Figures {
         }
     }
 
+    /// No figure has a CI, each for the reason `why`.
+    pub fn none(why: &str) -> Figures {
+        let none = || Precision::None {
+            none: why.to_string(),
+        };
+        Figures {
+            intervals: 0,
+            qps: none(),
+            p50: none(),
+            p90: none(),
+            p99: none(),
+            p999: none(),
+        }
+    }
+
     /// Bounds rounded for a result file: to the nearest thousandth.
     pub fn rounded(mut self) -> Figures {
         for p in [

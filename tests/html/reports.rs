@@ -119,8 +119,9 @@ fn a_runs_cis_are_in_its_card_and_bands_on_its_charts() {
         let shown: f64 = attr(tag, &format!("data-qps-{bound}")).parse().unwrap();
         assert_eq!(shown, p["qps"][bound].as_f64().unwrap(), "{tag}");
     }
-    let (_, qps) = element(&dom, "qps-0");
-    assert!(qps.contains(" ±"), "{qps}");
+    let (qps, _) = element(&dom, "qps-0");
+    let after = &dom[dom.find(qps).unwrap() + qps.len()..];
+    assert!(after.contains(r#"<span class="note"> ±"#), "{after}");
     // One band for the QPS; p50's and p99's where they have one.
     assert_eq!(count(&dom, "tl-qps", r#"class="band""#), 1);
     let lat = ["p50", "p99"]

@@ -106,7 +106,8 @@
     const c = r.precision && r.precision.qps;
     if (!c || c.high == null || !(r.qps > 0)) return '';
     const pct = (c.high - c.low) / 2 / r.qps * 100;
-    return ' ±' + (pct >= 10 ? pct.toFixed(0) : pct >= 1 ? pct.toFixed(1) : pct.toFixed(2)) + '%';
+    return '<span class="note"> ±' +
+      (pct >= 10 ? pct.toFixed(0) : pct >= 1 ? pct.toFixed(1) : pct.toFixed(2)) + '%</span>';
   };
 
   // The run's percentiles' 95% CIs, or why it has none.
