@@ -339,6 +339,10 @@ pub struct ServeArgs {
     /// 50%,500ms: a server whose speed wanders, to see a run's CIs widen (and --ci take longer).
     #[arg(long, value_name = "AMP,EPOCH")]
     pub noise: Option<String>,
+    /// With --delay: the delay grows by this share of itself each second from the first request,
+    /// like 5% (1.5x after 10 s): a server that slows through a run, to see the verdict's drift.
+    #[arg(long, value_name = "PCT")]
+    pub drift: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -110,9 +110,12 @@ fn cmd_serve(a: ServeArgs) -> Result<Exit, Error> {
         delay: a.delay.unwrap_or_default(),
         cold: a.cold.unwrap_or_default(),
         noise: a.noise.as_deref().map(noise_of).transpose()?,
+        drift: a.drift.as_deref().map(drift_of).transpose()?.unwrap_or(0.0),
     };
-    if timing.noise.is_some() && timing.delay.is_zero() {
-        return Err("--noise scales --delay: give a --delay too, like --delay 1ms".into());
+    if (timing.noise.is_some() || timing.drift != 0.0) && timing.delay.is_zero() {
+        return Err(
+            "--noise and --drift scale --delay: give a --delay too, like --delay 1ms".into(),
+        );
     }
     let server = loadgen::serve::start_delayed(&bind, (1, a.rows), threads, timing).map_err(
         |e| match &bind {
@@ -246,6 +249,16 @@ fn noise_of(s: &str) -> Result<(f64, std::time::Duration), String> {
         return Err(bad());
     }
     Ok((amp / 100.0, epoch))
+}
+
+/// `serve --drift 5%`: a share per second, above 0.
+fn drift_of(s: &str) -> Result<f64, String> {
+    s.trim()
+        .strip_suffix('%')
+        .and_then(|p| p.parse::<f64>().ok())
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .map(|p| p / 100.0)
+        .ok_or_else(|| format!("bad --drift '{s}': use a percentage per second above 0, like 5%"))
 }
 
 #[cfg(test)]

@@ -127,6 +127,9 @@ pub struct Timing {
     /// `serve --noise AMP,EPOCH`: each epoch from the first request scales `delay` by a factor
     /// drawn in [1 - AMP, 1 + AMP]: a server whose speed wanders, for testing that CIs widen.
     pub noise: Option<(f64, Duration)>,
+    /// `serve --drift PCT`: the delay grows by this share of itself each second from the first
+    /// request: a server that slows down through a run, for testing that a drift is flagged.
+    pub drift: f64,
 }
 
 /// What `--cold` adds to each answer while the server is cold.
@@ -136,7 +139,7 @@ impl Timing {
     /// The wait for a request arriving at `now` (monotonic ns); `first` holds the first
     /// request's arrival.
     fn wait(&self, now: u64, first: &std::sync::OnceLock<u64>) -> Duration {
-        if self.cold.is_zero() && self.noise.is_none() {
+        if self.cold.is_zero() && self.noise.is_none() && self.drift == 0.0 {
             return self.delay;
         }
         let since = now.saturating_sub(*first.get_or_init(|| now));
@@ -149,6 +152,7 @@ impl Timing {
             }
             None => self.delay,
         };
+        let delay = delay.mul_f64(1.0 + self.drift * since as f64 / 1e9);
         match since < self.cold.as_nanos() as u64 {
             true => delay + COLD_EXTRA,
             false => delay,

@@ -9,8 +9,10 @@ pub mod figures;
 pub mod goal;
 #[cfg(test)]
 mod simulate;
+pub mod trend;
 
 pub use batch_means::{interval_of, Ci, Precision};
 pub use difference::{difference, Difference, Estimate};
 pub use figures::{Centers, Figures, Point};
 pub use goal::{Goal, GoalResult};
+pub use trend::{trend_of, Trend};

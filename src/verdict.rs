@@ -104,6 +104,9 @@ pub fn judge(r: &RunResult, steady: bool) -> Verdict {
             r.duration_s
         ));
     }
+    for w in drifting(r).into_iter().filter(|_| steady) {
+        why.push(w);
+    }
     if let Some(w) = warmup_short(r).filter(|_| steady) {
         why.push(w);
     }
@@ -115,6 +118,29 @@ pub fn judge(r: &RunResult, steady: bool) -> Verdict {
         ));
     }
     Verdict::from(why)
+}
+
+/// The drift reasons: a figure whose per-interval values trend by more than the bound,
+/// beyond what the noise could make (`stats::trend`).
+fn drifting(r: &RunResult) -> Vec<String> {
+    let Some(f) = &r.precision else {
+        return Vec::new();
+    };
+    [("QPS", &f.qps_trend), ("p99", &f.p99_trend)]
+        .into_iter()
+        .filter_map(|(name, t)| t.as_ref().filter(|t| t.drifts).map(|t| (name, t)))
+        .map(|(name, t)| {
+            format!(
+                "drifting: {name} {} {:.0}% over the measured window (a linear trend across {} batches, p {:.4} < {}, more than {:.0}%); the server or the machine changed during the run",
+                if t.change < 0.0 { "fell" } else { "rose" },
+                t.change.abs() * 100.0,
+                t.batches,
+                t.p,
+                crate::stats::trend::P_MAX,
+                crate::stats::trend::CHANGE_MIN * 100.0
+            )
+        })
+        .collect()
 }
 
 /// The saturation reason, with advice that fits: a thread that was ready but got no core is

@@ -459,6 +459,35 @@ fn verdict_a_server_still_warming_up_means_warmup_too_short() {
     assert!(f(&rows[0], "qps") <= 2100.0, "{}", rows[0]);
 }
 
+/// A server that slows through the run (`serve --drift`, 5% more delay each second): the
+/// verdict names the drift and its size; the same server without it is not drifting.
+#[test]
+fn verdict_a_server_that_slows_through_the_run_is_drifting() {
+    let run_on = |extra: &[&str]| {
+        let s = Served::start_with(10_000, &[&["--delay", "1ms"], extra].concat());
+        let (code, doc, err) = run_json(&[
+            &s.url,
+            "-d",
+            "6s",
+            "--warmup",
+            "300ms",
+            "--interval",
+            "250ms",
+            "-c",
+            "8",
+            "--keys",
+            "1-10000",
+        ]);
+        assert_exit_fits(code, &doc["runs"][0], &err);
+        verdict(&doc).1
+    };
+    let why = run_on(&["--drift", "5%"]);
+    // 1 ms growing 5% a second: from about 1.0 to 1.3 ms over the window, QPS falling 20-25%.
+    assert!(why.contains("drifting: QPS fell "), "{why}");
+    let why = run_on(&[]);
+    assert!(!why.contains("drifting: QPS"), "{why}");
+}
+
 /// Processes of the test's own, each a shell spinning for at most 30 s, stopped by pid on drop.
 struct Hogs(Vec<std::process::Child>);
 

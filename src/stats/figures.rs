@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::batch_means::{interval_of, interval_of_positive, Precision};
+use super::trend::{trend_of, Trend};
 
 /// One interval of a run (or of one op of it), as the statistics read it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -36,6 +37,12 @@ pub struct Figures {
     pub p90: Precision,
     pub p99: Precision,
     pub p999: Precision,
+    /// Linear trends of the per-interval QPS and p99 across the run (docs/verdict.md): none
+    /// under twenty whole intervals, or for a p99 whose intervals are too thin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qps_trend: Option<Trend>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_trend: Option<Trend>,
 }
 
 /// The tail samples an interval needs for its percentile to count: a p99 of an interval of
@@ -69,12 +76,16 @@ impl Figures {
             let series: Vec<f64> = whole.iter().map(|p| f(p)).collect();
             interval_of_positive(&series, center)
         };
+        let p99 = pct(0.99, |p| p.at.p99, centers.p99);
+        let p99s: Vec<f64> = whole.iter().map(|p| p.at.p99).collect();
         Figures {
             intervals: whole.len() as u32,
+            qps_trend: trend_of(&qps),
+            p99_trend: p99.ci().and_then(|_| trend_of(&p99s)),
             qps: interval_of(&qps, centers.qps),
             p50: pct(0.50, |p| p.at.p50, centers.p50),
             p90: pct(0.90, |p| p.at.p90, centers.p90),
-            p99: pct(0.99, |p| p.at.p99, centers.p99),
+            p99,
             p999: pct(0.999, |p| p.at.p999, centers.p999),
         }
     }
@@ -91,6 +102,8 @@ impl Figures {
             p90: none(),
             p99: none(),
             p999: none(),
+            qps_trend: None,
+            p99_trend: None,
         }
     }
 

@@ -219,6 +219,8 @@ mod tests {
                 none: "thin".into(),
             },
             p999: ci(1.0, 2.0),
+            qps_trend: None,
+            p99_trend: None,
         };
         let c = Centers {
             qps: 100.0,
