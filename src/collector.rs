@@ -30,6 +30,9 @@ use crate::transport::Endpoint;
 mod members;
 mod run_result;
 
+/// The live CIs are made again every interval up to this many, then every n / this.
+const LIVE_REMAKES: usize = 1000;
+
 /// A final interval shorter than this is not printed (see `close_interval`).
 const SLIVER_NS: u64 = 10_000_000;
 
@@ -100,6 +103,8 @@ pub struct Collector<'a> {
     /// for is still to be handed to the workers.
     goal_reached_s: Option<f64>,
     goal_stop: bool,
+    /// The CIs over the measured intervals as last made, for live views.
+    so_far: Option<Figures>,
     interrupted: bool,
     stopped_at: Option<u64>,
     stopped_early: Option<String>,
@@ -146,6 +151,7 @@ impl<'a> Collector<'a> {
             op_points: Vec::new(),
             goal_reached_s: None,
             goal_stop: false,
+            so_far: None,
             interrupted: false,
             stopped_at: None,
             stopped_early: None,
@@ -261,16 +267,22 @@ impl<'a> Collector<'a> {
                 pts.push(point(&o.counts, &o.latency, len_s));
             }
         }
-        // The CIs so far, for live views and `--ci`: once per interval, from the points (never
-        // per request).
+        // The CIs so far, for live views and `--ci`: from the points, never per request, and
+        // made again at most [`LIVE_REMAKES`] times per that many intervals, so a day-long run's
+        // last intervals cost no more than its first thousand.
         let want = !self.control.hooks.is_empty() || self.plan.ci.is_some();
-        let so_far = (measured && want).then(|| self.figures_so_far());
-        if let (Some(goal), Some((f, c))) = (&self.plan.ci, &so_far) {
-            if self.goal_reached_s.is_none() && goal.met(f, c) {
-                self.goal_reached_s = Some(row.t_s);
-                self.goal_stop = true;
+        let n = self.points.len();
+        if measured && want && (self.so_far.is_none() || n % n.div_ceil(LIVE_REMAKES) == 0) {
+            let (f, c) = self.figures_so_far();
+            if let Some(goal) = &self.plan.ci {
+                if self.goal_reached_s.is_none() && goal.met(&f, &c) {
+                    self.goal_reached_s = Some(row.t_s);
+                    self.goal_stop = true;
+                }
             }
+            self.so_far = Some(f);
         }
+        let so_far = self.so_far.as_ref().filter(|_| measured);
         let view = IntervalView {
             target: self.label,
             kind: self.kind,
@@ -290,7 +302,7 @@ impl<'a> Collector<'a> {
             progress_row: (!sliver).then_some(&row),
             cells: self.cells.as_ref(),
             members: self.members.as_ref(),
-            precision: so_far.as_ref().map(|(f, _)| f),
+            precision: so_far,
         };
         for f in &self.control.hooks {
             f(&view);

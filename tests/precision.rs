@@ -40,12 +40,15 @@ fn a_run_has_intervals_around_its_figures() {
     assert!(lo <= qps && qps <= hi && lo > 0.0, "{lo} {qps} {hi}");
     // 16 connections of 1 ms answer at most 16,000 a second: the interval lies under it.
     assert!(hi < 16_000.0 * 1.05, "{hi}");
-    for (name, key) in [("p50", "p50"), ("p99", "p99")] {
+    for name in ["p50", "p99"] {
         let (lo, hi) = ci(p, name);
-        let v = f(&r["latency_us"], key);
+        let v = f(&r["latency_us"], name);
         assert!(lo <= v && v <= hi, "{name}: {lo} {v} {hi}");
-        assert!(lo >= 1_000.0, "{name}: {lo} under the server's 1 ms");
     }
+    // The p50's interval is narrow, so it keeps to the server's floor; a p99's may reach below
+    // it when the tail moves between intervals.
+    let (lo, _) = ci(p, "p50");
+    assert!(lo >= 1_000.0, "p50: {lo} under the server's 1 ms");
     // Under 8,000 answers per interval hold a p99 (10 in its tail need 1,000) but not a p99.9.
     let none = p["p999"]["none"].as_str().unwrap_or_else(|| panic!("{p}"));
     assert!(none.contains("needs 10000"), "{none}");
