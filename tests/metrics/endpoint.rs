@@ -108,22 +108,41 @@ fn cis_follow_the_result() {
     validate(&ended, false);
     let r = &doc["runs"][0];
     let p = &r["precision"];
-    // The last interval's CIs are the result's: the same intervals, centers within a rounding.
-    let near = |metric: Option<f64>, json: f64, what: &str| {
-        let m = metric.unwrap_or_else(|| panic!("{what} missing:\n{ended}"));
+    // The last interval's CIs are made of the result's intervals: the same widths (QPS) and
+    // the same ratio of bounds (p50, made on the logs). Their centers may differ a little: the
+    // result's is over its whole window, the final cut interval included.
+    let bound =
+        |name: &str| value(&ended, name).unwrap_or_else(|| panic!("{name} missing:\n{ended}"));
+    let same = |m: f64, j: f64, what: &str| {
         assert!(
-            (m - json).abs() <= json.abs() * 0.01,
-            "{what}: metric {m}, result {json}"
+            (m - j).abs() <= j.abs() * 0.01,
+            "{what}: metric {m}, result {j}"
         );
     };
-    for bound in ["low", "high"] {
-        let s = format!("loadgen_qps_ci{{target=\"embedded\",bound=\"{bound}\"}}");
-        near(value(&ended, &s), f(&p["qps"], bound), &s);
-        let s = format!(
-            "loadgen_latency_ci_seconds{{target=\"embedded\",quantile=\"0.5\",bound=\"{bound}\"}}"
-        );
-        near(value(&ended, &s).map(|v| v * 1e6), f(&p["p50"], bound), &s);
-    }
+    let q = |b: &str| {
+        bound(&format!(
+            "loadgen_qps_ci{{target=\"embedded\",bound=\"{b}\"}}"
+        ))
+    };
+    same(
+        q("high") - q("low"),
+        f(&p["qps"], "high") - f(&p["qps"], "low"),
+        "qps width",
+    );
+    let l = |b: &str| {
+        bound(&format!(
+            "loadgen_latency_ci_seconds{{target=\"embedded\",quantile=\"0.5\",bound=\"{b}\"}}"
+        ))
+    };
+    same(
+        l("high") / l("low"),
+        f(&p["p50"], "high") / f(&p["p50"], "low"),
+        "p50 bounds",
+    );
+    assert!(
+        q("low") <= f(r, "qps") * 1.05 && f(r, "qps") * 0.95 <= q("high"),
+        "{p}"
+    );
 }
 
 #[test]
