@@ -130,15 +130,18 @@ fn rows(a: &RunResult, b: &RunResult) -> Vec<Row> {
     }];
     for (op, oa) in &a.ops {
         let Some(ob) = b.ops.get(op) else { continue };
-        let side = |o: &OpResult| (o.latency_us.clone(), o.qps, o.precision.clone());
-        let (sa, sb) = (side(oa), side(ob));
         rows.push(Row {
             target: name.clone(),
             op: Some(op.clone()),
-            figures: changes((&sa.0, sa.1, sa.2.as_ref()), (&sb.0, sb.1, sb.2.as_ref())),
+            figures: changes(side(oa), side(ob)),
         });
     }
     rows
+}
+
+/// An op's figures as `changes` takes them.
+fn side(o: &OpResult) -> (&Percentiles, f64, Option<&Figures>) {
+    (&o.latency_us, o.qps, o.precision.as_ref())
 }
 
 /// A run as the reports name it: its label, else its kind.

@@ -65,7 +65,7 @@ impl Precision {
 }
 
 /// The means of consecutive batches of `len` values (a last, shorter batch left out).
-fn batch_means(series: &[f64], len: usize) -> Vec<f64> {
+pub(super) fn batch_means(series: &[f64], len: usize) -> Vec<f64> {
     series
         .chunks_exact(len)
         .map(|b| b.iter().sum::<f64>() / len as f64)

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::batch_means::GROW_WHILE;
+use super::batch_means::{batch_means, GROW_WHILE};
 
 /// Intervals a run needs for the test: ten batches of two at least.
 pub const MIN_INTERVALS: usize = 2 * GROW_WHILE;
@@ -34,10 +34,7 @@ pub fn trend_of(series: &[f64]) -> Option<Trend> {
         return None;
     }
     let len = n / GROW_WHILE;
-    let means: Vec<f64> = series
-        .chunks_exact(len)
-        .map(|b| b.iter().sum::<f64>() / len as f64)
-        .collect();
+    let means = batch_means(series, len);
     let k = means.len() as f64;
     let xbar = (k - 1.0) / 2.0;
     let ybar = means.iter().sum::<f64>() / k;
